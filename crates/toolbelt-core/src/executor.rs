@@ -1,0 +1,373 @@
+//! [`Executor`]: validate, approve, time out, retry and run tool calls.
+
+mod approval;
+mod cache;
+mod output;
+mod retry;
+mod timeout;
+mod validate;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Semaphore, broadcast};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+pub use self::approval::{ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, Decision};
+use self::cache::ResultCache;
+use crate::call::{CallResult, ToolCall};
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::events::ExecEvent;
+use crate::output::ToolOutput;
+use crate::tool::ToolHandle;
+use crate::toolset::Toolset;
+
+/// Runs tool calls with validation, approval, timeouts, retries, output limits,
+/// an optional result cache, and events.
+///
+/// A batch runs read-only and parallel-safe calls concurrently (up to the
+/// concurrency limit) and serialises the others in call order; results come
+/// back in call order. Cloning shares the same limits, cache and subscribers.
+///
+/// ```
+/// # tokio_test_block_on(async {
+/// use serde_json::json;
+/// use toolbelt_core::{Executor, FnTool, ToolCall, ToolContext, Toolset};
+///
+/// let echo = FnTool::builder("echo").description("Echo the text")
+///     .parameters(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
+///     .handler(|args, _ctx| async move { args["text"].as_str().unwrap_or_default().to_owned() })
+///     .unwrap();
+/// let tools = Toolset::from_tools([echo]);
+/// let exec = Executor::new();
+/// let res = exec.execute(&tools, ToolCall::new("1", "echo", json!({"text": "hi"})), &ToolContext::new()).await;
+/// assert_eq!(res.outcome.unwrap().text, "hi");
+/// let bad = exec.execute(&tools, ToolCall::new("2", "echo", json!({})), &ToolContext::new()).await;
+/// assert!(bad.outcome.unwrap_err().to_string().contains("\"text\" is a required property"));
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Executor {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("default_timeout", &self.shared.default_timeout)
+            .field("concurrency", &self.shared.concurrency)
+            .field("policy", &self.shared.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    default_timeout: Duration,
+    concurrency: usize,
+    permits: Arc<Semaphore>,
+    policy: ApprovalPolicy,
+    approver: Option<Arc<dyn Approver>>,
+    cache: ResultCache,
+    spill_dir: PathBuf,
+    events: broadcast::Sender<ExecEvent>,
+}
+
+impl Shared {
+    /// Sends an event only when someone listens, so an unobserved executor pays nothing.
+    fn emit(&self, event: impl FnOnce() -> ExecEvent) {
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(event());
+        }
+    }
+}
+
+impl Default for Executor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Executor {
+    /// An executor with default settings (see [`ExecutorBuilder`]).
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Starts configuring an executor.
+    pub fn builder() -> ExecutorBuilder {
+        ExecutorBuilder::default()
+    }
+
+    /// Receives an [`ExecEvent`] for every step of every call from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<ExecEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// The approval policy in force.
+    pub fn policy(&self) -> &ApprovalPolicy {
+        &self.shared.policy
+    }
+
+    /// Runs one call against `tools`.
+    ///
+    /// Never returns `Err`: every failure (unknown tool, invalid arguments,
+    /// denial, timeout, cancellation, tool error) is in [`CallResult::outcome`]
+    /// for the model to read.
+    pub async fn execute(&self, tools: &Toolset, call: ToolCall, ctx: &ToolContext) -> CallResult {
+        let tool = tools.require(&call.name).cloned();
+        let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
+        run_call(&self.shared, tool, call, ctx).instrument(span).await
+    }
+
+    /// Runs a batch of calls and returns their results in call order.
+    ///
+    /// Consecutive calls that may run in parallel (read-only, or declared
+    /// parallel-safe) run concurrently; any other call runs alone, after the
+    /// calls before it and before the calls after it. Cancelling `ctx` ends
+    /// calls still in flight with [`ToolError::Cancelled`].
+    pub async fn execute_batch(
+        &self,
+        tools: &Toolset,
+        calls: Vec<ToolCall>,
+        ctx: &ToolContext,
+    ) -> Vec<CallResult> {
+        let mut results: Vec<Option<CallResult>> = (0..calls.len()).map(|_| None).collect();
+        let mut group: Vec<(usize, Result<ToolHandle, ToolError>, ToolCall)> = Vec::new();
+        for (index, call) in calls.into_iter().enumerate() {
+            let tool = tools.require(&call.name).cloned();
+            let parallel = tool.as_ref().map_or(true, |t| t.spec().policy.parallel);
+            if parallel {
+                group.push((index, tool, call));
+                continue;
+            }
+            self.run_group(std::mem::take(&mut group), ctx, &mut results).await;
+            let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
+            results[index] = Some(run_call(&self.shared, tool, call, ctx).instrument(span).await);
+        }
+        self.run_group(group, ctx, &mut results).await;
+        results.into_iter().flatten().collect()
+    }
+
+    async fn run_group(
+        &self,
+        group: Vec<(usize, Result<ToolHandle, ToolError>, ToolCall)>,
+        ctx: &ToolContext,
+        results: &mut [Option<CallResult>],
+    ) {
+        if group.len() <= 1 {
+            for (index, tool, call) in group {
+                let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
+                results[index] = Some(run_call(&self.shared, tool, call, ctx).instrument(span).await);
+            }
+            return;
+        }
+        // Owned by the JoinSet: dropping this future (a cancelled run) aborts the calls.
+        let mut set = JoinSet::new();
+        for (index, tool, call) in group {
+            let shared = Arc::clone(&self.shared);
+            let ctx = ctx.clone();
+            let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
+            set.spawn(
+                async move { (index, run_call(&shared, tool, call, &ctx).await) }.instrument(span),
+            );
+        }
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((index, result)) => results[index] = Some(result),
+                Err(e) => tracing::error!(error = %e, "a tool call task panicked or was aborted"),
+            }
+        }
+    }
+}
+
+async fn run_call(
+    shared: &Shared,
+    tool: Result<ToolHandle, ToolError>,
+    mut call: ToolCall,
+    base: &ToolContext,
+) -> CallResult {
+    let started = Instant::now();
+    shared.emit(|| ExecEvent::CallStarted { call_id: call.id.clone(), tool: call.name.clone() });
+    let mut attempts = 0;
+    let mut cached = false;
+    let outcome = async {
+        let tool = tool?;
+        if base.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        validate::check(&tool, &call.arguments)?;
+        approve(shared, &tool, &mut call, base).await?;
+        let spec = tool.spec();
+        let key = spec.policy.cacheable.then(|| ResultCache::key(spec, &call.arguments));
+        if let Some(hit) = key.as_deref().and_then(|k| shared.cache.get(k)) {
+            cached = true;
+            return Ok(hit);
+        }
+        // Taken after approval so that a call waiting for a person holds no slot.
+        let _permit = shared.permits.acquire().await.map_err(|_| ToolError::Cancelled)?;
+        let ctx = base.clone().with_call_id(call.id.as_str());
+        let (outcome, n) = retry::run_attempts(shared, &tool, &call.arguments, &ctx).await;
+        attempts = n;
+        let out = output::limit(outcome?, &spec.policy, spec.name.as_str(), &shared.spill_dir).await?;
+        if let Some(key) = key {
+            shared.cache.put(key, out.clone());
+        }
+        Ok::<ToolOutput, ToolError>(out)
+    }
+    .await;
+    let duration = started.elapsed();
+    if let Err(err) = &outcome {
+        tracing::debug!(error = %err, ?duration, "tool call failed");
+    }
+    shared.emit(|| ExecEvent::CallFinished {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        duration,
+        error: outcome.as_ref().err().map(ToolError::kind),
+        cached,
+    });
+    CallResult { call, outcome, duration, attempts, cached }
+}
+
+async fn approve(
+    shared: &Shared,
+    tool: &ToolHandle,
+    call: &mut ToolCall,
+    ctx: &ToolContext,
+) -> Result<(), ToolError> {
+    match shared.policy.decide(tool.spec()) {
+        Decision::Allow => Ok(()),
+        Decision::Deny => Err(ToolError::Denied {
+            reason: format!("the approval policy does not allow `{}`", tool.name()),
+        }),
+        Decision::Ask => {
+            let Some(approver) = &shared.approver else {
+                return Err(ToolError::Denied {
+                    reason: format!("`{}` needs approval and no approver is configured", tool.name()),
+                });
+            };
+            shared.emit(|| ExecEvent::ApprovalRequested {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+            });
+            let request = ApprovalRequest { call: call.clone(), spec: tool.spec().clone() };
+            let response = tokio::select! {
+                response = approver.approve(request) => response,
+                () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            };
+            match response {
+                ApprovalResponse::Approve => Ok(()),
+                ApprovalResponse::Edit(args) => {
+                    validate::check(tool, &args)?;
+                    call.arguments = args;
+                    Ok(())
+                }
+                ApprovalResponse::Reject(reason) => Err(ToolError::Denied {
+                    reason: if reason.is_empty() { "rejected by the user".to_owned() } else { reason },
+                }),
+            }
+        }
+    }
+}
+
+/// Configures an [`Executor`].
+#[must_use]
+pub struct ExecutorBuilder {
+    default_timeout: Duration,
+    concurrency: usize,
+    policy: ApprovalPolicy,
+    approver: Option<Arc<dyn Approver>>,
+    cache_capacity: usize,
+    cache_ttl: Duration,
+    spill_dir: PathBuf,
+    event_capacity: usize,
+}
+
+impl Default for ExecutorBuilder {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(60),
+            concurrency: 16,
+            policy: ApprovalPolicy::default(),
+            approver: None,
+            cache_capacity: 1024,
+            cache_ttl: Duration::from_secs(300),
+            spill_dir: std::env::temp_dir().join("toolbelt-spill"),
+            event_capacity: 1024,
+        }
+    }
+}
+
+impl ExecutorBuilder {
+    /// Timeout for tools that set none (default 60 s).
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// Most calls running at once, across batches (default 16; at least 1).
+    pub fn concurrency(mut self, limit: usize) -> Self {
+        self.concurrency = limit.max(1);
+        self
+    }
+
+    /// Who may run what (default: each tool's `needs_approval`).
+    pub fn policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Who answers when the policy says [`Decision::Ask`]. Without one, such calls are denied.
+    pub fn approver(mut self, approver: impl Approver) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Shares an approver already behind an `Arc`.
+    pub fn approver_arc(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Size and lifetime of the cache of cacheable tools' results (default 1024, 5 min).
+    pub fn cache(mut self, capacity: usize, ttl: Duration) -> Self {
+        self.cache_capacity = capacity;
+        self.cache_ttl = ttl;
+        self
+    }
+
+    /// Where outputs of [`Overflow::Spill`](crate::Overflow::Spill) tools are written.
+    pub fn spill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.spill_dir = dir.into();
+        self
+    }
+
+    /// Events buffered per slow subscriber before it lags (default 1024).
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.event_capacity = capacity.max(1);
+        self
+    }
+
+    /// Builds the executor.
+    pub fn build(self) -> Executor {
+        let (events, _) = broadcast::channel(self.event_capacity);
+        Executor {
+            shared: Arc::new(Shared {
+                default_timeout: self.default_timeout,
+                concurrency: self.concurrency,
+                permits: Arc::new(Semaphore::new(self.concurrency)),
+                policy: self.policy,
+                approver: self.approver,
+                cache: ResultCache::new(self.cache_capacity, self.cache_ttl),
+                spill_dir: self.spill_dir,
+                events,
+            }),
+        }
+    }
+}
