@@ -22,7 +22,11 @@ pub struct ToolCall {
 impl ToolCall {
     /// A call of `name` with `arguments`.
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
-        Self { id: id.into(), name: name.into(), arguments }
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
     }
 }
 

@@ -47,7 +47,9 @@ pub enum SpecError {
 #[non_exhaustive]
 pub enum RegistryError {
     /// A tool with this name is already registered.
-    #[error("a tool named `{name}` is already registered (version {existing_version}); remove it first or use `replace`")]
+    #[error(
+        "a tool named `{name}` is already registered (version {existing_version}); remove it first or use `replace`"
+    )]
     Duplicate {
         /// The clashing name.
         name: String,
@@ -124,7 +126,11 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "at {at}: {} (rule {})", self.message, self.schema_path)
     }
 }
@@ -197,12 +203,18 @@ pub enum ToolError {
 impl ToolError {
     /// A permanent failure with `message`.
     pub fn failed(message: impl Into<String>) -> Self {
-        Self::Failed { message: message.into(), retryable: false }
+        Self::Failed {
+            message: message.into(),
+            retryable: false,
+        }
     }
 
     /// A transient failure that the executor may retry under the tool's retry policy.
     pub fn retryable(message: impl Into<String>) -> Self {
-        Self::Failed { message: message.into(), retryable: true }
+        Self::Failed {
+            message: message.into(),
+            retryable: true,
+        }
     }
 
     /// Invalid arguments found by the tool itself (beyond the schema).
@@ -230,7 +242,13 @@ impl ToolError {
 
     /// Whether the executor may retry the call.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Failed { retryable: true, .. } | Self::Timeout { .. })
+        matches!(
+            self,
+            Self::Failed {
+                retryable: true,
+                ..
+            } | Self::Timeout { .. }
+        )
     }
 
     /// The text sent back to the model as the tool result.
@@ -239,7 +257,9 @@ impl ToolError {
             Self::InvalidArguments { .. } => {
                 format!("error: {self}. Fix the arguments and call the tool again.")
             }
-            Self::UnknownTool { .. } => format!("error: {self}. Use one of the tools you were given."),
+            Self::UnknownTool { .. } => {
+                format!("error: {self}. Use one of the tools you were given.")
+            }
             _ => format!("error: {self}"),
         }
     }
@@ -251,17 +271,28 @@ pub(crate) fn did_you_mean(nearest: &[String]) -> String {
         [one] => format!("; did you mean `{one}`?"),
         many => format!(
             "; did you mean one of {}?",
-            many.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
 
 fn list_or_none(items: &[String]) -> String {
-    if items.is_empty() { "(none)".to_owned() } else { items.join(", ") }
+    if items.is_empty() {
+        "(none)".to_owned()
+    } else {
+        items.join(", ")
+    }
 }
 
 fn join_violations(violations: &[Violation]) -> String {
-    violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn humanize(d: Duration) -> String {

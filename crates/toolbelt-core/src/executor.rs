@@ -122,7 +122,9 @@ impl Executor {
     pub async fn execute(&self, tools: &Toolset, call: ToolCall, ctx: &ToolContext) -> CallResult {
         let tool = tools.require(&call.name).cloned();
         let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-        run_call(&self.shared, tool, call, ctx).instrument(span).await
+        run_call(&self.shared, tool, call, ctx)
+            .instrument(span)
+            .await
     }
 
     /// Runs a batch of calls and returns their results in call order.
@@ -146,9 +148,14 @@ impl Executor {
                 group.push((index, tool, call));
                 continue;
             }
-            self.run_group(std::mem::take(&mut group), ctx, &mut results).await;
+            self.run_group(std::mem::take(&mut group), ctx, &mut results)
+                .await;
             let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-            results[index] = Some(run_call(&self.shared, tool, call, ctx).instrument(span).await);
+            results[index] = Some(
+                run_call(&self.shared, tool, call, ctx)
+                    .instrument(span)
+                    .await,
+            );
         }
         self.run_group(group, ctx, &mut results).await;
         results.into_iter().flatten().collect()
@@ -163,7 +170,11 @@ impl Executor {
         if group.len() <= 1 {
             for (index, tool, call) in group {
                 let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-                results[index] = Some(run_call(&self.shared, tool, call, ctx).instrument(span).await);
+                results[index] = Some(
+                    run_call(&self.shared, tool, call, ctx)
+                        .instrument(span)
+                        .await,
+                );
             }
             return;
         }
@@ -193,7 +204,10 @@ async fn run_call(
     base: &ToolContext,
 ) -> CallResult {
     let started = Instant::now();
-    shared.emit(|| ExecEvent::CallStarted { call_id: call.id.clone(), tool: call.name.clone() });
+    shared.emit(|| ExecEvent::CallStarted {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+    });
     let mut attempts = 0;
     let mut cached = false;
     let outcome = async {
@@ -204,17 +218,30 @@ async fn run_call(
         validate::check(&tool, &call.arguments)?;
         approve(shared, &tool, &mut call, base).await?;
         let spec = tool.spec();
-        let key = spec.policy.cacheable.then(|| ResultCache::key(spec, &call.arguments));
+        let key = spec
+            .policy
+            .cacheable
+            .then(|| ResultCache::key(spec, &call.arguments));
         if let Some(hit) = key.as_deref().and_then(|k| shared.cache.get(k)) {
             cached = true;
             return Ok(hit);
         }
         // Taken after approval so that a call waiting for a person holds no slot.
-        let _permit = shared.permits.acquire().await.map_err(|_| ToolError::Cancelled)?;
+        let _permit = shared
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| ToolError::Cancelled)?;
         let ctx = base.clone().with_call_id(call.id.as_str());
         let (outcome, n) = retry::run_attempts(shared, &tool, &call.arguments, &ctx).await;
         attempts = n;
-        let out = output::limit(outcome?, &spec.policy, spec.name.as_str(), &shared.spill_dir).await?;
+        let out = output::limit(
+            outcome?,
+            &spec.policy,
+            spec.name.as_str(),
+            &shared.spill_dir,
+        )
+        .await?;
         if let Some(key) = key {
             shared.cache.put(key, out.clone());
         }
@@ -232,7 +259,13 @@ async fn run_call(
         error: outcome.as_ref().err().map(ToolError::kind),
         cached,
     });
-    CallResult { call, outcome, duration, attempts, cached }
+    CallResult {
+        call,
+        outcome,
+        duration,
+        attempts,
+        cached,
+    }
 }
 
 async fn approve(
@@ -249,14 +282,20 @@ async fn approve(
         Decision::Ask => {
             let Some(approver) = &shared.approver else {
                 return Err(ToolError::Denied {
-                    reason: format!("`{}` needs approval and no approver is configured", tool.name()),
+                    reason: format!(
+                        "`{}` needs approval and no approver is configured",
+                        tool.name()
+                    ),
                 });
             };
             shared.emit(|| ExecEvent::ApprovalRequested {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
             });
-            let request = ApprovalRequest { call: call.clone(), spec: tool.spec().clone() };
+            let request = ApprovalRequest {
+                call: call.clone(),
+                spec: tool.spec().clone(),
+            };
             let response = tokio::select! {
                 response = approver.approve(request) => response,
                 () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
@@ -269,7 +308,11 @@ async fn approve(
                     Ok(())
                 }
                 ApprovalResponse::Reject(reason) => Err(ToolError::Denied {
-                    reason: if reason.is_empty() { "rejected by the user".to_owned() } else { reason },
+                    reason: if reason.is_empty() {
+                        "rejected by the user".to_owned()
+                    } else {
+                        reason
+                    },
                 }),
             }
         }

@@ -53,7 +53,8 @@ pub use context::{Extensions, ToolContext};
 pub use error::{RegistryError, SelectionError, SpecError, ToolError, ToolErrorKind, Violation};
 pub use events::ExecEvent;
 pub use executor::{
-    ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, Decision, Executor, ExecutorBuilder,
+    ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, Decision, Executor,
+    ExecutorBuilder,
 };
 pub use name::{MAX_NAME_LEN, ToolName};
 pub use output::{IntoToolOutput, Json, ToolOutput, Truncation};
@@ -61,16 +62,16 @@ pub use registry::{Registry, discovered_tools};
 pub use schema::schema_for;
 pub use selection::Selection;
 pub use snapshot::Snapshot;
-pub use toolset::Toolset;
 pub use spec::{
     DEFAULT_MAX_OUTPUT_BYTES, Effect, Overflow, RetryPolicy, ToolKind, ToolPolicy, ToolSpec,
     ToolSpecBuilder,
 };
+pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     BoxFuture, FnTool, FnToolBuilder, IntoToolHandle, Registration, Tool, ToolHandle, ToolModule,
     parse_args,
 };
-pub use tokio_util::sync::CancellationToken;
+pub use toolset::Toolset;
 
 /// Re-exports used by code that `#[tool]` generates. Not a public API.
 #[doc(hidden)]

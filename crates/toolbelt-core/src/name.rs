@@ -50,7 +50,10 @@ pub(crate) fn validate_name(name: &str, what: &'static str) -> Result<(), SpecEr
         return Err(SpecError::InvalidName {
             name: name.to_owned(),
             what,
-            reason: format!("is {} bytes long; at most {MAX_NAME_LEN} are allowed", name.len()),
+            reason: format!(
+                "is {} bytes long; at most {MAX_NAME_LEN} are allowed",
+                name.len()
+            ),
         });
     }
     if let Some((at, ch)) = name
@@ -149,8 +152,18 @@ mod tests {
             err,
             "invalid tool name \"file.read\": has '.' at byte 4; only ASCII letters, digits, '_' and '-' are allowed"
         );
-        assert!(ToolName::new("").unwrap_err().to_string().contains("must not be empty"));
-        assert!(ToolName::new("x".repeat(65)).unwrap_err().to_string().contains("65 bytes"));
+        assert!(
+            ToolName::new("")
+                .unwrap_err()
+                .to_string()
+                .contains("must not be empty")
+        );
+        assert!(
+            ToolName::new("x".repeat(65))
+                .unwrap_err()
+                .to_string()
+                .contains("65 bytes")
+        );
         assert!(ToolName::new("读文件").is_err());
     }
 }

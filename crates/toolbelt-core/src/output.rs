@@ -38,7 +38,11 @@ pub struct Truncation {
 impl ToolOutput {
     /// A text-only output.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into(), json: None, truncated: None }
+        Self {
+            text: text.into(),
+            json: None,
+            truncated: None,
+        }
     }
 
     /// A JSON output; its text is the compact JSON.
@@ -47,7 +51,11 @@ impl ToolOutput {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        Self { text, json: Some(value), truncated: None }
+        Self {
+            text,
+            json: Some(value),
+            truncated: None,
+        }
     }
 
     /// Serialises `value` as the JSON output.
@@ -126,6 +134,7 @@ impl<T: Serialize> IntoToolOutput for Json<T> {
 
 impl<T: IntoToolOutput, E: Into<ToolError>> IntoToolOutput for Result<T, E> {
     fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
-        self.map_err(Into::into).and_then(IntoToolOutput::into_tool_output)
+        self.map_err(Into::into)
+            .and_then(IntoToolOutput::into_tool_output)
     }
 }

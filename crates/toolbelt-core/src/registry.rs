@@ -37,7 +37,9 @@ pub struct Registry {
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Registry").field(&*self.current.load()).finish()
+        f.debug_tuple("Registry")
+            .field(&*self.current.load())
+            .finish()
     }
 }
 
@@ -111,7 +113,12 @@ impl Registry {
         let mut tools: Vec<ToolHandle> = snap
             .by_tag
             .get(tag)
-            .map(|bits| bits.ones().filter_map(|id| snap.tool(id as u32)).cloned().collect())
+            .map(|bits| {
+                bits.ones()
+                    .filter_map(|id| snap.tool(id as u32))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         tools.sort_by(|a, b| a.name().cmp(b.name()));
         tools
@@ -195,7 +202,9 @@ impl Registry {
     pub fn replace(&self, tool: impl IntoToolHandle) -> Result<Option<ToolHandle>, RegistryError> {
         let tool = tool.into_tool_handle()?;
         self.write(|next| {
-            let old = next.id_of(tool.name().as_str()).and_then(|id| next.remove_id(id));
+            let old = next
+                .id_of(tool.name().as_str())
+                .and_then(|id| next.remove_id(id));
             next.insert(tool);
             Ok(old)
         })
@@ -207,7 +216,10 @@ impl Registry {
     /// [`RegistryError::NotFound`] with the nearest names.
     pub fn remove(&self, name: &str) -> Result<ToolHandle, RegistryError> {
         let mut removed = self.remove_tools([name])?;
-        removed.pop().ok_or_else(|| RegistryError::NotFound { name: name.to_owned(), nearest: Vec::new() })
+        removed.pop().ok_or_else(|| RegistryError::NotFound {
+            name: name.to_owned(),
+            nearest: Vec::new(),
+        })
     }
 
     /// Removes several tools at once: all of them or, if one is missing, none.
@@ -223,12 +235,13 @@ impl Registry {
             let mut removed = Vec::with_capacity(names.len());
             for name in &names {
                 let name = name.as_ref();
-                let tool = next.id_of(name).and_then(|id| next.remove_id(id)).ok_or_else(|| {
-                    RegistryError::NotFound {
+                let tool = next
+                    .id_of(name)
+                    .and_then(|id| next.remove_id(id))
+                    .ok_or_else(|| RegistryError::NotFound {
                         name: name.to_owned(),
                         nearest: nearest(name, next.by_name.keys().map(|k| k.as_str())),
-                    }
-                })?;
+                    })?;
                 removed.push(tool);
             }
             Ok(removed)
@@ -266,7 +279,11 @@ pub fn discovered_tools() -> Result<Vec<ToolHandle>, RegistryError> {
         .into_iter()
         .map(|reg| {
             (reg.make)().map_err(|e| match e {
-                SpecError::InvalidSchema { tool, pointer, reason } => SpecError::InvalidSchema {
+                SpecError::InvalidSchema {
+                    tool,
+                    pointer,
+                    reason,
+                } => SpecError::InvalidSchema {
                     tool: format!("{tool} (defined at {})", reg.location),
                     pointer,
                     reason,

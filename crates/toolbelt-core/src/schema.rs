@@ -19,7 +19,8 @@ pub fn schema_for<T: schemars::JsonSchema>() -> Value {
         // A unit or empty struct derives `{"type": "null"}` or no type; tools take objects.
         if obj.get("type").and_then(Value::as_str) != Some("object") {
             obj.insert("type".to_owned(), Value::from("object"));
-            obj.entry("properties").or_insert_with(|| Value::Object(Default::default()));
+            obj.entry("properties")
+                .or_insert_with(|| Value::Object(Default::default()));
         }
     }
     value

@@ -42,14 +42,20 @@ impl Selection {
             return Ok(Self { items });
         }
         for (position, raw) in expr.split(',').enumerate() {
-            let syntax = |reason| SelectionError::Syntax { position, item: raw.to_owned(), reason };
+            let syntax = |reason| SelectionError::Syntax {
+                position,
+                item: raw.to_owned(),
+                reason,
+            };
             let item = raw.trim();
             let (exclude, body) = match item.strip_prefix('-') {
                 Some(rest) => (true, rest.trim()),
                 None => (false, item.strip_prefix('+').map_or(item, str::trim)),
             };
             if body.is_empty() {
-                return Err(syntax("empty item; remove the extra comma or name a group or tool"));
+                return Err(syntax(
+                    "empty item; remove the extra comma or name a group or tool",
+                ));
             }
             let target = if body == "*" {
                 Target::All
@@ -88,7 +94,11 @@ mod tests {
     #[test]
     fn parses_every_item_form() {
         let sel = Selection::parse(" file, tag:shell ,tool:git,-shell_exec,*, +web").unwrap();
-        let targets: Vec<_> = sel.items.iter().map(|i| (i.exclude, i.target.clone())).collect();
+        let targets: Vec<_> = sel
+            .items
+            .iter()
+            .map(|i| (i.exclude, i.target.clone()))
+            .collect();
         assert_eq!(
             targets,
             vec![

@@ -125,8 +125,11 @@ impl Snapshot {
 
     /// Tag names with the number of tools carrying each, sorted by name.
     pub fn tags(&self) -> Vec<(String, usize)> {
-        let mut tags: Vec<_> =
-            self.by_tag.iter().map(|(t, bits)| (t.to_string(), bits.count_ones(..))).collect();
+        let mut tags: Vec<_> = self
+            .by_tag
+            .iter()
+            .map(|(t, bits)| (t.to_string(), bits.count_ones(..)))
+            .collect();
         tags.sort();
         tags
     }

@@ -93,7 +93,12 @@ impl ToolPolicy {
 
     /// A mutating, serial policy that needs approval.
     pub fn mutating() -> Self {
-        Self { effect: Effect::Mutating, parallel: false, needs_approval: true, ..Self::read_only() }
+        Self {
+            effect: Effect::Mutating,
+            parallel: false,
+            needs_approval: true,
+            ..Self::read_only()
+        }
     }
 
     /// Whether the tool is read-only.
@@ -138,7 +143,10 @@ impl RetryPolicy {
 
     /// `max_retries` retries with exponential backoff from 100 ms up to 5 s.
     pub const fn retries(max_retries: u32) -> Self {
-        Self { max_retries, ..Self::none() }
+        Self {
+            max_retries,
+            ..Self::none()
+        }
     }
 
     /// Sets the first delay.
@@ -149,8 +157,13 @@ impl RetryPolicy {
 
     /// The delay before retry number `attempt` (1-based), capped by `max_backoff`.
     pub fn backoff(&self, attempt: u32) -> Duration {
-        let factor = self.multiplier.max(1).saturating_pow(attempt.saturating_sub(1));
-        self.initial_backoff.saturating_mul(factor).min(self.max_backoff)
+        let factor = self
+            .multiplier
+            .max(1)
+            .saturating_pow(attempt.saturating_sub(1));
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
     }
 }
 
@@ -240,11 +253,16 @@ impl ToolSpec {
 
 /// Tags are group names: like tool names, plus `.` and `:` for namespaces (`mcp:github`).
 pub(crate) fn validate_tag(tag: &str) -> Result<(), SpecError> {
-    let plain: String = tag.chars().map(|c| if c == '.' || c == ':' { '_' } else { c }).collect();
+    let plain: String = tag
+        .chars()
+        .map(|c| if c == '.' || c == ':' { '_' } else { c })
+        .collect();
     validate_name(&plain, "tag").map_err(|err| match err {
-        SpecError::InvalidName { what, reason, .. } => {
-            SpecError::InvalidName { name: tag.to_owned(), what, reason }
-        }
+        SpecError::InvalidName { what, reason, .. } => SpecError::InvalidName {
+            name: tag.to_owned(),
+            what,
+            reason,
+        },
         other => other,
     })
 }
@@ -256,27 +274,47 @@ fn validate_parameters(tool: &str, schema: &Value) -> Result<(), SpecError> {
         reason,
     };
     let Some(obj) = schema.as_object() else {
-        return Err(invalid("", format!("must be a JSON object, found {}", json_type(schema))));
+        return Err(invalid(
+            "",
+            format!("must be a JSON object, found {}", json_type(schema)),
+        ));
     };
     match obj.get("type") {
         Some(Value::String(t)) if t == "object" => {}
         Some(other) => {
-            return Err(invalid("/type", format!("must be \"object\", found {other}")));
+            return Err(invalid(
+                "/type",
+                format!("must be \"object\", found {other}"),
+            ));
         }
-        None => return Err(invalid("/type", "is missing; LLM APIs need \"object\"".to_owned())),
+        None => {
+            return Err(invalid(
+                "/type",
+                "is missing; LLM APIs need \"object\"".to_owned(),
+            ));
+        }
     }
     if let Some(props) = obj.get("properties")
         && !props.is_object()
     {
-        return Err(invalid("/properties", format!("must be an object, found {}", json_type(props))));
+        return Err(invalid(
+            "/properties",
+            format!("must be an object, found {}", json_type(props)),
+        ));
     }
     if let Some(required) = obj.get("required") {
         let Some(items) = required.as_array() else {
-            return Err(invalid("/required", "must be an array of property names".to_owned()));
+            return Err(invalid(
+                "/required",
+                "must be an array of property names".to_owned(),
+            ));
         };
         for (i, item) in items.iter().enumerate() {
             if !item.is_string() {
-                return Err(invalid(&format!("/required/{i}"), "must be a string".to_owned()));
+                return Err(invalid(
+                    &format!("/required/{i}"),
+                    "must be a string".to_owned(),
+                ));
             }
         }
     }
@@ -431,16 +469,19 @@ impl ToolSpecBuilder {
     /// [`SpecError`] naming the bad name, tag or schema location, or a missing description.
     pub fn build(self) -> Result<ToolSpec, SpecError> {
         let name = ToolName::new(&self.name)?;
-        let description = self
-            .description
-            .filter(|d| !d.trim().is_empty())
-            .ok_or(SpecError::Missing { tool: self.name.clone(), field: "description" })?;
+        let description =
+            self.description
+                .filter(|d| !d.trim().is_empty())
+                .ok_or(SpecError::Missing {
+                    tool: self.name.clone(),
+                    field: "description",
+                })?;
         let spec = ToolSpec {
             name,
             description,
-            parameters: self.parameters.unwrap_or_else(
-                || serde_json::json!({"type": "object", "properties": {}}),
-            ),
+            parameters: self
+                .parameters
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
             tags: self.tags,
             timeout: self.timeout,
             retry: self.retry,
@@ -480,7 +521,9 @@ mod opt_millis {
         }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
         Option::<u64>::deserialize(d).map(|ms| ms.map(Duration::from_millis))
     }
 }
@@ -492,22 +535,44 @@ mod tests {
 
     #[test]
     fn builder_validates_schema_root() {
-        let err = ToolSpec::builder("x").description("d").parameters(json!({"type": "string"}));
+        let err = ToolSpec::builder("x")
+            .description("d")
+            .parameters(json!({"type": "string"}));
         assert_eq!(
             err.build().unwrap_err().to_string(),
             "invalid parameters schema for `x` at /type: must be \"object\", found \"string\""
         );
-        let err = ToolSpec::builder("x").description("d").parameters(json!([]));
-        assert!(err.build().unwrap_err().to_string().contains("must be a JSON object, found array"));
+        let err = ToolSpec::builder("x")
+            .description("d")
+            .parameters(json!([]));
+        assert!(
+            err.build()
+                .unwrap_err()
+                .to_string()
+                .contains("must be a JSON object, found array")
+        );
     }
 
     #[test]
     fn builder_requires_description_and_valid_tags() {
         let err = ToolSpec::builder("x").build().unwrap_err();
-        assert_eq!(err.to_string(), "tool `x` has no description; set it with `.description(..)`");
-        let err = ToolSpec::builder("x").description("d").tag("bad tag").build().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tool `x` has no description; set it with `.description(..)`"
+        );
+        let err = ToolSpec::builder("x")
+            .description("d")
+            .tag("bad tag")
+            .build()
+            .unwrap_err();
         assert!(err.to_string().starts_with("invalid tag \"bad tag\""));
-        assert!(ToolSpec::builder("x").description("d").tag("mcp:github").build().is_ok());
+        assert!(
+            ToolSpec::builder("x")
+                .description("d")
+                .tag("mcp:github")
+                .build()
+                .is_ok()
+        );
     }
 
     #[test]

@@ -5,7 +5,10 @@
 /// A candidate qualifies when it contains `name` (or the reverse), when their
 /// Jaro-Winkler similarity is at least 0.8, or when few edits (a quarter of the
 /// length, at least one; a swap counts as one) turn one into the other. Case is ignored.
-pub(crate) fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn nearest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
     let wanted = name.to_lowercase();
     let mut scored: Vec<(f64, &str)> = candidates
         .into_iter()
@@ -23,7 +26,11 @@ pub(crate) fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a s
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    scored.into_iter().take(3).map(|(_, c)| c.to_owned()).collect()
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, c)| c.to_owned())
+        .collect()
 }
 
 #[cfg(test)]

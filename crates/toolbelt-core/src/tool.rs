@@ -38,11 +38,19 @@ pub trait Tool: Send + Sync + 'static {
 
 /// Object-safe twin of [`Tool`], so tools of different types share one registry.
 trait ErasedTool: Send + Sync + 'static {
-    fn call_boxed(&self, args: Value, ctx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
+    fn call_boxed(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
 }
 
 impl<T: Tool> ErasedTool for T {
-    fn call_boxed(&self, args: Value, ctx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    fn call_boxed(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(self.call(args, ctx))
     }
 }
@@ -64,7 +72,9 @@ pub struct ToolHandle {
 
 impl fmt::Debug for ToolHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolHandle").field("name", &self.inner.spec.name).finish_non_exhaustive()
+        f.debug_struct("ToolHandle")
+            .field("name", &self.inner.spec.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -76,7 +86,13 @@ impl ToolHandle {
     pub fn new<T: Tool>(tool: T) -> Result<Self, SpecError> {
         let spec = tool.spec();
         spec.validate()?;
-        Ok(Self { inner: Arc::new(Inner { spec, tool: Box::new(tool), schema: OnceLock::new() }) })
+        Ok(Self {
+            inner: Arc::new(Inner {
+                spec,
+                tool: Box::new(tool),
+                schema: OnceLock::new(),
+            }),
+        })
     }
 
     /// The tool's definition.
@@ -92,13 +108,19 @@ impl ToolHandle {
     /// Calls the tool directly, without validation, timeout or approval.
     ///
     /// Use an [`Executor`](crate::Executor) to get those.
-    pub fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    pub fn call(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         self.inner.tool.call_boxed(args, ctx)
     }
 
     /// The compiled validator of the parameter schema, built on first use.
     pub(crate) fn compiled_schema(&self) -> &Result<CompiledSchema, SpecError> {
-        self.inner.schema.get_or_init(|| CompiledSchema::compile(&self.inner.spec))
+        self.inner
+            .schema
+            .get_or_init(|| CompiledSchema::compile(&self.inner.spec))
     }
 
     /// Whether both handles point at the same tool.
@@ -107,9 +129,8 @@ impl ToolHandle {
     }
 }
 
-type RawHandler = dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
-    + Send
-    + Sync;
+type RawHandler =
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
 
 /// A tool made from a spec and a closure.
 ///
@@ -133,14 +154,18 @@ pub struct FnTool {
 
 impl fmt::Debug for FnTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnTool").field("spec", &self.spec).finish_non_exhaustive()
+        f.debug_struct("FnTool")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
     }
 }
 
 impl FnTool {
     /// Starts a closure tool named `name`.
     pub fn builder(name: impl Into<String>) -> FnToolBuilder {
-        FnToolBuilder { spec: ToolSpec::builder(name) }
+        FnToolBuilder {
+            spec: ToolSpec::builder(name),
+        }
     }
 
     /// A tool from a finished spec and a handler taking raw JSON arguments.
@@ -150,11 +175,10 @@ impl FnTool {
         Fut: Future<Output = O> + Send + 'static,
         O: IntoToolOutput,
     {
-        let handler: Arc<RawHandler> =
-            Arc::new(move |args, ctx| {
-                let fut = handler(args, ctx);
-                Box::pin(async move { fut.await.into_tool_output() })
-            });
+        let handler: Arc<RawHandler> = Arc::new(move |args, ctx| {
+            let fut = handler(args, ctx);
+            Box::pin(async move { fut.await.into_tool_output() })
+        });
         Self { spec, handler }
     }
 }

@@ -25,7 +25,9 @@ pub struct Toolset {
 
 impl fmt::Debug for Toolset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter().map(|t| t.name().as_str())).finish()
+        f.debug_list()
+            .entries(self.iter().map(|t| t.name().as_str()))
+            .finish()
     }
 }
 
@@ -38,14 +40,20 @@ impl Default for Toolset {
 impl Toolset {
     /// A toolset with no tools.
     pub fn empty() -> Self {
-        Self { snapshot: Arc::new(Snapshot::default()), members: FixedBitSet::new() }
+        Self {
+            snapshot: Arc::new(Snapshot::default()),
+            members: FixedBitSet::new(),
+        }
     }
 
     /// A toolset of exactly these tools; a later tool with a repeated name replaces the earlier.
     pub fn from_tools(tools: impl IntoIterator<Item = ToolHandle>) -> Self {
         let snapshot = Snapshot::from_tools(tools);
         let members = snapshot.all_ids();
-        Self { snapshot: Arc::new(snapshot), members }
+        Self {
+            snapshot: Arc::new(snapshot),
+            members,
+        }
     }
 
     pub(crate) fn all(snapshot: Arc<Snapshot>) -> Self {
@@ -54,13 +62,20 @@ impl Toolset {
     }
 
     /// Resolves a selection against `snapshot`.
-    pub(crate) fn select(snapshot: Arc<Snapshot>, selection: &Selection) -> Result<Self, SelectionError> {
+    pub(crate) fn select(
+        snapshot: Arc<Snapshot>,
+        selection: &Selection,
+    ) -> Result<Self, SelectionError> {
         let cap = snapshot.capacity();
         let mut include = FixedBitSet::with_capacity(cap);
         let mut exclude = FixedBitSet::with_capacity(cap);
         let mut any_include = false;
         for item in &selection.items {
-            let target = if item.exclude { &mut exclude } else { &mut include };
+            let target = if item.exclude {
+                &mut exclude
+            } else {
+                &mut include
+            };
             any_include |= !item.exclude;
             match &item.target {
                 Target::All => target.insert_range(..),
@@ -111,7 +126,10 @@ impl Toolset {
         if selection.items.iter().any(|i| i.target == Target::All) {
             include.intersect_with(&snapshot.all_ids());
         }
-        Ok(Self { snapshot, members: include })
+        Ok(Self {
+            snapshot,
+            members: include,
+        })
     }
 
     /// Number of tools.
@@ -127,7 +145,11 @@ impl Toolset {
     /// The tool named `name`, if it is in this toolset.
     pub fn get(&self, name: &str) -> Option<&ToolHandle> {
         let id = self.snapshot.id_of(name)?;
-        if self.members.contains(id as usize) { self.snapshot.tool(id) } else { None }
+        if self.members.contains(id as usize) {
+            self.snapshot.tool(id)
+        } else {
+            None
+        }
     }
 
     /// The tool named `name`, or an error listing the nearest names in this toolset.
@@ -148,7 +170,9 @@ impl Toolset {
 
     /// The tools, in registration-slot order.
     pub fn iter(&self) -> impl Iterator<Item = &ToolHandle> + '_ {
-        self.members.ones().filter_map(|id| self.snapshot.tool(id as u32))
+        self.members
+            .ones()
+            .filter_map(|id| self.snapshot.tool(id as u32))
     }
 
     /// The specs, in the same order as [`Toolset::iter`].
@@ -168,7 +192,10 @@ impl Toolset {
         let mut members = self.snapshot.by_tag.get(tag).cloned().unwrap_or_default();
         members.grow(self.members.len());
         members.intersect_with(&self.members);
-        Self { snapshot: Arc::clone(&self.snapshot), members }
+        Self {
+            snapshot: Arc::clone(&self.snapshot),
+            members,
+        }
     }
 
     /// The tools whose spec satisfies `keep`.
@@ -181,7 +208,10 @@ impl Toolset {
                 members.set(id, false);
             }
         }
-        Self { snapshot: Arc::clone(&self.snapshot), members }
+        Self {
+            snapshot: Arc::clone(&self.snapshot),
+            members,
+        }
     }
 
     /// The tools of this toolset named in `names`; unknown names are ignored.
@@ -194,7 +224,10 @@ impl Toolset {
                 members.insert(id as usize);
             }
         }
-        Self { snapshot: Arc::clone(&self.snapshot), members }
+        Self {
+            snapshot: Arc::clone(&self.snapshot),
+            members,
+        }
     }
 
     /// This toolset plus `tools`; a tool of the same name as one here replaces it.

@@ -15,13 +15,13 @@ pub(crate) struct CompiledSchema {
 
 impl CompiledSchema {
     pub(crate) fn compile(spec: &ToolSpec) -> Result<Self, SpecError> {
-        jsonschema::validator_for(&spec.parameters).map(|validator| Self { validator }).map_err(
-            |e| SpecError::InvalidSchema {
+        jsonschema::validator_for(&spec.parameters)
+            .map(|validator| Self { validator })
+            .map_err(|e| SpecError::InvalidSchema {
                 tool: spec.name.to_string(),
                 pointer: e.schema_path().to_string(),
                 reason: e.to_string(),
-            },
-        )
+            })
     }
 
     /// Checks `args`; on failure lists each broken rule with its JSON pointer.

@@ -55,7 +55,10 @@ impl ApprovalPolicy {
 
     /// A policy that allows everything (the CLI's `--yes`).
     pub fn allow_all() -> Self {
-        Self { default: Some(Decision::Allow), ..Self::default() }
+        Self {
+            default: Some(Decision::Allow),
+            ..Self::default()
+        }
     }
 
     /// Sets the default decision.
@@ -84,12 +87,19 @@ impl ApprovalPolicy {
         if let Some(d) = self.tools.get(spec.name.as_str()) {
             return *d;
         }
-        let by_tag = spec.tags.iter().filter_map(|t| self.tags.get(t)).copied().max_by_key(|d| d.strictness());
-        by_tag.or(self.default).unwrap_or(if spec.policy.needs_approval {
-            Decision::Ask
-        } else {
-            Decision::Allow
-        })
+        let by_tag = spec
+            .tags
+            .iter()
+            .filter_map(|t| self.tags.get(t))
+            .copied()
+            .max_by_key(|d| d.strictness());
+        by_tag
+            .or(self.default)
+            .unwrap_or(if spec.policy.needs_approval {
+                Decision::Ask
+            } else {
+                Decision::Allow
+            })
     }
 }
 
@@ -135,7 +145,12 @@ mod tests {
     use super::*;
 
     fn spec(name: &str, tags: &[&str], needs: bool) -> ToolSpec {
-        ToolSpec::builder(name).description("d").tags(tags.iter().copied()).needs_approval(needs).build().unwrap()
+        ToolSpec::builder(name)
+            .description("d")
+            .tags(tags.iter().copied())
+            .needs_approval(needs)
+            .build()
+            .unwrap()
     }
 
     #[test]
@@ -144,8 +159,14 @@ mod tests {
             .with_tool("git", Decision::Allow)
             .with_tag("shell", Decision::Deny)
             .with_tag("file", Decision::Ask);
-        assert_eq!(policy.decide(&spec("git", &["shell"], true)), Decision::Allow);
-        assert_eq!(policy.decide(&spec("x", &["file", "shell"], false)), Decision::Deny);
+        assert_eq!(
+            policy.decide(&spec("git", &["shell"], true)),
+            Decision::Allow
+        );
+        assert_eq!(
+            policy.decide(&spec("x", &["file", "shell"], false)),
+            Decision::Deny
+        );
         assert_eq!(policy.decide(&spec("y", &["web"], true)), Decision::Ask);
         assert_eq!(policy.decide(&spec("z", &["web"], false)), Decision::Allow);
         let strict = policy.with_default(Decision::Deny);

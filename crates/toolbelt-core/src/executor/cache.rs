@@ -17,7 +17,11 @@ pub(crate) struct ResultCache {
 
 impl ResultCache {
     pub(crate) fn new(capacity: usize, ttl: Duration) -> Self {
-        Self { capacity, ttl, entries: Mutex::new(HashMap::new()) }
+        Self {
+            capacity,
+            ttl,
+            entries: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The key: name, version and the arguments with object keys sorted.
@@ -46,7 +50,11 @@ impl ResultCache {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= self.capacity && !entries.contains_key(&key) {
             // Evict the oldest entry; the cache is small, so a scan is cheap.
-            if let Some(oldest) = entries.iter().min_by_key(|(_, (at, _))| *at).map(|(k, _)| k.clone()) {
+            if let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone())
+            {
                 entries.remove(&oldest);
             }
         }

@@ -47,8 +47,11 @@ pub(crate) async fn limit(
             ));
             out.text = text;
             out.json = None;
-            out.truncated =
-                Some(Truncation { original_bytes: total, kept_bytes: preview_len, spilled_to: Some(shown) });
+            out.truncated = Some(Truncation {
+                original_bytes: total,
+                kept_bytes: preview_len,
+                spilled_to: Some(shown),
+            });
             Ok(out)
         }
         _ => Ok(truncate(out, max)),
@@ -98,15 +101,24 @@ mod tests {
     use super::*;
 
     fn policy(max: usize, on_overflow: Overflow) -> ToolPolicy {
-        ToolPolicy { max_output_bytes: max, on_overflow, ..ToolPolicy::read_only() }
+        ToolPolicy {
+            max_output_bytes: max,
+            on_overflow,
+            ..ToolPolicy::read_only()
+        }
     }
 
     #[tokio::test]
     async fn truncates_keeping_head_and_tail_on_char_boundaries() {
         let text = "é".repeat(1000); // 2000 bytes
-        let out = limit(ToolOutput::text(text), &policy(500, Overflow::Truncate), "t", Path::new("/tmp"))
-            .await
-            .unwrap();
+        let out = limit(
+            ToolOutput::text(text),
+            &policy(500, Overflow::Truncate),
+            "t",
+            Path::new("/tmp"),
+        )
+        .await
+        .unwrap();
         assert!(out.text.len() <= 500 + 120, "{}", out.text.len());
         assert!(out.text.starts_with('é') && out.text.ends_with('é'));
         assert!(out.text.contains("bytes truncated of 2000"));
@@ -117,9 +129,14 @@ mod tests {
     async fn spills_the_full_text_to_a_file() {
         let dir = std::env::temp_dir().join(format!("toolbelt-spill-test-{}", std::process::id()));
         let text = "line\n".repeat(1000);
-        let out = limit(ToolOutput::text(text.clone()), &policy(1000, Overflow::Spill), "big", &dir)
-            .await
-            .unwrap();
+        let out = limit(
+            ToolOutput::text(text.clone()),
+            &policy(1000, Overflow::Spill),
+            "big",
+            &dir,
+        )
+        .await
+        .unwrap();
         let path = out.truncated.unwrap().spilled_to.unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
         assert!(out.text.contains(&path));
@@ -128,9 +145,17 @@ mod tests {
 
     #[tokio::test]
     async fn fail_names_the_sizes() {
-        let err = limit(ToolOutput::text("x".repeat(10)), &policy(5, Overflow::Fail), "t", Path::new("/tmp"))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().starts_with("output of 10 bytes exceeds the limit of 5 bytes"));
+        let err = limit(
+            ToolOutput::text("x".repeat(10)),
+            &policy(5, Overflow::Fail),
+            "t",
+            Path::new("/tmp"),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("output of 10 bytes exceeds the limit of 5 bytes")
+        );
     }
 }

@@ -29,10 +29,22 @@ fn sample() -> Registry {
 #[test]
 fn selects_groups_tools_and_exclusions() {
     let r = sample();
-    assert_eq!(r.select("file,shell").unwrap().names(), ["file_read", "file_write", "git", "shell_exec"]);
-    assert_eq!(r.select("file,shell,-shell_exec").unwrap().names(), ["file_read", "file_write", "git"]);
-    assert_eq!(r.select("web,file_read").unwrap().names(), ["file_read", "http_request"]);
-    assert_eq!(r.select("-shell").unwrap().names(), ["file_read", "file_write", "http_request"]);
+    assert_eq!(
+        r.select("file,shell").unwrap().names(),
+        ["file_read", "file_write", "git", "shell_exec"]
+    );
+    assert_eq!(
+        r.select("file,shell,-shell_exec").unwrap().names(),
+        ["file_read", "file_write", "git"]
+    );
+    assert_eq!(
+        r.select("web,file_read").unwrap().names(),
+        ["file_read", "http_request"]
+    );
+    assert_eq!(
+        r.select("-shell").unwrap().names(),
+        ["file_read", "file_write", "http_request"]
+    );
     assert_eq!(r.select("*,-tool:git").unwrap().len(), 4);
     assert!(r.select("").unwrap().is_empty());
 }
@@ -51,7 +63,9 @@ fn unknown_group_lists_known_ones_and_nearest() {
 #[test]
 fn batch_add_is_all_or_nothing() {
     let r = sample();
-    let err = r.add_tools([tool("new_one", &[]), tool("git", &[])]).unwrap_err();
+    let err = r
+        .add_tools([tool("new_one", &[]), tool("git", &[])])
+        .unwrap_err();
     assert!(matches!(err, RegistryError::Duplicate { ref name, .. } if name == "git"));
     assert!(!r.contains("new_one"));
     assert_eq!(r.len(), 5);
@@ -93,7 +107,10 @@ fn toolsets_are_stable_snapshots() {
     r.remove("file_read").unwrap();
     assert_eq!(view.names(), ["file_read", "file_write"]);
     assert!(view.get("shell_exec").is_none(), "outside the view");
-    assert_eq!(view.require("file_reed").unwrap_err().to_string(), "unknown tool `file_reed`; did you mean one of `file_read`, `file_write`?");
+    assert_eq!(
+        view.require("file_reed").unwrap_err().to_string(),
+        "unknown tool `file_reed`; did you mean one of `file_read`, `file_write`?"
+    );
 }
 
 #[test]
@@ -117,9 +134,16 @@ fn concurrent_readers_see_whole_writes() {
         s.spawn(move || {
             for i in 0..300 {
                 // Each write adds a pair in one batch; readers must never see half.
-                writer.add_tools([tool(&format!("a{i}"), &["pair"]), tool(&format!("b{i}"), &["pair"])]).unwrap();
+                writer
+                    .add_tools([
+                        tool(&format!("a{i}"), &["pair"]),
+                        tool(&format!("b{i}"), &["pair"]),
+                    ])
+                    .unwrap();
                 if i % 3 == 0 {
-                    writer.remove_tools([format!("a{i}"), format!("b{i}")]).unwrap();
+                    writer
+                        .remove_tools([format!("a{i}"), format!("b{i}")])
+                        .unwrap();
                 }
             }
         });

@@ -1,0 +1,68 @@
+//! [`ProviderError`]: why a chat request failed.
+
+use std::time::Duration;
+
+/// Why a provider could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// The provider is not configured; says what to set.
+    #[error("provider not configured: {0}")]
+    Config(String),
+    /// The API answered with an error status.
+    #[error("{provider} API error {status}: {message}")]
+    Api {
+        /// Which provider.
+        provider: &'static str,
+        /// HTTP status.
+        status: u16,
+        /// The provider's own error message.
+        message: String,
+    },
+    /// Rate limited, and retries ran out.
+    #[error("rate limited by {provider}{}", .retry_after.map(|d| format!("; retry after {}s", d.as_secs())).unwrap_or_default())]
+    RateLimited {
+        /// Which provider.
+        provider: &'static str,
+        /// The wait the provider asked for.
+        retry_after: Option<Duration>,
+    },
+    /// No answer in time.
+    #[error("request to {provider} timed out after {}s", .after.as_secs())]
+    Timeout {
+        /// Which provider.
+        provider: &'static str,
+        /// The timeout that elapsed.
+        after: Duration,
+    },
+    /// The connection failed or broke.
+    #[error("could not reach {provider}: {message}")]
+    Transport {
+        /// Which provider.
+        provider: &'static str,
+        /// What failed.
+        message: String,
+    },
+    /// The answer could not be understood.
+    #[error("could not decode {provider}'s answer: {message}")]
+    Decode {
+        /// Which provider.
+        provider: &'static str,
+        /// What did not parse.
+        message: String,
+    },
+    /// The request was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ProviderError {
+    /// Whether trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Api { status, .. } => *status == 429 || *status >= 500,
+            Self::RateLimited { .. } | Self::Timeout { .. } | Self::Transport { .. } => true,
+            _ => false,
+        }
+    }
+}

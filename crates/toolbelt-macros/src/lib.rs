@@ -1,0 +1,1 @@
+//! The `#[tool]` attribute (work in progress).

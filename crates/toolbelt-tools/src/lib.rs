@@ -1,0 +1,1 @@
+//! Built-in tools with safe defaults (work in progress).

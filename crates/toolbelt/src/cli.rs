@@ -1,0 +1,63 @@
+//! Argument parsing and dispatch to one module per subcommand.
+
+mod route;
+mod run;
+mod tools;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Define LLM tools once, route each request to the few it needs, run them safely.
+#[derive(Debug, Parser)]
+#[command(name = "toolbelt", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List or call the tools this binary knows.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
+    /// Route a request (or a batch of queries) to the tools it needs.
+    Route(route::RouteArgs),
+    /// Run an agent on one input, streaming its answer.
+    Run(run::RunArgs),
+}
+
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLBELT_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Tools(cmd) => tools::run(cmd).await,
+            Command::Route(args) => route::run(args).await,
+            Command::Run(args) => run::run(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
