@@ -1,0 +1,1 @@
+//! Test fixtures shared by toolbelt crates (dev-only).
