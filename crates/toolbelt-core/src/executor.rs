@@ -280,7 +280,9 @@ async fn approve(
             reason: format!("the approval policy does not allow `{}`", tool.name()),
         }),
         Decision::Ask => {
-            let Some(approver) = &shared.approver else {
+            // A run may bring its own approver (an agent's event stream); it wins.
+            let run_approver = ctx.get::<Arc<dyn Approver>>();
+            let Some(approver) = run_approver.or(shared.approver.as_ref()) else {
                 return Err(ToolError::Denied {
                     reason: format!(
                         "`{}` needs approval and no approver is configured",

@@ -125,6 +125,11 @@ pub enum ApprovalResponse {
 }
 
 /// Answers approval requests: a terminal prompt, a web console, a test script.
+///
+/// The executor asks the approver it was built with, unless the call's
+/// [`ToolContext`](crate::ToolContext) carries an `Arc<dyn Approver>`
+/// extension: then that one answers (an agent run routes its calls to its
+/// own event stream this way).
 pub trait Approver: Send + Sync + 'static {
     /// Decides on `request`. Dropping the future (run cancelled) refuses the call.
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalResponse>;
