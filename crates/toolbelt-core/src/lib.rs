@@ -1,34 +1,4 @@
-//! The tool model of toolbelt: define a tool once, store it once, select views
-//! of it by group, and execute calls safely.
-//!
-//! - [`ToolSpec`]: name, description, JSON Schema parameters, tags, timeout,
-//!   retry, version, metadata, kind and a [`ToolPolicy`].
-//! - [`Tool`]: the async trait a tool implements; [`FnTool`] wraps closures;
-//!   `#[tool]` (crate `toolbelt-macros`) derives both from an async fn.
-//! - [`Registry`]: every tool stored once, indexed by name and by tag, read
-//!   without locks; [`Registry::select`] turns `"file,shell,-shell_exec"` into a
-//!   [`Toolset`].
-//! - [`Executor`]: validation, approval, timeout, retry, output limits, caching
-//!   and events around each call; batches run concurrently in call order.
-//!
-//! ```
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! use serde_json::json;
-//! use toolbelt_core::{Executor, FnTool, Registry, ToolCall, ToolContext};
-//!
-//! #[derive(serde::Deserialize, schemars::JsonSchema)]
-//! struct Add { a: i64, b: i64 }
-//!
-//! let registry = Registry::new();
-//! registry.add_tool(FnTool::builder("add").description("Add two integers").tag("math")
-//!     .typed(|x: Add, _ctx| async move { Ok::<_, toolbelt_core::ToolError>(x.a + x.b) })?)?;
-//! let math = registry.select("math")?;
-//! let result = Executor::new()
-//!     .execute(&math, ToolCall::new("1", "add", json!({"a": 2, "b": 3})), &ToolContext::new())
-//!     .await;
-//! assert_eq!(result.outcome?.text, "5");
-//! # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
-//! ```
+#![doc = include_str!("../README.md")]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod call;

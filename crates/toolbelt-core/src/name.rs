@@ -31,6 +31,34 @@ impl ToolName {
         Ok(Self(Arc::from(name)))
     }
 
+    /// A valid name made from any text, for names that come from elsewhere.
+    ///
+    /// Characters outside `[A-Za-z0-9_-]` become `_`, the result is cut to
+    /// [`MAX_NAME_LEN`] bytes and an empty name becomes `_`; a valid name is
+    /// kept as it is.
+    ///
+    /// ```
+    /// use toolbelt_core::ToolName;
+    /// assert_eq!(ToolName::sanitized("github.create issue").as_str(), "github_create_issue");
+    /// ```
+    pub fn sanitized(name: &str) -> Self {
+        let mut clean: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(MAX_NAME_LEN)
+            .collect();
+        if clean.is_empty() {
+            clean.push('_');
+        }
+        Self(Arc::from(clean))
+    }
+
     /// The name as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -463,6 +463,31 @@ impl ToolSpecBuilder {
         self
     }
 
+    /// Returns the spec without failing, for definitions checked before run time.
+    ///
+    /// `#[tool]` checks names, tags and descriptions at compile time and uses
+    /// this as the fallback of [`build`](Self::build), so `Tool::spec` never
+    /// panics. Nothing is validated here: a name `build` would reject is made
+    /// valid with [`ToolName::sanitized`]; tags and the parameter schema are
+    /// still checked by [`ToolHandle::new`](crate::ToolHandle::new) when the
+    /// tool is wrapped or registered.
+    pub fn build_unchecked(self) -> ToolSpec {
+        ToolSpec {
+            name: ToolName::new(&self.name).unwrap_or_else(|_| ToolName::sanitized(&self.name)),
+            description: self.description.unwrap_or_default(),
+            parameters: self
+                .parameters
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            tags: self.tags,
+            timeout: self.timeout,
+            retry: self.retry,
+            version: self.version,
+            metadata: self.metadata,
+            kind: self.kind,
+            policy: self.policy,
+        }
+    }
+
     /// Validates and returns the spec.
     ///
     /// # Errors
