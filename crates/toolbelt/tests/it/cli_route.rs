@@ -1,0 +1,1 @@
+//! `toolbelt route` from the command line.

@@ -1,0 +1,1 @@
+//! `toolbelt run` from the command line.

@@ -1,0 +1,1 @@
+//! `toolbelt tools` from the command line.
