@@ -1,10 +1,45 @@
-//! Per-request tool routing: send the LLM only the tools a request needs.
+#![doc = include_str!("../README.md")]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod catalog;
 mod decision;
+mod embedding;
 mod error;
+mod hybrid;
+mod index;
+mod keyword;
+mod lexical;
+mod llm;
 mod router;
+mod search_tools;
+mod text;
+mod tokens;
+mod tool_text;
 
+pub use catalog::{CatalogError, CatalogTool, catalog_toolset, read_catalog};
 pub use decision::{RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
+#[cfg(feature = "openai-embeddings")]
+pub use embedding::OpenAiEmbedder;
+pub use embedding::{Embedder, EmbeddingRouter};
 pub use error::RouteError;
+pub use hybrid::{Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
+pub use index::{LexicalConfig, LexicalIndex};
+pub use keyword::{KeywordGroup, KeywordRouter};
+pub use lexical::LexicalRouter;
+pub use llm::{Completer, LlmAnswer, LlmRouter};
 pub use router::{AnyRouter, Router};
+pub use search_tools::SearchTools;
+pub use text::{ChineseMode, Lexicon, MAX_QUERY_BYTES};
+pub use tokens::{TokenSavings, schema_tokens};
+pub use tool_text::ToolText;
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<AnyRouter>();
+    assert_send_sync::<HybridRouter>();
+    assert_send_sync::<LexicalRouter>();
+    assert_send_sync::<LexicalIndex>();
+    assert_send_sync::<EmbeddingRouter>();
+    assert_send_sync::<LlmRouter>();
+    assert_send_sync::<SearchTools>();
+};

@@ -1,0 +1,190 @@
+//! Router benchmarks: lexical routing at 1,000 and 10,000 tools, index build, hybrid routing.
+//!
+//! Run: `CARGO_TARGET_DIR=/work/target-router cargo bench -p toolbelt-router --bench route`.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use toolbelt_core::{ToolSpec, Toolset};
+use toolbelt_router::{
+    HybridRouter, LexicalConfig, LexicalIndex, LexicalRouter, RouteRequest, catalog_toolset,
+};
+
+const VERBS: &[&str] = &[
+    "get", "list", "create", "update", "delete", "search", "send", "export", "import", "sync",
+    "archive", "restore", "schedule", "cancel", "approve", "analyze", "convert", "upload",
+];
+const NOUNS: &[&str] = &[
+    "file",
+    "email",
+    "invoice",
+    "customer",
+    "ticket",
+    "deployment",
+    "calendar_event",
+    "message",
+    "payment",
+    "report",
+    "contact",
+    "order",
+    "shipment",
+    "container",
+    "database_table",
+    "note",
+    "image",
+    "video",
+    "forecast",
+    "route",
+    "task",
+    "branch",
+    "commit",
+    "dashboard",
+    "subscription",
+    "refund",
+    "product",
+    "user",
+    "team",
+    "webhook",
+    "secret",
+    "bucket",
+    "cluster",
+    "metric",
+];
+const SYSTEMS: &[&str] = &[
+    "github",
+    "gitlab",
+    "jira",
+    "slack",
+    "stripe",
+    "salesforce",
+    "hubspot",
+    "aws",
+    "gcp",
+    "notion",
+    "zendesk",
+    "shopify",
+    "google",
+    "outlook",
+    "postgres",
+    "redis",
+    "figma",
+    "linear",
+    "asana",
+];
+const WORDS: &[&str] = &[
+    "quickly",
+    "with",
+    "filters",
+    "by",
+    "date",
+    "owner",
+    "status",
+    "and",
+    "returns",
+    "the",
+    "id",
+    "in",
+    "a",
+    "workspace",
+    "account",
+    "project",
+    "optional",
+    "limit",
+    "page",
+    "cursor",
+    "region",
+];
+
+/// A deterministic catalog of `n` distinct tools.
+fn catalog(n: usize) -> Vec<ToolSpec> {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |m: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % m as u64) as usize
+    };
+    (0..n)
+        .map(|i| {
+            let (v, o, s) = (
+                VERBS[next(VERBS.len())],
+                NOUNS[next(NOUNS.len())],
+                SYSTEMS[next(SYSTEMS.len())],
+            );
+            let filler: Vec<&str> = (0..12).map(|_| WORDS[next(WORDS.len())]).collect();
+            ToolSpec::builder(format!("{s}_{v}_{o}_{i}"))
+                .description(format!(
+                    "{v} a {} in {s} {}",
+                    o.replace('_', " "),
+                    filler.join(" ")
+                ))
+                .parameters(json!({"type": "object", "properties": {
+                    "id": {"type": "string", "description": format!("The {o} id")},
+                    "limit": {"type": "integer", "description": "Most results"}}}))
+                .tag(s)
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+const QUERIES: &[&str] = &[
+    "send an email to the customer about the refund",
+    "list open jira tickets assigned to me",
+    "删除这个 slack 消息",
+    "deploy the container to the aws cluster",
+    "导出上个月的发票报表",
+    "what's the weather forecast tomorrow",
+];
+
+fn lexical(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lexical_route");
+    for n in [1_000, 10_000] {
+        let toolset = catalog_toolset(catalog(n));
+        let router = LexicalRouter::default().with_top_k(10);
+        router.prepare(&toolset);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &toolset, |b, toolset| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % QUERIES.len();
+                black_box(router.search(toolset, QUERIES[i], 10))
+            });
+        });
+    }
+    group.finish();
+}
+
+fn build(c: &mut Criterion) {
+    let specs = catalog(10_000);
+    c.bench_function("index_build/10000", |b| {
+        b.iter(|| black_box(LexicalIndex::from_specs(LexicalConfig::default(), &specs)))
+    });
+}
+
+fn hybrid(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("hybrid_route");
+    for n in [1_000, 10_000] {
+        let toolset: Toolset = catalog_toolset(catalog(n));
+        let router = HybridRouter::default();
+        router.lexical().prepare(&toolset);
+        let requests: Vec<RouteRequest> = QUERIES
+            .iter()
+            .map(|q| RouteRequest::new(*q, toolset.clone()))
+            .collect();
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % requests.len();
+                black_box(runtime.block_on(router.decide(&requests[i])))
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lexical, build, hybrid);
+criterion_main!(benches);

@@ -1,0 +1,266 @@
+//! [`Embedder`] and [`EmbeddingRouter`]: routing by cosine similarity of embeddings.
+
+#[cfg(feature = "openai-embeddings")]
+mod openai;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use toolbelt_core::{BoxFuture, ToolHandle, Toolset};
+
+#[cfg(feature = "openai-embeddings")]
+pub use openai::OpenAiEmbedder;
+
+use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
+use crate::error::RouteError;
+use crate::index::{FastMap, top_k};
+use crate::router::Router;
+use crate::tool_text::{Fnv, ToolText};
+
+/// Turns texts into vectors (a remote endpoint, a local model, a test double).
+pub trait Embedder: Send + Sync + 'static {
+    /// Model id; part of the embedding cache key.
+    fn model(&self) -> &str;
+    /// One vector per text, in order.
+    fn embed<'a>(&'a self, texts: &'a [String])
+    -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>>;
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    /// Unit vectors by (model, tool text) fingerprint.
+    vectors: FastMap<u64, Arc<[f32]>>,
+    /// The last handle seen per tool name and its key, to skip re-reading unchanged tools.
+    keys: FastMap<String, (ToolHandle, u64)>,
+    computed: u64,
+}
+
+/// Routes by cosine similarity between the input and each tool's text.
+///
+/// Tool vectors are cached by a fingerprint of the model id and the tool's
+/// text, so they are computed once and again only when a tool's text changes;
+/// each request embeds only the input. Cloning shares the cache.
+#[derive(Clone)]
+pub struct EmbeddingRouter {
+    embedder: Arc<dyn Embedder>,
+    cache: Arc<Mutex<Cache>>,
+    top_k: usize,
+    min_similarity: f32,
+    batch_size: usize,
+}
+
+impl std::fmt::Debug for EmbeddingRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingRouter")
+            .field("model", &self.embedder.model())
+            .field("top_k", &self.top_k)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmbeddingRouter {
+    /// A router using `embedder`, sending 5 tools.
+    pub fn new(embedder: impl Embedder) -> Self {
+        Self::from_arc(Arc::new(embedder))
+    }
+
+    /// Like [`EmbeddingRouter::new`] for a shared embedder.
+    pub fn from_arc(embedder: Arc<dyn Embedder>) -> Self {
+        Self {
+            embedder,
+            cache: Arc::new(Mutex::new(Cache::default())),
+            top_k: 5,
+            min_similarity: 0.0,
+            batch_size: 64,
+        }
+    }
+
+    /// Sends the best `k` tools (default 5).
+    #[must_use]
+    pub fn with_top_k(mut self, k: usize) -> Self {
+        self.top_k = k.max(1);
+        self
+    }
+
+    /// Falls back to every tool when the best cosine is below `similarity` (default 0).
+    #[must_use]
+    pub fn with_min_similarity(mut self, similarity: f32) -> Self {
+        self.min_similarity = similarity;
+        self
+    }
+
+    /// Texts per embedding call (default 64).
+    #[must_use]
+    pub fn with_batch_size(mut self, n: usize) -> Self {
+        self.batch_size = n.max(1);
+        self
+    }
+
+    /// The minimum similarity for a confident decision.
+    pub fn min_similarity(&self) -> f32 {
+        self.min_similarity
+    }
+
+    /// How many tool vectors were computed so far (cache misses).
+    pub fn computed(&self) -> u64 {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .computed
+    }
+
+    /// Embeds every tool of `toolset` not cached yet.
+    ///
+    /// # Errors
+    /// [`RouteError::Backend`] when the embedder fails or answers with the wrong number of vectors.
+    pub async fn prepare(
+        &self,
+        toolset: &Toolset,
+    ) -> Result<Vec<(String, Arc<[f32]>)>, RouteError> {
+        let mut missing: Vec<(u64, String)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut keyed: Vec<(String, u64)> = Vec::with_capacity(toolset.len());
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            for tool in toolset.iter() {
+                let name = tool.name().as_str();
+                let key = match cache.keys.get(name) {
+                    Some((handle, key)) if handle.ptr_eq(tool) => *key,
+                    _ => {
+                        let key = self.key_of(tool);
+                        cache.keys.insert(name.to_owned(), (tool.clone(), key));
+                        key
+                    }
+                };
+                if !cache.vectors.contains_key(&key) && seen.insert(key) {
+                    missing.push((key, ToolText::from_spec(tool.spec()).joined()));
+                }
+                keyed.push((name.to_owned(), key));
+            }
+        }
+        for chunk in missing.chunks(self.batch_size) {
+            let texts: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
+            let vectors = self.embed_checked(&texts).await?;
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            for ((key, _), v) in chunk.iter().zip(vectors) {
+                cache.vectors.insert(*key, v);
+                cache.computed += 1;
+            }
+        }
+        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(keyed
+            .into_iter()
+            .filter_map(|(name, key)| cache.vectors.get(&key).map(|v| (name, Arc::clone(v))))
+            .collect())
+    }
+
+    fn key_of(&self, tool: &ToolHandle) -> u64 {
+        let mut h = Fnv::default();
+        h.write(self.embedder.model());
+        h.write(&ToolText::from_spec(tool.spec()).joined());
+        h.0
+    }
+
+    async fn embed_checked(&self, texts: &[String]) -> Result<Vec<Arc<[f32]>>, RouteError> {
+        let vectors = self.embedder.embed(texts).await?;
+        if vectors.len() != texts.len() {
+            return Err(RouteError::Backend {
+                backend: "embedder",
+                message: format!(
+                    "model {} returned {} vectors for {} texts",
+                    self.embedder.model(),
+                    vectors.len(),
+                    texts.len()
+                ),
+            });
+        }
+        Ok(vectors.into_iter().map(|v| normalize(v).into()).collect())
+    }
+
+    /// The best `k` tools of `toolset` for `query`, best first, scored by cosine.
+    ///
+    /// # Errors
+    /// [`RouteError::Backend`] when the embedder fails.
+    pub async fn rank(
+        &self,
+        toolset: &Toolset,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<ScoredTool>, RouteError> {
+        let tools = self.prepare(toolset).await?;
+        let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES).to_owned();
+        let q = self
+            .embed_checked(std::slice::from_ref(&query))
+            .await?
+            .pop()
+            .unwrap_or_else(|| Arc::from(Vec::new()));
+        let mut hits: Vec<(u32, f32)> = tools
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, v))| v.len() == q.len())
+            .map(|(i, (_, v))| (i as u32, dot(&q, v)))
+            .collect();
+        top_k(&mut hits, k);
+        Ok(hits
+            .into_iter()
+            .map(|(i, score)| ScoredTool {
+                name: tools[i as usize].0.clone(),
+                score,
+            })
+            .collect())
+    }
+
+    async fn decide(&self, request: &RouteRequest) -> Result<RouteDecision, RouteError> {
+        if request.input.trim().is_empty() {
+            return Ok(RouteDecision::fallback(
+                "embedding",
+                &request.toolset,
+                "empty input",
+            ));
+        }
+        let hits = self
+            .rank(&request.toolset, &request.input, self.top_k)
+            .await?;
+        Ok(match hits.first() {
+            Some(best) if best.score >= self.min_similarity => {
+                let reason = format!("embedding: best {} ({:.3})", best.name, best.score);
+                RouteDecision::tools("embedding", hits, reason)
+            }
+            _ => RouteDecision::fallback(
+                "embedding",
+                &request.toolset,
+                format!(
+                    "embedding: no tool reaches similarity {:.2}",
+                    self.min_similarity
+                ),
+            ),
+        })
+    }
+}
+
+impl Router for EmbeddingRouter {
+    fn name(&self) -> &'static str {
+        "embedding"
+    }
+
+    fn route(
+        &self,
+        request: &RouteRequest,
+    ) -> impl Future<Output = Result<RouteDecision, RouteError>> + Send {
+        self.decide(request)
+    }
+}
+
+fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in &mut v {
+            *x /= norm;
+        }
+    }
+    v
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

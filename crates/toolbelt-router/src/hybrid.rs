@@ -1,0 +1,448 @@
+//! [`HybridRouter`]: the default router, fusing lexical, keyword and embedding rankings.
+
+use std::future::Future;
+
+use toolbelt_core::Toolset;
+
+use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
+use crate::embedding::EmbeddingRouter;
+use crate::error::RouteError;
+use crate::index::FastMap;
+use crate::keyword::KeywordRouter;
+use crate::lexical::LexicalRouter;
+use crate::router::Router;
+
+/// How rankings are combined.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Fusion {
+    /// Reciprocal rank fusion: `sum(weight / (k + rank))`.
+    Rrf {
+        /// The rank offset (60 in the original paper).
+        k: f32,
+    },
+    /// Weighted sum of scores normalised by each ranking's best score.
+    Scores,
+}
+
+/// What the hybrid router does when no ranking is confident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LowConfidence {
+    /// Send every tool (seed 002's fallback).
+    AllTools,
+    /// Send this many best tools (plus pinned ones) instead of the adaptive cut.
+    TopK(usize),
+}
+
+/// Options of [`HybridRouter`]; start from `HybridConfig::default()`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HybridConfig {
+    /// Candidates taken from each ranking.
+    pub candidates: usize,
+    /// How rankings are combined.
+    pub fusion: Fusion,
+    /// Weight of the lexical ranking.
+    pub lexical_weight: f32,
+    /// Weight of the keyword groups.
+    pub keyword_weight: f32,
+    /// Weight of the embedding ranking.
+    pub embedding_weight: f32,
+    /// Fewest ranked tools sent (the floor of adaptive k).
+    pub min_k: usize,
+    /// Most ranked tools sent (the ceiling of adaptive k).
+    pub max_k: usize,
+    /// A tool is sent while its fused score is at least this share of the best one.
+    pub relative_cutoff: f32,
+    /// Tools always sent when present (the core set, `search_tools`).
+    pub pinned: Vec<String>,
+    /// Whether tools used earlier in the conversation are kept.
+    pub keep_used: bool,
+    /// Also send the other tools of a chosen tool's tag when the tag has at most this many.
+    pub expand_groups: Option<usize>,
+    /// A lexical best score under this counts as no lexical match.
+    pub min_lexical_score: f32,
+    /// What to do when nothing is confident.
+    pub low_confidence: LowConfidence,
+}
+
+impl Default for HybridConfig {
+    fn default() -> Self {
+        Self {
+            candidates: 50,
+            fusion: Fusion::Scores,
+            lexical_weight: 1.0,
+            keyword_weight: 0.5,
+            embedding_weight: 1.0,
+            min_k: 3,
+            max_k: 10,
+            relative_cutoff: 0.5,
+            pinned: Vec::new(),
+            keep_used: true,
+            expand_groups: None,
+            min_lexical_score: 1.0,
+            low_confidence: LowConfidence::AllTools,
+        }
+    }
+}
+
+impl HybridConfig {
+    /// Sets the floor and ceiling of adaptive k.
+    #[must_use]
+    pub fn with_k_range(mut self, min_k: usize, max_k: usize) -> Self {
+        self.min_k = min_k.max(1);
+        self.max_k = max_k.max(self.min_k);
+        self
+    }
+
+    /// Sets the share of the best fused score a tool needs to be sent.
+    #[must_use]
+    pub fn with_relative_cutoff(mut self, cutoff: f32) -> Self {
+        self.relative_cutoff = cutoff;
+        self
+    }
+
+    /// Always sends these tools when they are in the toolset.
+    #[must_use]
+    pub fn with_pinned<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.pinned = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether tools used earlier in the conversation are kept (default true).
+    #[must_use]
+    pub fn with_keep_used(mut self, keep: bool) -> Self {
+        self.keep_used = keep;
+        self
+    }
+
+    /// Expands to whole tags of at most `max_tools` tools (default off).
+    #[must_use]
+    pub fn with_expand_groups(mut self, max_tools: Option<usize>) -> Self {
+        self.expand_groups = max_tools;
+        self
+    }
+
+    /// Sets the fusion method.
+    #[must_use]
+    pub fn with_fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = fusion;
+        self
+    }
+
+    /// Sets what happens when nothing is confident.
+    #[must_use]
+    pub fn with_low_confidence(mut self, action: LowConfidence) -> Self {
+        self.low_confidence = action;
+        self
+    }
+
+    /// Sets the lexical score under which the lexical ranking is not trusted.
+    #[must_use]
+    pub fn with_min_lexical_score(mut self, score: f32) -> Self {
+        self.min_lexical_score = score;
+        self
+    }
+
+    /// Sets the weights of the lexical, keyword and embedding rankings.
+    #[must_use]
+    pub fn with_weights(mut self, lexical: f32, keyword: f32, embedding: f32) -> Self {
+        self.lexical_weight = lexical;
+        self.keyword_weight = keyword;
+        self.embedding_weight = embedding;
+        self
+    }
+}
+
+/// The default router: lexical (BM25 with concepts), keyword groups and, when
+/// configured, embeddings, fused into one ranking cut by an adaptive k.
+///
+/// The cut keeps tools whose fused score is at least
+/// [`HybridConfig::relative_cutoff`] of the best, between `min_k` and
+/// `max_k`. Pinned tools and tools used earlier in the conversation are
+/// always added. When neither the lexical ranking, the keyword groups nor the
+/// embeddings are confident, it does what [`HybridConfig::low_confidence`]
+/// says. An embedding failure is logged and routing goes on without it.
+#[derive(Debug, Clone)]
+pub struct HybridRouter {
+    lexical: LexicalRouter,
+    keyword: Option<KeywordRouter>,
+    embedding: Option<EmbeddingRouter>,
+    config: HybridConfig,
+}
+
+impl Default for HybridRouter {
+    fn default() -> Self {
+        Self::new(LexicalRouter::default())
+    }
+}
+
+/// A fused ranking and how confident its inputs were.
+#[derive(Debug, Clone, Default)]
+pub struct Ranking {
+    /// Tools, best first, with fused scores.
+    pub tools: Vec<ScoredTool>,
+    /// Groups matched by the keyword router.
+    pub groups: Vec<String>,
+    /// Whether any ranking was confident.
+    pub confident: bool,
+    /// What each ranking contributed, for logs.
+    pub reason: String,
+}
+
+impl HybridRouter {
+    /// A hybrid router over `lexical`, with no keyword groups or embeddings.
+    pub fn new(lexical: LexicalRouter) -> Self {
+        Self {
+            lexical,
+            keyword: None,
+            embedding: None,
+            config: HybridConfig::default(),
+        }
+    }
+
+    /// Adds keyword groups.
+    #[must_use]
+    pub fn with_keyword(mut self, keyword: KeywordRouter) -> Self {
+        self.keyword = Some(keyword);
+        self
+    }
+
+    /// Adds an embedding ranking.
+    #[must_use]
+    pub fn with_embedding(mut self, embedding: EmbeddingRouter) -> Self {
+        self.embedding = Some(embedding);
+        self
+    }
+
+    /// Replaces the options.
+    #[must_use]
+    pub fn with_config(mut self, config: HybridConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The options.
+    pub fn config(&self) -> &HybridConfig {
+        &self.config
+    }
+
+    /// The lexical router (shares its index).
+    pub fn lexical(&self) -> &LexicalRouter {
+        &self.lexical
+    }
+
+    /// The fused ranking of up to `k` tools, without the adaptive cut or extras.
+    pub async fn rank(&self, toolset: &Toolset, input: &str, k: usize) -> Ranking {
+        let cfg = &self.config;
+        let n = cfg.candidates.max(k);
+        let lexical = self.lexical.search(toolset, input, n);
+        let lexical_ok = lexical
+            .first()
+            .is_some_and(|t| t.score >= cfg.min_lexical_score);
+        let mut reason = match lexical.first() {
+            Some(t) => format!("bm25 best {} {:.2}", t.name, t.score),
+            None => "bm25 no match".to_owned(),
+        };
+        let mut groups = Vec::new();
+        let mut keyword = Vec::new();
+        if let Some(router) = &self.keyword {
+            for (group, hits) in router.matching_groups(input) {
+                let tools = KeywordRouter::group_tools(group, toolset);
+                if tools.is_empty() {
+                    continue;
+                }
+                groups.push(group.name.clone());
+                for name in tools {
+                    match keyword
+                        .iter_mut()
+                        .find(|t: &&mut ScoredTool| t.name == name)
+                    {
+                        Some(t) => t.score += hits as f32,
+                        None => keyword.push(ScoredTool {
+                            name,
+                            score: hits as f32,
+                        }),
+                    }
+                }
+            }
+            keyword.sort_by(|a, b| b.score.total_cmp(&a.score));
+            if !groups.is_empty() {
+                reason.push_str(&format!("; keyword {}", groups.join(",")));
+            }
+        }
+        let mut embedding = Vec::new();
+        let mut embedding_ok = false;
+        if let Some(router) = &self.embedding {
+            match router.rank(toolset, input, n).await {
+                Ok(hits) => {
+                    embedding_ok = hits
+                        .first()
+                        .is_some_and(|t| t.score >= router.min_similarity());
+                    if let Some(t) = hits.first() {
+                        reason.push_str(&format!("; embedding best {} {:.3}", t.name, t.score));
+                    }
+                    embedding = hits;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "hybrid router: embeddings failed; going on without them");
+                    reason.push_str("; embedding failed");
+                }
+            }
+        }
+        let lexical_weight = if lexical_ok {
+            cfg.lexical_weight
+        } else {
+            cfg.lexical_weight * 0.5
+        };
+        let mut fused = self.fuse(&[
+            (&lexical, lexical_weight),
+            (&keyword, cfg.keyword_weight),
+            (&embedding, cfg.embedding_weight),
+        ]);
+        fused.truncate(k);
+        Ranking {
+            tools: fused,
+            groups,
+            confident: lexical_ok || !keyword.is_empty() || embedding_ok,
+            reason,
+        }
+    }
+
+    fn fuse(&self, rankings: &[(&Vec<ScoredTool>, f32)]) -> Vec<ScoredTool> {
+        let mut fused: FastMap<&str, (f32, usize)> = FastMap::default();
+        let mut order = 0usize;
+        for &(ranking, weight) in rankings {
+            let Some(best) = ranking.first() else {
+                continue;
+            };
+            let best = best.score.max(f32::EPSILON);
+            for (rank, tool) in ranking.iter().enumerate() {
+                let add = match self.config.fusion {
+                    Fusion::Rrf { k } => weight / (k + rank as f32 + 1.0),
+                    Fusion::Scores => weight * (tool.score / best).max(0.0),
+                };
+                let entry = fused.entry(tool.name.as_str()).or_insert_with(|| {
+                    order += 1;
+                    (0.0, order)
+                });
+                entry.0 += add;
+            }
+        }
+        let mut out: Vec<(&str, f32, usize)> =
+            fused.into_iter().map(|(n, (s, o))| (n, s, o)).collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+        out.into_iter()
+            .map(|(name, score, _)| ScoredTool {
+                name: name.to_owned(),
+                score,
+            })
+            .collect()
+    }
+
+    /// The number of ranked tools to send: the adaptive k.
+    pub fn adaptive_k(&self, ranked: &[ScoredTool]) -> usize {
+        let cfg = &self.config;
+        let Some(best) = ranked.first() else {
+            return 0;
+        };
+        let cut = best.score * cfg.relative_cutoff;
+        let above = ranked.iter().take_while(|t| t.score >= cut).count();
+        above.clamp(cfg.min_k, cfg.max_k).min(ranked.len())
+    }
+
+    /// The decision for `request`.
+    pub async fn decide(&self, request: &RouteRequest) -> RouteDecision {
+        let cfg = &self.config;
+        let toolset = &request.toolset;
+        let empty = request.input.trim().is_empty();
+        let ranking = if empty {
+            Ranking {
+                reason: "empty input".to_owned(),
+                ..Ranking::default()
+            }
+        } else {
+            self.rank(toolset, &request.input, cfg.max_k.max(cfg.candidates))
+                .await
+        };
+        let mut tools = ranking.tools;
+        let mut reason = ranking.reason;
+        if ranking.confident {
+            let k = self.adaptive_k(&tools);
+            tools.truncate(k);
+            reason = format!("hybrid: sent {k} ranked ({reason})");
+        } else {
+            match cfg.low_confidence {
+                LowConfidence::AllTools => {
+                    let mut d = RouteDecision::fallback(
+                        "hybrid",
+                        toolset,
+                        format!("hybrid: not confident ({reason}); sending every tool"),
+                    );
+                    d.groups = ranking.groups;
+                    return d;
+                }
+                LowConfidence::TopK(k) => {
+                    tools.truncate(k);
+                    reason = format!("hybrid: not confident ({reason}); sent top {k}");
+                }
+            }
+        }
+        self.add_extras(request, &mut tools);
+        let mut d = RouteDecision::tools("hybrid", tools, reason);
+        d.groups = ranking.groups;
+        d
+    }
+
+    /// Adds pinned tools, tools used earlier, and small groups of chosen tools.
+    fn add_extras(&self, request: &RouteRequest, tools: &mut Vec<ScoredTool>) {
+        let cfg = &self.config;
+        let toolset = &request.toolset;
+        let push = |tools: &mut Vec<ScoredTool>, name: &str| {
+            if toolset.contains(name) && !tools.iter().any(|t| t.name == name) {
+                tools.push(ScoredTool {
+                    name: name.to_owned(),
+                    score: 0.0,
+                });
+            }
+        };
+        if let Some(max) = cfg.expand_groups {
+            let chosen: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+            for name in chosen {
+                let Some(tool) = toolset.get(&name) else {
+                    continue;
+                };
+                for tag in &tool.spec().tags {
+                    let group = toolset.with_tag(tag);
+                    if group.len() <= max {
+                        for member in group.iter() {
+                            push(tools, member.name().as_str());
+                        }
+                    }
+                }
+            }
+        }
+        if cfg.keep_used {
+            for name in &request.used_tools {
+                push(tools, name);
+            }
+        }
+        for name in &cfg.pinned {
+            push(tools, name);
+        }
+    }
+}
+
+impl Router for HybridRouter {
+    fn name(&self) -> &'static str {
+        "hybrid"
+    }
+
+    fn route(
+        &self,
+        request: &RouteRequest,
+    ) -> impl Future<Output = Result<RouteDecision, RouteError>> + Send {
+        async move { Ok(self.decide(request).await) }
+    }
+}

@@ -1,0 +1,281 @@
+//! [`KeywordRouter`]: seed 002's keyword groups, loaded from a config file.
+
+use std::future::{Future, ready};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use toolbelt_core::Toolset;
+
+use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
+use crate::error::RouteError;
+use crate::router::Router;
+
+/// The built-in groups for toolbelt's own tools (`groups/builtin.json`).
+const BUILTIN: &str = include_str!("../groups/builtin.json");
+
+/// One keyword group: if any keyword occurs in the input, its tools are sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct KeywordGroup {
+    /// Group name (for logs and decisions).
+    pub name: String,
+    /// Keywords in any language; matched case-insensitively.
+    pub keywords: Vec<String>,
+    /// Tools of the group, by exact name.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Tags whose tools also belong to the group (`mcp` takes every MCP tool).
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+impl KeywordGroup {
+    /// A group named `name` with `keywords` and `tools`.
+    pub fn new<S: Into<String>>(
+        name: impl Into<String>,
+        keywords: impl IntoIterator<Item = S>,
+        tools: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            keywords: keywords.into_iter().map(Into::into).collect(),
+            tools: tools.into_iter().map(Into::into).collect(),
+            tags: Vec::new(),
+        }
+    }
+
+    /// Adds tags whose tools belong to the group.
+    #[must_use]
+    pub fn with_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> Self {
+        self.tags.extend(tags.into_iter().map(Into::into));
+        self
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupsFile {
+    groups: Vec<KeywordGroup>,
+}
+
+/// Routes by keyword groups, as seed 002 describes.
+///
+/// Every group whose keywords occur in the input is chosen and the tools of
+/// the chosen groups are sent (in group order, without repeats); when no
+/// keyword occurs, every tool is sent. A keyword in Chinese (or any script
+/// without spaces) matches anywhere; a keyword in ASCII must start a word, so
+/// `read` matches "reading" but not "already".
+#[derive(Debug, Clone)]
+pub struct KeywordRouter {
+    groups: Vec<Group>,
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    spec: KeywordGroup,
+    lowered: Vec<String>,
+}
+
+impl KeywordRouter {
+    /// A router over `groups`.
+    ///
+    /// # Errors
+    /// [`RouteError::Config`] when a group has no name, no keywords, an empty
+    /// keyword, or a name used twice.
+    pub fn new(groups: Vec<KeywordGroup>) -> Result<Self, RouteError> {
+        let mut seen = std::collections::HashSet::new();
+        for (i, g) in groups.iter().enumerate() {
+            if g.name.trim().is_empty() {
+                return Err(RouteError::Config(format!("group {i} has an empty name")));
+            }
+            if !seen.insert(g.name.as_str()) {
+                return Err(RouteError::Config(format!(
+                    "group {:?} is defined twice",
+                    g.name
+                )));
+            }
+            if g.keywords.is_empty() || g.keywords.iter().any(|k| k.trim().is_empty()) {
+                return Err(RouteError::Config(format!(
+                    "group {:?} needs at least one keyword and no empty keyword",
+                    g.name
+                )));
+            }
+        }
+        let groups = groups
+            .into_iter()
+            .map(|spec| Group {
+                lowered: spec
+                    .keywords
+                    .iter()
+                    .map(|k| k.trim().to_lowercase())
+                    .collect(),
+                spec,
+            })
+            .collect();
+        Ok(Self { groups })
+    }
+
+    /// The groups of seed 002, adapted to toolbelt's built-in tools.
+    pub fn builtin() -> Self {
+        // Checked by a unit test.
+        Self::from_json(BUILTIN).unwrap_or_else(|_| Self { groups: Vec::new() })
+    }
+
+    /// Parses `{"groups": [{"name", "keywords", "tools", "tags"}]}`.
+    ///
+    /// # Errors
+    /// [`RouteError::Config`] for invalid JSON (with line and column) or invalid groups.
+    pub fn from_json(text: &str) -> Result<Self, RouteError> {
+        let file: GroupsFile = serde_json::from_str(text)
+            .map_err(|e| RouteError::Config(format!("keyword groups: {e}")))?;
+        Self::new(file.groups)
+    }
+
+    /// Reads a groups file (see [`KeywordRouter::from_json`]).
+    ///
+    /// # Errors
+    /// [`RouteError::Config`] naming the file when it cannot be read or parsed.
+    pub fn from_file(path: &Path) -> Result<Self, RouteError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            RouteError::Config(format!(
+                "cannot read keyword groups {}: {e}",
+                path.display()
+            ))
+        })?;
+        Self::from_json(&text).map_err(|e| match e {
+            RouteError::Config(m) => RouteError::Config(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// The groups.
+    pub fn groups(&self) -> impl Iterator<Item = &KeywordGroup> {
+        self.groups.iter().map(|g| &g.spec)
+    }
+
+    /// The groups matching `input`, each with how many of its keywords occur.
+    pub fn matching_groups(&self, input: &str) -> Vec<(&KeywordGroup, usize)> {
+        let lowered = input.to_lowercase();
+        self.groups
+            .iter()
+            .filter_map(|g| {
+                let hits = g
+                    .lowered
+                    .iter()
+                    .filter(|k| contains_keyword(&lowered, k))
+                    .count();
+                (hits > 0).then_some((&g.spec, hits))
+            })
+            .collect()
+    }
+
+    /// The tools of `group` present in `toolset`, in group order.
+    pub fn group_tools(group: &KeywordGroup, toolset: &Toolset) -> Vec<String> {
+        let mut tools: Vec<String> = group
+            .tools
+            .iter()
+            .filter(|t| toolset.contains(t))
+            .cloned()
+            .collect();
+        for tag in &group.tags {
+            for tool in toolset.with_tag(tag).iter() {
+                let name = tool.name().as_str();
+                if !tools.iter().any(|t| t == name) {
+                    tools.push(name.to_owned());
+                }
+            }
+        }
+        tools
+    }
+
+    /// The decision for `request`, computed synchronously.
+    pub fn decide(&self, request: &RouteRequest) -> RouteDecision {
+        let matched = self.matching_groups(&request.input);
+        let mut tools: Vec<ScoredTool> = Vec::new();
+        let mut groups = Vec::new();
+        for (group, hits) in &matched {
+            groups.push(group.name.clone());
+            for name in Self::group_tools(group, &request.toolset) {
+                match tools.iter_mut().find(|t| t.name == name) {
+                    Some(t) => t.score += *hits as f32,
+                    None => tools.push(ScoredTool {
+                        name,
+                        score: *hits as f32,
+                    }),
+                }
+            }
+        }
+        if tools.is_empty() {
+            let reason = if groups.is_empty() {
+                "keyword: no group matched".to_owned()
+            } else {
+                format!("keyword: groups {groups:?} have no tool in the toolset")
+            };
+            let mut d = RouteDecision::fallback("keyword", &request.toolset, reason);
+            d.groups = groups;
+            return d;
+        }
+        // Stable: group order breaks ties, as in the seed.
+        tools.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let reason = format!("keyword: matched {}", groups.join(", "));
+        let mut d = RouteDecision::tools("keyword", tools, reason);
+        d.groups = groups;
+        d
+    }
+}
+
+/// Whether `keyword` (lower-case) occurs in `text` (lower-case); ASCII keywords must start a word.
+fn contains_keyword(text: &str, keyword: &str) -> bool {
+    if !keyword.is_ascii() {
+        return text.contains(keyword);
+    }
+    text.match_indices(keyword).any(|(i, _)| {
+        text[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric() || !c.is_ascii())
+    })
+}
+
+impl Router for KeywordRouter {
+    fn name(&self) -> &'static str {
+        "keyword"
+    }
+
+    fn route(
+        &self,
+        request: &RouteRequest,
+    ) -> impl Future<Output = Result<RouteDecision, RouteError>> + Send {
+        ready(Ok(self.decide(request)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_groups_parse() {
+        assert!(KeywordRouter::from_json(BUILTIN).is_ok());
+        assert!(KeywordRouter::builtin().groups().count() >= 7);
+    }
+
+    #[test]
+    fn ascii_keywords_start_a_word() {
+        assert!(contains_keyword("reading a file", "read"));
+        assert!(!contains_keyword("already done", "read"));
+        assert!(contains_keyword("帮我read一下", "read"));
+        assert!(contains_keyword("帮我改一下", "改"));
+    }
+
+    #[test]
+    fn invalid_groups_are_named() {
+        let err = KeywordRouter::from_json(r#"{"groups":[{"name":"a","keywords":[]}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "invalid router configuration: group \"a\" needs at least one keyword and no empty keyword"
+        );
+    }
+}

@@ -1,0 +1,50 @@
+//! Prompt-token estimates for tool schemas.
+
+use toolbelt_core::{ToolSpec, Toolset};
+
+/// Estimated prompt tokens of a tool: bytes of its compact function JSON / 4, rounded up.
+///
+/// Four bytes per token is the usual figure for English JSON with GPT/Claude
+/// tokenizers; it needs no tokenizer and is the same for every router, which
+/// is what a comparison needs. Chinese text costs more tokens per byte, so
+/// the estimate is low for Chinese descriptions.
+pub fn schema_tokens(spec: &ToolSpec) -> usize {
+    spec.to_function_json().to_string().len().div_ceil(4)
+}
+
+/// Schema tokens of chosen tools against all tools of a toolset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TokenSavings {
+    /// Tokens of the chosen tools.
+    pub chosen: usize,
+    /// Tokens of every tool.
+    pub total: usize,
+}
+
+impl TokenSavings {
+    /// Measures `chosen` (names absent from `toolset` count zero) against `toolset`.
+    pub fn measure<S: AsRef<str>>(toolset: &Toolset, chosen: &[S]) -> Self {
+        let total = toolset.specs().map(schema_tokens).sum();
+        let chosen = chosen
+            .iter()
+            .filter_map(|n| toolset.get(n.as_ref()))
+            .map(|t| schema_tokens(t.spec()))
+            .sum();
+        Self { chosen, total }
+    }
+
+    /// Tokens not sent.
+    pub fn saved(&self) -> usize {
+        self.total.saturating_sub(self.chosen)
+    }
+
+    /// Share of the total that is sent, from 0 to 1.
+    pub fn sent_share(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.chosen as f64 / self.total as f64
+        }
+    }
+}
