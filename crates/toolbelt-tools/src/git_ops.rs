@@ -1,0 +1,316 @@
+//! Group `git_ops`: `git` (read-only) and `git_write` (changes, needs approval).
+//!
+//! Both run the `git` CLI in the workspace with a cleared environment, no
+//! pager, no prompts, and `GIT_CEILING_DIRECTORIES` set so that git never
+//! finds a repository above the workspace root. Arguments are structured (no
+//! free-form flags), values that could be read as options are refused, and
+//! every path is checked against the workspace before it reaches git.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolbelt_core::{ToolContext, ToolError, ToolOutput};
+use toolbelt_macros::tool;
+
+use crate::process::{self, Limits, RunError};
+use crate::shell::{ShellConfig, error_chain};
+use crate::workspace::Workspace;
+
+/// What `git` may run; none of these changes the repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GitQuery {
+    /// Short status with the current branch.
+    Status,
+    /// Unstaged changes (or staged ones with `staged`, or against `rev`).
+    Diff,
+    /// Recent commits, newest first.
+    Log,
+    /// Local branches, the current one marked with `*`.
+    Branch,
+}
+
+/// What `git_write` may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GitChange {
+    /// Stage `paths`.
+    Add,
+    /// Commit what is staged, with `message`.
+    Commit,
+    /// Create the branch `name` (without switching to it).
+    Branch,
+    /// Switch to the branch or commit `name` (`create` makes a new branch).
+    Checkout,
+}
+
+/// Inspect the workspace's git repository (read-only): `status`, `diff`, `log` or the list of branches (`branch`).
+#[tool(tags("git_ops", "file_ops"), read_only, timeout = "2m")]
+pub async fn git(
+    ctx: &ToolContext,
+    /// The git command to run.
+    command: GitQuery,
+    /// status, diff, log: only these paths (relative to the workspace root).
+    paths: Option<Vec<String>>,
+    /// diff: compare against this revision or range (`HEAD~1`, `main..topic`); log: start from this revision.
+    rev: Option<String>,
+    /// diff: show staged changes instead of unstaged ones.
+    staged: Option<bool>,
+    /// log: most commits to show (default 20, at most 200).
+    max_count: Option<u32>,
+    /// Directory of the repository relative to the workspace root (default: the root).
+    repo: Option<String>,
+) -> Result<ToolOutput, ToolError> {
+    let git = Git::open(ctx, repo.as_deref())?;
+    let mut args: Vec<OsString> = Vec::new();
+    match command {
+        GitQuery::Status => args.extend(os(["status", "--short", "--branch"])),
+        GitQuery::Diff => {
+            args.extend(os(["diff", "--no-color", "--no-ext-diff"]));
+            if staged.unwrap_or(false) {
+                args.push("--cached".into());
+            }
+            if let Some(rev) = &rev {
+                args.push(checked_value("/rev", rev)?.into());
+            }
+        }
+        GitQuery::Log => {
+            let n = max_count.unwrap_or(20).clamp(1, 200);
+            args.extend(os([
+                "log".to_owned(),
+                format!("--max-count={n}"),
+                "--date=short".to_owned(),
+                "--pretty=format:%h %ad %an: %s".to_owned(),
+            ]));
+            if let Some(rev) = &rev {
+                args.push(checked_value("/rev", rev)?.into());
+            }
+        }
+        GitQuery::Branch => args.extend(os(["branch", "--list", "--no-color"])),
+    }
+    if command != GitQuery::Branch {
+        args.push("--".into());
+        args.extend(git.paths(paths.as_deref().unwrap_or_default())?);
+    }
+    let out = git.run(args, true).await?;
+    Ok(ToolOutput::text(if out.trim().is_empty() {
+        match command {
+            GitQuery::Diff => "no changes".to_owned(),
+            GitQuery::Log => "no commits".to_owned(),
+            _ => "(no output)".to_owned(),
+        }
+    } else {
+        out
+    }))
+}
+
+/// Change the workspace's git repository: stage paths (`add`), `commit`, create a branch (`branch`) or switch to one (`checkout`).
+// One argument per schema property: a struct would hide them from `#[tool]`.
+#[allow(clippy::too_many_arguments)]
+#[tool(tags("git_ops", "file_ops"), mutating, timeout = "2m")]
+pub async fn git_write(
+    ctx: &ToolContext,
+    /// The git command to run.
+    command: GitChange,
+    /// add: the paths to stage, relative to the workspace root (`["."]` for everything).
+    paths: Option<Vec<String>>,
+    /// commit: the commit message.
+    message: Option<String>,
+    /// commit: stage every modified tracked file first (`git commit -a`).
+    all: Option<bool>,
+    /// branch: the branch to create; checkout: the branch or commit to switch to.
+    name: Option<String>,
+    /// checkout: create the branch `name` and switch to it.
+    create: Option<bool>,
+    /// Directory of the repository relative to the workspace root (default: the root).
+    repo: Option<String>,
+) -> Result<ToolOutput, ToolError> {
+    let git = Git::open(ctx, repo.as_deref())?;
+    let required = |value: Option<String>, pointer: &str, what: &str| {
+        value.ok_or_else(|| {
+            ToolError::invalid_argument(pointer, format!("`{what}` needs `{}`", &pointer[1..]))
+        })
+    };
+    let mut args: Vec<OsString> = Vec::new();
+    match command {
+        GitChange::Add => {
+            let paths = paths.unwrap_or_default();
+            if paths.is_empty() {
+                return Err(ToolError::invalid_argument(
+                    "/paths",
+                    "`add` needs at least one path (use [\".\"] for everything)",
+                ));
+            }
+            args.extend(os(["add", "--"]));
+            args.extend(git.paths(&paths)?);
+        }
+        GitChange::Commit => {
+            let message = required(message, "/message", "commit")?;
+            if message.trim().is_empty() {
+                return Err(ToolError::invalid_argument(
+                    "/message",
+                    "the commit message is empty",
+                ));
+            }
+            args.push("commit".into());
+            if all.unwrap_or(false) {
+                args.push("--all".into());
+            }
+            args.push("--message".into());
+            args.push(message.into());
+        }
+        GitChange::Branch => {
+            let name = required(name, "/name", "branch")?;
+            args.extend(os(["branch", "--"]));
+            args.push(checked_value("/name", &name)?.into());
+        }
+        GitChange::Checkout => {
+            let name = required(name, "/name", "checkout")?;
+            let name = checked_value("/name", &name)?;
+            args.push("checkout".into());
+            if create.unwrap_or(false) {
+                args.push("-b".into());
+            }
+            args.push(name.into());
+            // `--` makes git read `name` as a branch or commit, never as a path.
+            args.push("--".into());
+        }
+    }
+    let out = git.run(args, false).await?;
+    Ok(ToolOutput::text(if out.trim().is_empty() {
+        "done".to_owned()
+    } else {
+        out
+    }))
+}
+
+/// A git invocation bound to one repository directory inside the workspace.
+struct Git<'a> {
+    workspace: &'a Workspace,
+    dir: PathBuf,
+    shell: ShellConfig,
+    cancel: &'a toolbelt_core::CancellationToken,
+}
+
+impl<'a> Git<'a> {
+    fn open(ctx: &'a ToolContext, repo: Option<&str>) -> Result<Self, ToolError> {
+        let workspace = Workspace::from_context(ctx)?;
+        let dir = workspace.resolve(repo.unwrap_or("."))?;
+        if !dir.is_dir() {
+            return Err(ToolError::invalid_argument(
+                "/repo",
+                format!("{} is not a directory", workspace.display_path(&dir)),
+            ));
+        }
+        Ok(Self {
+            workspace,
+            dir,
+            shell: ShellConfig::from_context(ctx),
+            cancel: ctx.cancellation(),
+        })
+    }
+
+    /// Checks each path against the workspace and hands git an absolute path
+    /// (git resolves it within the repository or refuses it).
+    fn paths(&self, paths: &[String]) -> Result<Vec<OsString>, ToolError> {
+        paths
+            .iter()
+            .map(|p| {
+                // Deleted files can be staged, so existence is not required.
+                self.workspace.resolve_for_write(p)?;
+                Ok(self.workspace.root().join(p).into_os_string())
+            })
+            .collect()
+    }
+
+    async fn run(&self, args: Vec<OsString>, read_only: bool) -> Result<String, ToolError> {
+        let mut cmd = self.shell.command("git");
+        cmd.args([
+            "--no-pager",
+            "-c",
+            "color.ui=never",
+            "-c",
+            "core.quotepath=off",
+            "-c",
+            "core.fsmonitor=false",
+        ])
+        .args(&args)
+        .current_dir(&self.dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", ":")
+        .env("GIT_CEILING_DIRECTORIES", ceiling(self.workspace.root()));
+        if read_only {
+            // Keeps `status` from refreshing the index, so reads never write.
+            cmd.env("GIT_OPTIONAL_LOCKS", "0");
+        }
+        let limits = Limits {
+            timeout: self.shell.default_timeout,
+            max_output_bytes: self.shell.max_output_bytes,
+        };
+        let sub = args
+            .first()
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match process::run(cmd, limits, self.cancel).await {
+            Ok(done) if done.exit_code == Some(0) => Ok(done.stdout.text),
+            Ok(done) => {
+                let detail = if done.stderr.text.trim().is_empty() {
+                    done.stdout.text
+                } else {
+                    done.stderr.text
+                };
+                let hint = if detail.contains("not a git repository") {
+                    " (the workspace root, or `repo`, must be inside a git repository \
+                     that is itself inside the workspace)"
+                } else {
+                    ""
+                };
+                Err(ToolError::failed(format!(
+                    "git {sub} failed with exit code {}: {}{hint}",
+                    done.exit_code.unwrap_or(-1),
+                    detail.trim_end()
+                )))
+            }
+            Err(RunError::Cancelled) => Err(ToolError::Cancelled),
+            Err(err) => Err(ToolError::failed(format!(
+                "git {sub}: {}",
+                error_chain(&err)
+            ))),
+        }
+    }
+}
+
+/// The directory git must not climb into: the parent of the workspace root.
+fn ceiling(root: &Path) -> OsString {
+    root.parent().unwrap_or(root).as_os_str().to_owned()
+}
+
+/// Refuses values git could read as an option.
+fn checked_value<'v>(pointer: &str, value: &'v str) -> Result<&'v str, ToolError> {
+    if value.is_empty() {
+        return Err(ToolError::invalid_argument(pointer, "must not be empty"));
+    }
+    if value.starts_with('-') {
+        return Err(ToolError::invalid_argument(
+            pointer,
+            format!("{value:?} starts with `-`; options cannot be passed here"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ToolError::invalid_argument(
+            pointer,
+            "must not contain control characters",
+        ));
+    }
+    Ok(value)
+}
+
+fn os<I, S>(items: I) -> impl Iterator<Item = OsString>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    items.into_iter().map(Into::into)
+}

@@ -1,0 +1,325 @@
+//! SSRF guard: which addresses `http_get`/`http_request` may reach.
+//!
+//! Checked after DNS resolution (a custom resolver drops forbidden addresses,
+//! so a name that resolves, or rebinds, to 127.0.0.1 is refused), for IP
+//! literals in URLs (which skip the resolver), and again at every redirect hop.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// An address range in CIDR notation, such as `10.0.0.0/8` or `fd00::/8`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+/// A CIDR string that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid address range {input:?}: {reason}")]
+pub struct IpNetError {
+    input: String,
+    reason: &'static str,
+}
+
+impl FromStr for IpNet {
+    type Err = IpNetError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = |reason| IpNetError {
+            input: s.to_owned(),
+            reason,
+        };
+        let (addr, prefix) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| err("expected an IPv4 or IPv6 address before `/`"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix =
+            match prefix {
+                Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(|| {
+                    err("the prefix length must be 0-32 for IPv4, 0-128 for IPv6")
+                })?,
+                None => max,
+            };
+        Ok(Self { addr, prefix })
+    }
+}
+
+impl fmt::Display for IpNet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+impl IpNet {
+    /// Whether `ip` is in this range (IPv4-mapped IPv6 addresses count as IPv4).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, canonical(ip)) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
+            }
+            _ => false,
+        }
+    }
+}
+
+fn prefix_eq(a: &[u8], b: &[u8], prefix: u8) -> bool {
+    let full = usize::from(prefix / 8);
+    let rest = prefix % 8;
+    if a[..full] != b[..full] {
+        return false;
+    }
+    rest == 0 || {
+        let mask = 0xffu8 << (8 - rest);
+        a[full] & mask == b[full] & mask
+    }
+}
+
+/// Maps `::ffff:a.b.c.d` to `a.b.c.d` so IPv4 rules apply to it.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+    }
+}
+
+/// Why an address is forbidden by default, or `None` when it is public.
+pub(crate) fn forbidden_reason(ip: IpAddr) -> Option<&'static str> {
+    match canonical(ip) {
+        IpAddr::V4(v4) => forbidden_v4(v4),
+        IpAddr::V6(v6) => forbidden_v6(v6),
+    }
+}
+
+fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, c, _] = ip.octets();
+    if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_private() {
+        Some("private (RFC 1918)")
+    } else if ip.is_link_local() {
+        // 169.254.169.254 is the cloud metadata endpoint.
+        Some("link-local or cloud metadata")
+    } else if a == 100 && (64..128).contains(&b) {
+        Some("shared address space (CGNAT)")
+    } else if ip.is_unspecified() || a == 0 {
+        Some("unspecified (\"this network\")")
+    } else if ip.is_broadcast() {
+        Some("broadcast")
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else if a >= 240 {
+        Some("reserved")
+    } else if ip.is_documentation()
+        || (a == 198 && (b == 18 || b == 19))
+        || (a == 192 && b == 0 && c == 0)
+    {
+        Some("reserved for documentation, benchmarking or protocol assignments")
+    } else {
+        None
+    }
+}
+
+fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    let first = ip.segments()[0];
+    if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_unspecified() {
+        Some("unspecified")
+    } else if first & 0xffc0 == 0xfe80 {
+        Some("link-local")
+    } else if first & 0xfe00 == 0xfc00 {
+        Some("unique local (private)")
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else if first & 0xffc0 == 0xfec0 {
+        Some("site-local (deprecated private)")
+    } else if let Some(v4) = embedded_v4(ip) {
+        // NAT64 and 6to4 addresses reach the IPv4 address they embed.
+        forbidden_v4(v4)
+    } else {
+        None
+    }
+}
+
+/// The IPv4 address inside NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`) addresses.
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let from = |hi: u16, lo: u16| {
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        Ipv4Addr::new(a, b, c, d)
+    };
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        Some(from(s[6], s[7]))
+    } else if s[0] == 0x2002 {
+        Some(from(s[1], s[2]))
+    } else if s[..6] == [0, 0, 0, 0, 0, 0] {
+        // Deprecated IPv4-compatible form `::a.b.c.d`.
+        Some(from(s[6], s[7]))
+    } else {
+        None
+    }
+}
+
+/// Hosts and ranges opened despite being forbidden by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AllowList {
+    pub(crate) hosts: Vec<String>,
+    pub(crate) nets: Vec<IpNet>,
+}
+
+impl AllowList {
+    pub(crate) fn allows_host(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.');
+        self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    pub(crate) fn allows_ip(&self, ip: IpAddr) -> bool {
+        self.nets.iter().any(|n| n.contains(ip))
+    }
+
+    /// `Err(reason)` when `ip` may not be reached from `host`.
+    pub(crate) fn check(&self, host: &str, ip: IpAddr) -> Result<(), String> {
+        match forbidden_reason(ip) {
+            None => Ok(()),
+            Some(_) if self.allows_host(host) || self.allows_ip(ip) => Ok(()),
+            Some(reason) => {
+                let what = if host.trim_matches(['[', ']']) == ip.to_string() {
+                    format!("{ip} is")
+                } else {
+                    format!("{host} resolves to {ip}, which is")
+                };
+                Err(format!(
+                    "{what} in a forbidden range ({reason}); requests there are refused \
+                     unless the host allow-lists it"
+                ))
+            }
+        }
+    }
+}
+
+/// A resolver that drops forbidden addresses after resolution.
+pub(crate) struct GuardedResolver {
+    pub(crate) allow: Arc<AllowList>,
+}
+
+/// Every resolved address of a name was forbidden.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Refused(pub(crate) String);
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow = Arc::clone(&self.allow);
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let mut refusals = Vec::new();
+            let allowed: Vec<SocketAddr> = resolved
+                .into_iter()
+                .filter(|addr| match allow.check(&host, addr.ip()) {
+                    Ok(()) => true,
+                    Err(reason) => {
+                        refusals.push(reason);
+                        false
+                    }
+                })
+                .collect();
+            match (allowed.is_empty(), refusals.into_iter().next()) {
+                (true, Some(reason)) => Err(Box::new(Refused(reason)) as _),
+                _ => Ok(Box::new(allowed.into_iter()) as Addrs),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn forbids_internal_ranges_and_allows_public_ones() {
+        for bad in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "ff02::1",
+        ] {
+            assert!(
+                forbidden_reason(ip(bad)).is_some(),
+                "{bad} should be forbidden"
+            );
+        }
+        for good in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "100.128.0.1",
+            "192.0.78.9",
+        ] {
+            assert_eq!(forbidden_reason(ip(good)), None, "{good} should be allowed");
+        }
+    }
+
+    #[test]
+    fn nets_parse_and_match_with_mapped_addresses() {
+        let net: IpNet = "127.0.0.0/8".parse().unwrap();
+        assert!(net.contains(ip("127.9.9.9")) && net.contains(ip("::ffff:127.0.0.1")));
+        assert!(!net.contains(ip("128.0.0.1")));
+        let host: IpNet = "10.0.0.7".parse().unwrap();
+        assert_eq!(host.to_string(), "10.0.0.7/32");
+        let v6: IpNet = "fd00::/8".parse().unwrap();
+        assert!(v6.contains(ip("fd12::1")) && !v6.contains(ip("fe80::1")));
+        assert_eq!(
+            "10.0.0.0/33".parse::<IpNet>().unwrap_err().to_string(),
+            "invalid address range \"10.0.0.0/33\": the prefix length must be 0-32 for IPv4, 0-128 for IPv6"
+        );
+    }
+
+    #[test]
+    fn allow_list_opens_by_host_or_range() {
+        let allow = AllowList {
+            hosts: vec!["localhost".to_owned()],
+            nets: vec!["10.0.0.0/8".parse().unwrap()],
+        };
+        assert_eq!(allow.check("LOCALHOST.", ip("127.0.0.1")), Ok(()));
+        assert_eq!(allow.check("intranet", ip("10.2.3.4")), Ok(()));
+        assert!(
+            allow
+                .check("evil.test", ip("127.0.0.1"))
+                .unwrap_err()
+                .contains("loopback")
+        );
+    }
+}

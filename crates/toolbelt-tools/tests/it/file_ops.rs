@@ -1,0 +1,272 @@
+//! file_read, file_write, file_edit, list_dir and file_search: normal use and refusals.
+
+use std::os::unix::fs::{PermissionsExt, symlink};
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolbelt_core::ToolError;
+use toolbelt_tools::{BuiltinConfig, Workspace};
+
+use crate::{Fx, exists, is_denied, outside_dir};
+
+#[tokio::test]
+async fn reads_whole_files_and_line_ranges() {
+    let fx = Fx::new();
+    fx.write("a.txt", "one\ntwo\nthree\nfour\n");
+    assert_eq!(
+        fx.ok("file_read", json!({"path": "a.txt"})).await,
+        "one\ntwo\nthree\nfour\n"
+    );
+    let range = fx
+        .ok(
+            "file_read",
+            json!({"path": "a.txt", "start_line": 2, "end_line": 3}),
+        )
+        .await;
+    assert_eq!(range, "[a.txt: lines 2-3, more follow]\ntwo\nthree\n");
+    let tail = fx
+        .ok("file_read", json!({"path": "a.txt", "start_line": 4}))
+        .await;
+    assert_eq!(tail, "[a.txt: lines 4-4 (end of file)]\nfour\n");
+    let err = fx
+        .err("file_read", json!({"path": "a.txt", "start_line": 9}))
+        .await;
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments: at /start_line: a.txt has only 4 lines (rule )"
+    );
+}
+
+#[tokio::test]
+async fn refuses_binary_and_oversized_whole_reads() {
+    let fx = Fx::with(|cfg| {
+        let ws = cfg.workspace().clone().with_max_read_bytes(10);
+        BuiltinConfig::new(ws)
+    });
+    std::fs::write(fx.dir.path().join("bin"), b"ab\0cd").unwrap();
+    let err = fx.err("file_read", json!({"path": "bin"})).await;
+    assert!(err.to_string().contains("looks binary"), "{err}");
+    fx.write("big.txt", "0123456789\nabc\n");
+    let err = fx.err("file_read", json!({"path": "big.txt"})).await;
+    assert!(err.to_string().contains("read it in parts"), "{err}");
+    let part = fx
+        .ok("file_read", json!({"path": "big.txt", "start_line": 2}))
+        .await;
+    assert_eq!(part, "[big.txt: lines 2-2 (end of file)]\nabc\n");
+}
+
+#[tokio::test]
+async fn every_file_tool_refuses_traversal_and_absolute_escapes() {
+    let fx = Fx::new();
+    let (_keep, outside) = outside_dir();
+    let secret = outside.join("secret.txt").display().to_string();
+    for path in ["../../../etc/passwd", secret.as_str()] {
+        for (tool, args) in [
+            ("file_read", json!({"path": path})),
+            ("file_write", json!({"path": path, "content": "x"})),
+            (
+                "file_edit",
+                json!({"path": path, "old_text": "s3cret", "new_text": "x"}),
+            ),
+            ("list_dir", json!({"path": path})),
+            ("file_search", json!({"path": path, "glob": "*"})),
+        ] {
+            let err = fx.err(tool, args).await;
+            assert!(is_denied(&err), "{tool} {path}: {err}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "s3cret"
+    );
+}
+
+#[tokio::test]
+async fn symlinks_cannot_lead_reads_or_writes_outside() {
+    let fx = Fx::new();
+    let (_keep, outside) = outside_dir();
+    symlink(outside.join("secret.txt"), fx.root().join("link.txt")).unwrap();
+    symlink(&outside, fx.root().join("out")).unwrap();
+    assert!(is_denied(
+        &fx.err("file_read", json!({"path": "link.txt"})).await
+    ));
+    assert!(is_denied(
+        &fx.err("file_write", json!({"path": "link.txt", "content": "x"}))
+            .await
+    ));
+    assert!(is_denied(
+        &fx.err("file_write", json!({"path": "out/new.txt", "content": "x"}))
+            .await
+    ));
+    assert!(!exists(&outside.join("new.txt")));
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "s3cret"
+    );
+}
+
+#[tokio::test]
+async fn writes_atomically_creating_directories_and_keeping_the_mode() {
+    let fx = Fx::new();
+    let out = fx
+        .ok(
+            "file_write",
+            json!({"path": "deep/dir/new.txt", "content": "hello"}),
+        )
+        .await;
+    assert_eq!(out, "created deep/dir/new.txt (5 bytes)");
+    let script = fx.write("run.sh", "echo old");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = fx
+        .ok(
+            "file_write",
+            json!({"path": "run.sh", "content": "echo new"}),
+        )
+        .await;
+    assert_eq!(out, "replaced run.sh (8 bytes)");
+    assert_eq!(fx.read("run.sh"), "echo new");
+    assert_eq!(
+        std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    let names: Vec<_> = std::fs::read_dir(fx.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "temporary files left behind: {names:?}");
+}
+
+#[tokio::test]
+async fn edits_a_unique_match_and_refuses_absent_or_ambiguous_text() {
+    let fx = Fx::new();
+    fx.write("m.rs", "let a = 1;\nlet b = 1;\nlet c = 2;\n");
+    let out = fx
+        .ok(
+            "file_edit",
+            json!({"path": "m.rs", "old_text": "c = 2", "new_text": "c = 3"}),
+        )
+        .await;
+    assert_eq!(out, "replaced 1 occurrence in m.rs (first at line 3)");
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "m.rs", "old_text": "= 1;", "new_text": "= 9;"}),
+        )
+        .await;
+    assert!(
+        err.to_string()
+            .starts_with("old_text occurs 2 times in m.rs (at lines 1, 2); nothing was changed"),
+        "{err}"
+    );
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "m.rs", "old_text": "let z", "new_text": "x"}),
+        )
+        .await;
+    assert!(
+        err.to_string()
+            .starts_with("old_text was not found in m.rs"),
+        "{err}"
+    );
+    assert_eq!(fx.read("m.rs"), "let a = 1;\nlet b = 1;\nlet c = 3;\n");
+    let out = fx
+        .ok(
+            "file_edit",
+            json!({"path": "m.rs", "old_text": "= 1;", "new_text": "= 9;", "replace_all": true}),
+        )
+        .await;
+    assert_eq!(out, "replaced 2 occurrences in m.rs (first at line 1)");
+    assert_eq!(fx.read("m.rs"), "let a = 9;\nlet b = 9;\nlet c = 3;\n");
+}
+
+#[tokio::test]
+async fn lists_directories_with_kinds_and_sizes() {
+    let fx = Fx::new();
+    fx.write("src/lib.rs", "abc");
+    fx.write(".hidden", "");
+    symlink("src/lib.rs", fx.root().join("l")).unwrap();
+    let out = fx.ok("list_dir", json!({})).await;
+    assert_eq!(
+        out,
+        ".: 3 entries\n.hidden  (0 bytes)\nl -> src/lib.rs\nsrc/"
+    );
+    assert_eq!(
+        fx.ok("list_dir", json!({"path": "src"})).await,
+        "src: 1 entries\nlib.rs  (3 bytes)"
+    );
+}
+
+#[tokio::test]
+async fn searches_by_glob_and_content_respecting_gitignore_and_hidden() {
+    let fx = Fx::new();
+    fx.write(".gitignore", "target/\n");
+    fx.write("src/a.rs", "fn alpha() {}\nfn beta() {}\n");
+    fx.write("src/b.txt", "ALPHA in text\n");
+    fx.write("target/gen.rs", "fn alpha() {}\n");
+    fx.write(".secret/x.rs", "fn alpha() {}\n");
+    assert_eq!(
+        fx.ok("file_search", json!({"glob": "*.rs"})).await,
+        "src/a.rs"
+    );
+    let hits = fx
+        .ok(
+            "file_search",
+            json!({"pattern": "alpha", "case_insensitive": true}),
+        )
+        .await;
+    let mut lines: Vec<_> = hits.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["src/a.rs:1: fn alpha() {}", "src/b.txt:1: ALPHA in text"]
+    );
+    let hidden = fx
+        .ok(
+            "file_search",
+            json!({"glob": "**/x.rs", "include_hidden": true}),
+        )
+        .await;
+    assert_eq!(hidden, ".secret/x.rs");
+    assert_eq!(
+        fx.ok("file_search", json!({"pattern": "zzz"})).await,
+        "no matches"
+    );
+}
+
+#[tokio::test]
+async fn search_reports_bad_patterns_and_does_not_read_through_symlinks() {
+    let fx = Fx::new();
+    let (_keep, outside) = outside_dir();
+    symlink(outside.join("secret.txt"), fx.root().join("s.txt")).unwrap();
+    assert_eq!(
+        fx.ok("file_search", json!({"pattern": "s3cret"})).await,
+        "no matches"
+    );
+    let err = fx.err("file_search", json!({"pattern": "("})).await;
+    let ToolError::InvalidArguments { violations } = err else {
+        panic!("{err}")
+    };
+    assert_eq!(violations[0].pointer, "/pattern");
+    let err = fx.err("file_search", json!({})).await;
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments: at /: give `glob`, `pattern` or both (rule )"
+    );
+}
+
+#[tokio::test]
+async fn tools_without_a_workspace_say_what_the_host_must_do() {
+    let fx = Fx::new();
+    let bare = toolbelt_core::ToolContext::new();
+    let err = fx
+        .call_in(&bare, "file_read", json!({"path": "a"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the workspace is not configured; the host must add a `Workspace`"),
+        "{err}"
+    );
+    let _ = Workspace::current_dir().unwrap();
+}
