@@ -1,11 +1,303 @@
-//! `toolbelt route` (being built).
+//! `toolbelt route`: route one request, or a batch of queries, and print the decision.
 
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolbelt_core::Toolset;
+use toolbelt_router::{
+    AnyRouter, ChineseMode, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig,
+    LexicalRouter, Lexicon, RouteDecision, RouteOutcome, RouteRequest, SearchTools, TokenSavings,
+    catalog_toolset, read_catalog,
+};
+// Links the built-in tools so `#[tool]` registrations are discovered.
+use toolbelt_tools as _;
 
 /// Arguments of `toolbelt route`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct RouteArgs {}
+pub(crate) struct RouteArgs {
+    /// The request to route (omit with --queries).
+    text: Option<String>,
+    /// Route against the tools of this JSONL catalog (`{"name","description","parameters","tags"?}` per line) instead of the built-in tools.
+    #[arg(long, value_name = "CATALOG.jsonl")]
+    catalog: Option<PathBuf>,
+    /// Batch mode: route every `{"id","query"}` line of this file.
+    #[arg(long, value_name = "QUERIES.jsonl")]
+    queries: Option<PathBuf>,
+    /// At most this many tools per decision (batch default 10).
+    #[arg(long, value_name = "K")]
+    top_k: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// The router.
+    #[arg(long, value_enum, default_value_t = RouterName::Hybrid)]
+    router: RouterName,
+    /// Keyword groups (JSON `{"groups": [...]}`); default: the built-in groups for built-in tools, none for a catalog.
+    #[arg(long, value_name = "GROUPS.json")]
+    groups: Option<PathBuf>,
+    /// How Chinese text is cut: ngrams (default), bigrams, or jieba (needs the `jieba` feature).
+    #[arg(long, default_value = "ngrams")]
+    chinese: String,
+    /// Batch mode: print each decision (adaptive k, every tool on fallback) instead of the top-K ranking.
+    #[arg(long)]
+    adaptive: bool,
+    /// Tools always sent (repeatable).
+    #[arg(long = "pin", value_name = "TOOL")]
+    pinned: Vec<String>,
+}
 
-pub(crate) async fn run(_args: RouteArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`toolbelt route` is not available in this build yet")
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// Human-readable.
+    Text,
+    /// One JSON document.
+    Json,
+    /// One JSON line per query.
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RouterName {
+    /// Lexical + keyword groups, fused, with adaptive k (the default).
+    Hybrid,
+    /// BM25 with the concept lexicon (Chinese ↔ English, synonyms).
+    Bm25,
+    /// Plain BM25: no concept lexicon.
+    Bm25Plain,
+    /// Seed 002's keyword groups.
+    Keyword,
+}
+
+pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
+    let (toolset, builtin) = load_toolset(args.catalog.as_deref())?;
+    let router = build_router(&args, builtin)?;
+    match (&args.queries, &args.text) {
+        (Some(_), Some(_)) => bail!("give either a request TEXT or --queries, not both"),
+        (Some(queries), None) => batch(&args, &router, &toolset, queries).await,
+        (None, Some(text)) => single(&args, &router, &toolset, text).await,
+        (None, None) => bail!(
+            "give a request to route, e.g. `toolbelt route \"read config.toml\"`, or --queries FILE"
+        ),
+    }
+}
+
+fn load_toolset(catalog: Option<&Path>) -> anyhow::Result<(Toolset, bool)> {
+    if let Some(path) = catalog {
+        let file =
+            File::open(path).with_context(|| format!("cannot open catalog {}", path.display()))?;
+        let specs =
+            read_catalog(BufReader::new(file)).with_context(|| format!("in {}", path.display()))?;
+        return Ok((catalog_toolset(specs), false));
+    }
+    let tools = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
+    let toolset = Toolset::from_tools(tools);
+    let search = SearchTools::new(LexicalRouter::default(), toolset.clone()).into_handle()?;
+    let toolset = toolset.with_tools([search]);
+    if toolset.len() <= 1 {
+        bail!("this binary knows no built-in tools; route against a catalog with --catalog FILE");
+    }
+    Ok((toolset, true))
+}
+
+/// A router as built from the arguments; the hybrid one stays typed for batch ranking.
+enum Built {
+    Hybrid(HybridRouter),
+    Other(AnyRouter),
+}
+
+impl Built {
+    fn any(&self) -> AnyRouter {
+        match self {
+            Self::Hybrid(h) => AnyRouter::new(h.clone()),
+            Self::Other(r) => r.clone(),
+        }
+    }
+}
+
+fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
+    let chinese = ChineseMode::parse(&args.chinese).with_context(|| {
+        format!(
+            "--chinese {:?} is not known; use ngrams or bigrams (jieba needs the router's `jieba` feature)",
+            args.chinese
+        )
+    })?;
+    let config = LexicalConfig::default().with_chinese(chinese);
+    let groups = match &args.groups {
+        Some(path) => Some(KeywordRouter::from_file(path)?),
+        None if builtin || args.router == RouterName::Keyword => Some(KeywordRouter::builtin()),
+        None => None,
+    };
+    let top_k = args.top_k.unwrap_or(10).max(1);
+    Ok(match args.router {
+        RouterName::Bm25 => {
+            Built::Other(AnyRouter::new(LexicalRouter::new(config).with_top_k(top_k)))
+        }
+        RouterName::Bm25Plain => Built::Other(AnyRouter::new(
+            LexicalRouter::new(config.with_lexicon(Lexicon::empty())).with_top_k(top_k),
+        )),
+        RouterName::Keyword => Built::Other(AnyRouter::new(
+            groups.unwrap_or_else(KeywordRouter::builtin),
+        )),
+        RouterName::Hybrid => {
+            let mut pinned = args.pinned.clone();
+            if builtin {
+                pinned.push(SearchTools::NAME.to_owned());
+            }
+            let hybrid_config = HybridConfig::default().with_pinned(pinned);
+            let mut router =
+                HybridRouter::new(LexicalRouter::new(config)).with_config(hybrid_config);
+            if let Some(groups) = groups {
+                router = router.with_keyword(groups);
+            }
+            Built::Hybrid(router)
+        }
+    })
+}
+
+async fn single(
+    args: &RouteArgs,
+    router: &Built,
+    toolset: &Toolset,
+    text: &str,
+) -> anyhow::Result<ExitCode> {
+    let request = RouteRequest::new(text, toolset.clone());
+    let mut decision = router.any().route_or_fallback(&request).await;
+    if let Some(k) = args.top_k
+        && !decision.fallback
+    {
+        decision.tools.truncate(k);
+    }
+    let tokens = TokenSavings::measure(toolset, &decision.tool_names());
+    let mut out = std::io::stdout().lock();
+    match args.format.unwrap_or(Format::Text) {
+        Format::Text => print_text(&mut out, &decision, tokens, toolset.len())?,
+        Format::Json | Format::Jsonl => {
+            let doc = json!({
+                "decision": decision,
+                "tokens": {"sent": tokens.chosen, "all": tokens.total, "saved": tokens.saved()},
+            });
+            if args.format == Some(Format::Json) {
+                serde_json::to_writer_pretty(&mut out, &doc)?;
+            } else {
+                serde_json::to_writer(&mut out, &doc)?;
+            }
+            writeln!(out)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_text(
+    out: &mut impl Write,
+    d: &RouteDecision,
+    tokens: TokenSavings,
+    all: usize,
+) -> anyhow::Result<()> {
+    writeln!(out, "router:   {}", d.router)?;
+    let outcome = match &d.outcome {
+        RouteOutcome::Tools if d.fallback => "all tools (fallback)".to_owned(),
+        RouteOutcome::Tools => format!("{} of {all} tools", d.tools.len()),
+        RouteOutcome::Direct => "answer directly, no tools".to_owned(),
+        RouteOutcome::Clarify { question } => format!("ask the user: {question}"),
+        other => format!("{other:?}"),
+    };
+    writeln!(out, "outcome:  {outcome}")?;
+    if !d.groups.is_empty() {
+        writeln!(out, "groups:   {}", d.groups.join(", "))?;
+    }
+    writeln!(out, "fallback: {}", if d.fallback { "yes" } else { "no" })?;
+    writeln!(out, "reason:   {}", d.reason)?;
+    if !d.fallback {
+        let width = d.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+        for (i, t) in d.tools.iter().enumerate() {
+            writeln!(out, "{:>3}. {:<width$}  {:.3}", i + 1, t.name, t.score)?;
+        }
+    }
+    let pct = if tokens.total == 0 {
+        0.0
+    } else {
+        100.0 * tokens.saved() as f64 / tokens.total as f64
+    };
+    writeln!(
+        out,
+        "tokens:   {} of {} schema tokens sent, {} saved ({pct:.0}%)",
+        tokens.chosen,
+        tokens.total,
+        tokens.saved()
+    )?;
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct Query {
+    id: Value,
+    query: String,
+}
+
+fn read_queries(path: &Path) -> anyhow::Result<Vec<Query>> {
+    let file =
+        File::open(path).with_context(|| format!("cannot open queries {}", path.display()))?;
+    let mut queries = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let q: Query = serde_json::from_str(&line).map_err(|e| {
+            anyhow::anyhow!(
+                "{} line {}: expected {{\"id\", \"query\"}}: {e}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        queries.push(q);
+    }
+    Ok(queries)
+}
+
+async fn batch(
+    args: &RouteArgs,
+    router: &Built,
+    toolset: &Toolset,
+    path: &Path,
+) -> anyhow::Result<ExitCode> {
+    if matches!(args.format, Some(Format::Text | Format::Json)) {
+        bail!("batch mode prints JSON lines: use --format jsonl");
+    }
+    let queries = read_queries(path)?;
+    let k = args.top_k.unwrap_or(10).max(1);
+    let any = router.any();
+    if let Built::Hybrid(h) = router {
+        h.lexical().prepare(toolset);
+    }
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for q in &queries {
+        let tools: Vec<String> = match router {
+            // The top-K ranking without the adaptive cut: what recall@K measures.
+            Built::Hybrid(h) if !args.adaptive => h
+                .rank(toolset, &q.query, k)
+                .await
+                .tools
+                .into_iter()
+                .map(|t| t.name)
+                .collect(),
+            _ => {
+                let request = RouteRequest::new(q.query.clone(), toolset.clone());
+                let mut names = any.route_or_fallback(&request).await.tool_names();
+                if !args.adaptive {
+                    names.truncate(k);
+                }
+                names
+            }
+        };
+        serde_json::to_writer(&mut out, &json!({"id": q.id, "tools": tools}))?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
