@@ -1,0 +1,349 @@
+//! [`Agent`] and [`AgentBuilder`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolbelt_core::{Executor, IntoToolHandle, ToolHandle, ToolKind, ToolName, Toolset};
+use toolbelt_llm::{Provider, ToolChoice};
+use toolbelt_router::AnyRouter;
+
+use crate::error::{AgentError, BuildError};
+use crate::options::{AgentOptions, RunOptions};
+use crate::run;
+use crate::session::Session;
+use crate::stream::RunStream;
+use crate::transcript::RunOutput;
+
+/// A provider, a toolset, an optional router and options: a working agent.
+///
+/// Cloning is an `Arc` clone; runs of one agent may go on concurrently.
+///
+/// ```no_run
+/// # async fn demo(provider: toolbelt_llm::Provider, tools: toolbelt_core::Toolset) -> anyhow::Result<()> {
+/// use toolbelt_agent::Agent;
+///
+/// let agent = Agent::builder(provider).system_prompt("You are terse.").tools(tools).build()?;
+/// let out = agent.run("What is 15 * 23?").await?;
+/// println!("{} ({} tokens)", out.answer, out.usage().total());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<AgentInner>,
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) provider: Provider,
+    pub(crate) tools: Toolset,
+    pub(crate) router: Option<AnyRouter>,
+    pub(crate) executor: Executor,
+    pub(crate) options: AgentOptions,
+    /// Tools always offered when a router narrows the set (explicit pins and meta tools).
+    pub(crate) pinned: Vec<String>,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.inner.name)
+            .field("provider", &self.inner.provider)
+            .field("tools", &self.inner.tools)
+            .field("router", &self.inner.router)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Starts an agent that talks to `provider`.
+    pub fn builder(provider: Provider) -> AgentBuilder {
+        AgentBuilder {
+            name: "agent".to_owned(),
+            description: None,
+            provider,
+            tools: Toolset::empty(),
+            extra: Vec::new(),
+            router: None,
+            executor: None,
+            options: AgentOptions::default(),
+            pinned: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The agent's name (its tool name when used as a tool).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// What the agent does (its tool description when used as a tool).
+    pub fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    /// The tools the agent may call.
+    pub fn tools(&self) -> &Toolset {
+        &self.inner.tools
+    }
+
+    /// The options it runs with.
+    pub fn options(&self) -> &AgentOptions {
+        &self.inner.options
+    }
+
+    /// The executor its tool calls go through.
+    pub fn executor(&self) -> &Executor {
+        &self.inner.executor
+    }
+
+    /// Runs the agent on `input` in a fresh conversation.
+    ///
+    /// # Errors
+    /// [`AgentError`] when the run ends without an answer (iteration limit,
+    /// provider failure, timeout, cancellation); it keeps the transcript.
+    pub async fn run(&self, input: impl Into<String>) -> Result<RunOutput, AgentError> {
+        self.run_with(input, RunOptions::new()).await
+    }
+
+    /// Runs the agent on `input` with per-run settings.
+    ///
+    /// # Errors
+    /// As [`Agent::run`].
+    pub async fn run_with(
+        &self,
+        input: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunOutput, AgentError> {
+        run::execute(&self.inner, input.into(), options, None).await
+    }
+
+    /// Runs the agent on `input`, streaming [`AgentEvent`](crate::AgentEvent)s.
+    ///
+    /// The run advances as the stream is polled; dropping the stream cancels it.
+    pub fn run_stream(&self, input: impl Into<String>) -> RunStream<'static> {
+        self.run_stream_with(input, RunOptions::new())
+    }
+
+    /// [`Agent::run_stream`] with per-run settings.
+    pub fn run_stream_with(
+        &self,
+        input: impl Into<String>,
+        options: RunOptions,
+    ) -> RunStream<'static> {
+        let inner = Arc::clone(&self.inner);
+        let input = input.into();
+        RunStream::new(
+            move |sink| async move { run::execute(&inner, input, options, Some(sink)).await },
+        )
+    }
+
+    /// A conversation with this agent that continues across runs.
+    pub fn session(&self) -> Session {
+        Session::new(self.clone())
+    }
+}
+
+/// Configures an [`Agent`]; see [`Agent::builder`].
+#[must_use]
+pub struct AgentBuilder {
+    name: String,
+    description: Option<String>,
+    provider: Provider,
+    tools: Toolset,
+    extra: Vec<ToolHandle>,
+    router: Option<AnyRouter>,
+    executor: Option<Executor>,
+    options: AgentOptions,
+    pinned: Vec<String>,
+    error: Option<BuildError>,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("name", &self.name)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The agent's name (default `agent`); its tool name when used as a tool.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// What the agent does; its tool description when used as a tool.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Instructions sent first in every request.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.options.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// The tools the agent may call, e.g. `registry.select("file,shell")?`.
+    pub fn tools(mut self, tools: Toolset) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Adds one tool to the toolset (a tool of the same name is replaced).
+    pub fn tool(mut self, tool: impl IntoToolHandle) -> Self {
+        match tool.into_tool_handle() {
+            Ok(handle) => self.extra.push(handle),
+            Err(e) => self.error = self.error.or(Some(BuildError::Tool(e))),
+        }
+        self
+    }
+
+    /// Routes each run's input to the tools it needs; only those are offered.
+    pub fn router(mut self, router: AnyRouter) -> Self {
+        self.router = Some(router);
+        self
+    }
+
+    /// Offers `tool` even when the router did not choose it. Meta tools
+    /// (such as `search_tools`) are pinned without asking.
+    pub fn pin(mut self, tool: impl Into<String>) -> Self {
+        self.pinned.push(tool.into());
+        self
+    }
+
+    /// The executor for tool calls (default [`Executor::new`]): timeouts,
+    /// concurrency, approval policy and approver.
+    pub fn executor(mut self, executor: Executor) -> Self {
+        self.executor = Some(executor);
+        self
+    }
+
+    /// Most model calls per run (default 10).
+    pub fn max_iterations(mut self, limit: u32) -> Self {
+        self.options.max_iterations = limit;
+        self
+    }
+
+    /// Whether and which tools the model must call (default auto).
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.options.tool_choice = choice;
+        self
+    }
+
+    /// Whether a forcing tool choice applies to the first model call only (default true).
+    pub fn reset_tool_choice(mut self, reset: bool) -> Self {
+        self.options.reset_tool_choice = reset;
+        self
+    }
+
+    /// Whether one turn's calls may run concurrently (default true).
+    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.options.parallel_tool_calls = parallel;
+        self
+    }
+
+    /// Limit on a whole run (default none).
+    pub fn run_timeout(mut self, timeout: Duration) -> Self {
+        self.options.run_timeout = Some(timeout);
+        self
+    }
+
+    /// The model id to request (default: the provider's).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.options.model = Some(model.into());
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.options.temperature = Some(temperature);
+        self
+    }
+
+    /// Most tokens per answer.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.options.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Whether tool calls written as text are parsed and run (default true).
+    pub fn text_tool_calls(mut self, enabled: bool) -> Self {
+        self.options.text_tool_calls = enabled;
+        self
+    }
+
+    /// Replaces all options at once.
+    pub fn options(mut self, options: AgentOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Checks the definition and builds the agent.
+    ///
+    /// # Errors
+    /// [`BuildError`] when `max_iterations` is 0, when the tool choice or a
+    /// pin names a tool the agent does not have, or a tool's spec is invalid.
+    pub fn build(self) -> Result<Agent, BuildError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if let Err(source) = ToolName::new(&self.name) {
+            return Err(BuildError::InvalidName {
+                name: self.name,
+                source,
+            });
+        }
+        if self.options.max_iterations == 0 {
+            return Err(BuildError::ZeroIterations);
+        }
+        let tools = if self.extra.is_empty() {
+            self.tools
+        } else {
+            self.tools.with_tools(self.extra)
+        };
+        if let ToolChoice::Tool(name) = &self.options.tool_choice
+            && !tools.contains(name)
+        {
+            return Err(BuildError::UnknownToolChoice {
+                name: name.clone(),
+                available: tools.names(),
+            });
+        }
+        if let Some(name) = self.pinned.iter().find(|n| !tools.contains(n)) {
+            return Err(BuildError::UnknownPinned {
+                name: name.clone(),
+                available: tools.names(),
+            });
+        }
+        let mut pinned = self.pinned;
+        pinned.extend(
+            tools
+                .iter()
+                .filter(|t| t.spec().kind == ToolKind::Meta)
+                .map(|t| t.name().to_string()),
+        );
+        pinned.sort();
+        pinned.dedup();
+        let description = self
+            .description
+            .unwrap_or_else(|| format!("Ask the `{}` agent to carry out a task", self.name));
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                name: self.name,
+                description,
+                provider: self.provider,
+                tools,
+                router: self.router,
+                executor: self.executor.unwrap_or_default(),
+                options: self.options,
+                pinned,
+            }),
+        })
+    }
+}

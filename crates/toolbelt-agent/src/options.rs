@@ -1,0 +1,156 @@
+//! [`AgentOptions`] (fixed per agent) and [`RunOptions`] (per run).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolbelt_core::{Approver, CancellationToken, Extensions};
+use toolbelt_llm::{Message, ToolChoice};
+
+/// How an agent runs; set through [`AgentBuilder`](crate::AgentBuilder).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AgentOptions {
+    /// Instructions sent first in every request.
+    pub system_prompt: Option<String>,
+    /// Most model calls per run (default 10).
+    pub max_iterations: u32,
+    /// Whether and which tools the model must call (default auto).
+    pub tool_choice: ToolChoice,
+    /// Whether a forcing `tool_choice` applies only to the first model call
+    /// of a run (default true), so a forced call cannot loop forever.
+    pub reset_tool_choice: bool,
+    /// Whether the model may ask for several calls per turn, run concurrently (default true).
+    pub parallel_tool_calls: bool,
+    /// Limit on a whole run (default none).
+    pub run_timeout: Option<Duration>,
+    /// Model id; `None` uses the provider's configured model.
+    pub model: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Most tokens per answer.
+    pub max_tokens: Option<u32>,
+    /// Whether tool calls written as text (by models without native tool
+    /// calls) are parsed and executed (default true).
+    pub text_tool_calls: bool,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            system_prompt: None,
+            max_iterations: 10,
+            tool_choice: ToolChoice::Auto,
+            reset_tool_choice: true,
+            parallel_tool_calls: true,
+            run_timeout: None,
+            model: None,
+            temperature: None,
+            max_tokens: None,
+            text_tool_calls: true,
+        }
+    }
+}
+
+/// Settings for one run: cancellation, limits, context for the tools.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbelt_agent::RunOptions;
+/// use toolbelt_core::CancellationToken;
+///
+/// let cancel = CancellationToken::new();
+/// let opts = RunOptions::new().with_cancellation(cancel.clone()).with_timeout(Duration::from_secs(30));
+/// # let _ = opts;
+/// ```
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct RunOptions {
+    pub(crate) cancel: Option<CancellationToken>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_iterations: Option<u32>,
+    pub(crate) history: Vec<Message>,
+    pub(crate) extensions: Extensions,
+    pub(crate) depth: u32,
+    pub(crate) conversation_id: Option<String>,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("timeout", &self.timeout)
+            .field("max_iterations", &self.max_iterations)
+            .field("history", &self.history.len())
+            .field("depth", &self.depth)
+            .field("conversation_id", &self.conversation_id)
+            .field("approver", &self.approver.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunOptions {
+    /// Defaults: no cancellation, the agent's limits, no history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancelling `token` ends the run with [`AgentError::Cancelled`](crate::AgentError::Cancelled)
+    /// and cancels its tool calls in flight.
+    #[must_use]
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Overrides the agent's run timeout.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Overrides the agent's iteration limit (at least 1).
+    #[must_use]
+    pub fn with_max_iterations(mut self, limit: u32) -> Self {
+        self.max_iterations = Some(limit.max(1));
+        self
+    }
+
+    /// Earlier messages of the conversation (without a system prompt).
+    #[must_use]
+    pub fn with_history(mut self, messages: Vec<Message>) -> Self {
+        self.history = messages;
+        self
+    }
+
+    /// Values the tools find in their [`ToolContext`](toolbelt_core::ToolContext).
+    #[must_use]
+    pub fn with_extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
+    }
+
+    /// How deep in agents-as-tools this run is (set by [`AgentTool`](crate::AgentTool)).
+    #[must_use]
+    pub fn with_depth(mut self, depth: u32) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// The conversation id the tools see (a fresh one is made otherwise).
+    #[must_use]
+    pub fn with_conversation_id(mut self, id: impl Into<String>) -> Self {
+        self.conversation_id = Some(id.into());
+        self
+    }
+
+    /// Who answers approval requests in this run, instead of the executor's approver.
+    ///
+    /// A streamed run answers them through [`AgentEvent::ApprovalRequested`](crate::AgentEvent::ApprovalRequested)
+    /// and ignores this.
+    #[must_use]
+    pub fn with_approver(mut self, approver: impl Approver) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the agent runtime, against an in-process scripted provider.
+// Test helpers outside #[test] fns unwrap too; `allow-unwrap-in-tests` does not reach them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod agent_tool;
+mod approval;
+mod limits;
+mod routing;
+mod session;
+mod streaming;
+mod support;
+mod tool_use;

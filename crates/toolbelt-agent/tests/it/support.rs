@@ -1,0 +1,68 @@
+//! Shared fixtures: small tools and agents over a scripted provider.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use toolbelt_agent::{Agent, AgentBuilder, testing::ScriptedProvider};
+use toolbelt_core::{FnTool, ToolError, ToolHandle};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub(crate) struct Pair {
+    pub(crate) a: f64,
+    pub(crate) b: f64,
+}
+
+/// `multiply(a, b)`.
+pub(crate) fn multiply() -> ToolHandle {
+    FnTool::builder("multiply")
+        .description("Multiply a by b")
+        .tag("math")
+        .typed(|p: Pair, _ctx| async move { Ok::<_, ToolError>(p.a * p.b) })
+        .unwrap()
+}
+
+/// `add(a, b)`.
+pub(crate) fn add() -> ToolHandle {
+    FnTool::builder("add")
+        .description("Add a and b")
+        .tag("math")
+        .typed(|p: Pair, _ctx| async move { Ok::<_, ToolError>(p.a + p.b) })
+        .unwrap()
+}
+
+/// `sleep(ms)`: waits, then answers `slept <ms>`; counts its calls in `count`.
+pub(crate) fn sleeper(count: Arc<AtomicUsize>) -> ToolHandle {
+    FnTool::builder("sleep")
+        .description("Wait ms milliseconds")
+        .parameters(json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}))
+        .handler(move |args, _ctx| {
+            let count = Arc::clone(&count);
+            async move {
+                count.fetch_add(1, Ordering::SeqCst);
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                format!("slept {ms}")
+            }
+        })
+        .unwrap()
+}
+
+/// `delete_file(path)`: a mutating tool that needs approval; answers `deleted <path>`.
+pub(crate) fn delete_file() -> ToolHandle {
+    FnTool::builder("delete_file")
+        .description("Delete a file")
+        .spec(|s| s.mutating())
+        .parameters(json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}))
+        .handler(|args, _ctx| async move { format!("deleted {}", args["path"].as_str().unwrap_or("?")) })
+        .unwrap()
+}
+
+/// An agent over `script` with the math tools.
+pub(crate) fn math_agent(script: &ScriptedProvider) -> AgentBuilder {
+    Agent::builder(script.provider())
+        .system_prompt("Use the tools for arithmetic.")
+        .tool(multiply())
+        .tool(add())
+}
