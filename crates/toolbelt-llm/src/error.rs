@@ -54,6 +54,18 @@ pub enum ProviderError {
     /// The request was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The request offers more tools than the provider accepts; narrow the set first.
+    #[error(
+        "request offers {count} tools but {provider} accepts at most {max}; narrow the tool set before sending"
+    )]
+    TooManyTools {
+        /// Which provider.
+        provider: &'static str,
+        /// Tools in the request.
+        count: usize,
+        /// The provider's limit ([`ProviderLimits::max_tools`](crate::ProviderLimits::max_tools)).
+        max: usize,
+    },
 }
 
 impl ProviderError {
@@ -63,6 +75,19 @@ impl ProviderError {
             Self::Api { status, .. } => *status == 429 || *status >= 500,
             Self::RateLimited { .. } | Self::Timeout { .. } | Self::Transport { .. } => true,
             _ => false,
+        }
+    }
+
+    /// The provider's short name, when the error came from one.
+    pub fn provider(&self) -> Option<&'static str> {
+        match self {
+            Self::Api { provider, .. }
+            | Self::RateLimited { provider, .. }
+            | Self::Timeout { provider, .. }
+            | Self::Transport { provider, .. }
+            | Self::Decode { provider, .. }
+            | Self::TooManyTools { provider, .. } => Some(provider),
+            _ => None,
         }
     }
 }

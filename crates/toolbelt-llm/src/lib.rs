@@ -1,16 +1,43 @@
-//! Chat providers for toolbelt: a provider-neutral request/response model, the
-//! [`ChatProvider`] trait, OpenAI-compatible and Anthropic clients, streaming,
-//! and parsing of tool calls written as text by models without native tool calls.
+#![doc = include_str!("../README.md")]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod anthropic;
+mod config;
 mod error;
+mod http;
 mod message;
+mod normalize;
+mod openai;
+mod parse;
 mod provider;
 mod request;
+mod retry;
 
+pub use anthropic::{
+    ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOOLS, ANTHROPIC_VERSION, AnthropicClient,
+    AnthropicClientBuilder, DEFAULT_MAX_TOKENS,
+};
+pub use config::{
+    DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, ProviderConfig, ProviderKind, provider_from_env,
+};
 pub use error::ProviderError;
 pub use message::Message;
+pub use normalize::{SchemaDialect, is_strict_compatible, normalize_schema};
+pub use openai::{
+    DEFAULT_TIMEOUT, OPENAI_BASE_URL, OPENAI_MAX_TOOLS, OpenAiClient, OpenAiClientBuilder,
+};
+pub use parse::{ParsedText, parse_tool_calls, repair_json, unparsed_arguments};
 pub use provider::{ChatProvider, ChatStream, Provider, ProviderLimits};
 pub use request::{
     ChatRequest, ChatResponse, FinishReason, StreamEvent, ToolChoice, ToolSchema, Usage,
+};
+pub use retry::RetryConfig;
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Provider>();
+    assert_send_sync::<OpenAiClient>();
+    assert_send_sync::<AnthropicClient>();
+    assert_send_sync::<ProviderError>();
+    assert_send_sync::<ChatRequest>();
 };

@@ -1,0 +1,255 @@
+//! [`AnthropicClient`]: the Anthropic Messages API with `tool_use` /
+//! `tool_result` blocks and streaming.
+
+mod stream;
+mod wire;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use crate::error::ProviderError;
+use crate::http::{self, Transport};
+use crate::openai::DEFAULT_TIMEOUT;
+use crate::provider::{ChatProvider, ChatStream, ProviderLimits};
+use crate::request::{ChatRequest, ChatResponse};
+use crate::retry::RetryConfig;
+
+/// Where Anthropic's API lives; `/v1/messages` is appended.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Most tools one Anthropic request may carry here.
+///
+/// Anthropic publishes no hard limit; every definition costs context tokens
+/// and selection quality drops long before a few hundred tools, so toolbelt
+/// uses OpenAI's documented bound for both (see `docs/adr/0004-llm-clients.md`).
+pub const ANTHROPIC_MAX_TOOLS: usize = 128;
+
+/// `max_tokens` when a request sets none (Anthropic requires the field).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+const NAME: &str = "anthropic";
+
+/// A client for the Anthropic Messages API.
+///
+/// System messages go to the top-level `system`; consecutive tool results
+/// become one user message with several `tool_result` blocks; tool schemas
+/// are normalised for [`SchemaDialect::Anthropic`](crate::SchemaDialect::Anthropic).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), toolbelt_llm::ProviderError> {
+/// use toolbelt_llm::{AnthropicClient, ChatProvider, ChatRequest, Message};
+///
+/// let claude = AnthropicClient::builder()
+///     .api_key(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default())
+///     .model("claude-sonnet-4-5")
+///     .build()?;
+/// let answer = claude.chat(ChatRequest::new(vec![Message::user("hi")])).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct AnthropicClient {
+    transport: Transport,
+    url: String,
+    headers: HeaderMap,
+    options: wire::Options,
+    limits: ProviderLimits,
+}
+
+/// Builds an [`AnthropicClient`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct AnthropicClientBuilder {
+    base_url: String,
+    api_key: Option<String>,
+    model: Option<String>,
+    timeout: Duration,
+    retry: RetryConfig,
+    max_tools: usize,
+    max_tokens: u32,
+    headers: Vec<(String, String)>,
+    http_client: Option<reqwest::Client>,
+}
+
+impl AnthropicClient {
+    /// A builder with Anthropic's defaults.
+    pub fn builder() -> AnthropicClientBuilder {
+        AnthropicClientBuilder {
+            base_url: ANTHROPIC_BASE_URL.to_owned(),
+            api_key: None,
+            model: None,
+            timeout: DEFAULT_TIMEOUT,
+            retry: RetryConfig::default(),
+            max_tools: ANTHROPIC_MAX_TOOLS,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            headers: Vec::new(),
+            http_client: None,
+        }
+    }
+
+    /// The model used when a request names none.
+    pub fn model(&self) -> &str {
+        &self.options.model
+    }
+
+    /// The endpoint requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn body(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ProviderError> {
+        http::check_tool_count(NAME, request, self.limits)?;
+        let body = wire::request_body(&self.options, request, stream);
+        serde_json::to_vec(&body).map(Bytes::from).map_err(|e| {
+            self.transport
+                .decode_error(format!("could not encode the request: {e}"))
+        })
+    }
+}
+
+impl ChatProvider for AnthropicClient {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn limits(&self) -> ProviderLimits {
+        self.limits
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let body = self.body(&request, false)?;
+        let bytes = self.transport.post(&self.url, &self.headers, body).await?;
+        wire::parse_response(&bytes).map_err(|e| self.transport.decode_error(e))
+    }
+
+    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
+        let body = self.body(&request, true)?;
+        let response = self
+            .transport
+            .post_streaming(&self.url, &self.headers, body)
+            .await?;
+        Ok(http::drive(
+            &self.transport,
+            response,
+            stream::Assembler::default(),
+        ))
+    }
+}
+
+impl AnthropicClientBuilder {
+    /// The API root (default [`ANTHROPIC_BASE_URL`]); `/v1/messages` is appended.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// The API key, sent as `x-api-key` (required).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The model used when a request names none (required).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Time allowed for one attempt, and the longest pause inside a stream.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Retries after the first attempt (default 3).
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.retry.max_retries = retries;
+        self
+    }
+
+    /// The whole retry policy.
+    pub fn retry(mut self, retry: RetryConfig) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Most tools per request (default [`ANTHROPIC_MAX_TOOLS`]).
+    pub fn max_tools(mut self, max: usize) -> Self {
+        self.max_tools = max;
+        self
+    }
+
+    /// `max_tokens` for requests that set none (default [`DEFAULT_MAX_TOKENS`]).
+    pub fn default_max_tokens(mut self, max: u32) -> Self {
+        self.max_tokens = max;
+        self
+    }
+
+    /// An extra header on every request (e.g. `anthropic-beta`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Uses this HTTP client (proxies, custom TLS).
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
+    /// Checks the settings and builds the client.
+    ///
+    /// # Errors
+    ///
+    /// [`ProviderError::Config`] when the key or model is missing, the base URL
+    /// is not an http(s) URL, or a header value is invalid.
+    pub fn build(self) -> Result<AnthropicClient, ProviderError> {
+        let key = self.api_key.filter(|k| !k.is_empty()).ok_or_else(|| {
+            ProviderError::Config(
+                "no API key for the Anthropic client: call .api_key(..) or set ANTHROPIC_API_KEY"
+                    .to_owned(),
+            )
+        })?;
+        let model = self.model.filter(|m| !m.trim().is_empty()).ok_or_else(|| {
+            ProviderError::Config(
+                "no model for the Anthropic client: call .model(..) or set TOOLBELT_MODEL"
+                    .to_owned(),
+            )
+        })?;
+        let url = http::endpoint(&self.base_url, "/v1/messages", "ANTHROPIC_BASE_URL")?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        let key = HeaderValue::from_str(&key).map_err(|_| {
+            ProviderError::Config(
+                "ANTHROPIC_API_KEY holds characters not allowed in a header".to_owned(),
+            )
+        })?;
+        headers.insert("x-api-key", key);
+        http::extra_headers(&mut headers, &self.headers)?;
+        Ok(AnthropicClient {
+            transport: Transport {
+                client: self.http_client.unwrap_or_default(),
+                provider: NAME,
+                timeout: self.timeout,
+                retry: self.retry,
+            },
+            url,
+            headers,
+            options: wire::Options {
+                model,
+                max_tokens: self.max_tokens,
+            },
+            limits: http::limits(self.max_tools),
+        })
+    }
+}
