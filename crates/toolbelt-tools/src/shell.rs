@@ -180,7 +180,10 @@ pub(crate) fn render(done: &Finished) -> ToolOutput {
     let mut text = status;
     for (name, stream) in [("stdout", &done.stdout), ("stderr", &done.stderr)] {
         if stream.total_bytes > 0 {
-            text.push_str(&format!("\n--- {name} ---\n{}", stream.text));
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!("--- {name} ---\n{}", stream.text));
             if !stream.text.ends_with('\n') {
                 text.push('\n');
             }

@@ -1,1 +1,164 @@
-//! placeholder
+//! git and git_write: status, diff, log, add, commit, branch, checkout, and what they refuse.
+
+use std::path::Path;
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolbelt_core::ToolError;
+use toolbelt_tools::{BuiltinConfig, Workspace};
+
+use crate::{Fx, is_denied};
+
+fn sh_git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+/// A fixture whose workspace is a fresh repository on branch `main`.
+fn repo() -> Fx {
+    let fx = Fx::new();
+    sh_git(fx.dir.path(), &["init", "-q", "-b", "main"]);
+    sh_git(fx.dir.path(), &["config", "user.name", "Test"]);
+    sh_git(fx.dir.path(), &["config", "user.email", "test@example.com"]);
+    fx
+}
+
+#[tokio::test]
+async fn status_add_commit_and_log() {
+    let fx = repo();
+    fx.write("a.txt", "one\n");
+    assert_eq!(
+        fx.ok("git", json!({"command": "status"})).await,
+        "## No commits yet on main\n?? a.txt\n"
+    );
+    assert_eq!(
+        fx.ok("git_write", json!({"command": "add", "paths": ["a.txt"]}))
+            .await,
+        "done"
+    );
+    let out = fx
+        .ok(
+            "git_write",
+            json!({"command": "commit", "message": "first"}),
+        )
+        .await;
+    assert!(
+        out.contains("first") && out.contains("1 file changed"),
+        "{out}"
+    );
+    let log = fx.ok("git", json!({"command": "log"})).await;
+    assert!(log.ends_with(" Test: first"), "{log}");
+    assert_eq!(
+        fx.ok("git", json!({"command": "status"})).await,
+        "## main\n"
+    );
+}
+
+#[tokio::test]
+async fn diff_unstaged_staged_and_by_path() {
+    let fx = repo();
+    fx.write("a.txt", "one\n");
+    fx.write("b.txt", "b\n");
+    fx.ok("git_write", json!({"command": "add", "paths": ["."]}))
+        .await;
+    fx.ok("git_write", json!({"command": "commit", "message": "init"}))
+        .await;
+    fx.write("a.txt", "two\n");
+    fx.write("b.txt", "bb\n");
+    let diff = fx
+        .ok("git", json!({"command": "diff", "paths": ["a.txt"]}))
+        .await;
+    assert!(
+        diff.contains("-one\n+two") && !diff.contains("b.txt"),
+        "{diff}"
+    );
+    assert_eq!(
+        fx.ok("git", json!({"command": "diff", "staged": true}))
+            .await,
+        "no changes"
+    );
+}
+
+#[tokio::test]
+async fn branch_and_checkout() {
+    let fx = repo();
+    fx.write("a.txt", "one\n");
+    fx.ok("git_write", json!({"command": "add", "paths": ["."]}))
+        .await;
+    fx.ok("git_write", json!({"command": "commit", "message": "init"}))
+        .await;
+    fx.ok("git_write", json!({"command": "branch", "name": "topic"}))
+        .await;
+    assert_eq!(
+        fx.ok("git", json!({"command": "branch"})).await,
+        "* main\n  topic\n"
+    );
+    fx.ok("git_write", json!({"command": "checkout", "name": "topic"}))
+        .await;
+    fx.ok(
+        "git_write",
+        json!({"command": "checkout", "name": "new", "create": true}),
+    )
+    .await;
+    assert_eq!(
+        fx.ok("git", json!({"command": "branch"})).await,
+        "  main\n* new\n  topic\n"
+    );
+}
+
+#[tokio::test]
+async fn refuses_option_injection_missing_arguments_and_outside_paths() {
+    let fx = repo();
+    let err = fx
+        .err(
+            "git",
+            json!({"command": "diff", "rev": "--output=/tmp/pwned"}),
+        )
+        .await;
+    let ToolError::InvalidArguments { violations } = err else {
+        panic!("{err}")
+    };
+    assert_eq!(violations[0].pointer, "/rev");
+    let err = fx.err("git_write", json!({"command": "commit"})).await;
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments: at /message: `commit` needs `message` (rule )"
+    );
+    assert!(is_denied(
+        &fx.err("git_write", json!({"command": "add", "paths": ["../x"]}))
+            .await
+    ));
+    assert!(is_denied(
+        &fx.err("git", json!({"command": "status", "repo": "/"}))
+            .await
+    ));
+}
+
+#[tokio::test]
+async fn never_uses_a_repository_above_the_workspace() {
+    let fx = repo();
+    fx.write("sub/a.txt", "x");
+    let inner = BuiltinConfig::new(Workspace::new(fx.dir.path().join("sub")).unwrap());
+    let err = fx
+        .call_in(&inner.context(), "git", json!({"command": "status"}))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("git status failed with exit code 128: fatal: not a git repository"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("must be inside a git repository that is itself inside the workspace"),
+        "{msg}"
+    );
+}
