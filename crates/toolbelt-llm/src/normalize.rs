@@ -144,9 +144,18 @@ fn strict_ok(node: &Value, is_root: bool) -> bool {
         return false;
     }
     let untyped = !obj.contains_key("type")
-        && !["anyOf", "oneOf", "allOf", "enum", "const", "$ref"]
-            .iter()
-            .any(|k| obj.contains_key(*k));
+        && ![
+            "anyOf",
+            "oneOf",
+            "allOf",
+            "enum",
+            "const",
+            "$ref",
+            "properties",
+            "items",
+        ]
+        .iter()
+        .any(|k| obj.contains_key(*k));
     if untyped && !is_root {
         return false;
     }
@@ -270,8 +279,12 @@ fn inline_refs(mut root: Value, dialect: SchemaDialect) -> Value {
 
 impl Inliner {
     fn resolve(&mut self, node: Value, stack: &mut Vec<String>) -> Value {
-        let Value::Object(mut obj) = node else {
-            return node;
+        let mut obj = match node {
+            Value::Object(obj) => obj,
+            Value::Array(items) => {
+                return Value::Array(items.into_iter().map(|v| self.resolve(v, stack)).collect());
+            }
+            other => return other,
         };
         if let Some(name) = obj.get("$ref").and_then(Value::as_str).and_then(def_name) {
             let name = name.to_owned();
@@ -501,10 +514,9 @@ fn combine_property(existing: &mut Value, other: &Value, dialect: SchemaDialect)
 
 fn rewrite(node: &mut Value, dialect: SchemaDialect) {
     if let Value::Bool(b) = node {
-        // `true` (anything) and `false` (nothing) have no object form in these subsets.
-        if dialect == SchemaDialect::Conservative || dialect == SchemaDialect::OpenAiStrict {
-            *node = if *b { json!({}) } else { json!({"not": {}}) };
-        }
+        // Boolean schemas are valid JSON Schema but rejected by some APIs;
+        // `{}` and `{"not": {}}` say the same.
+        *node = if *b { json!({}) } else { json!({"not": {}}) };
         return;
     }
     let Value::Object(obj) = node else {
@@ -552,6 +564,9 @@ fn fold_combinators(obj: &mut Map<String, Value>) {
 
 fn rewrite_strict(obj: &mut Map<String, Value>) {
     fold_combinators(obj);
+    if !obj.contains_key("type") && obj.contains_key("properties") {
+        obj.insert("type".to_owned(), Value::from("object"));
+    }
     for key in STRICT_UNSUPPORTED {
         obj.remove(key);
     }
@@ -665,6 +680,13 @@ fn rewrite_conservative(obj: &mut Map<String, Value>) {
     if let Some(Value::Array(values)) = obj.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
+    if !obj.contains_key("type")
+        && let Some(Value::Array(values)) = obj.get("enum")
+        && let Some(t) = common_type(values)
+    {
+        // These APIs want a type beside every enum.
+        obj.insert("type".to_owned(), Value::from(t));
+    }
     // `anyOf` with a null member: drop it; one member left is merged in.
     if let Some(Value::Array(list)) = obj.get_mut("anyOf") {
         list.retain(|v| v.get("type").and_then(Value::as_str) != Some("null"));
@@ -702,6 +724,22 @@ fn rewrite_conservative(obj: &mut Map<String, Value>) {
             obj.remove("required");
         }
     }
+}
+
+/// The JSON type all `values` share, if any.
+fn common_type(values: &[Value]) -> Option<&'static str> {
+    let type_of = |v: &Value| match v {
+        Value::String(_) => Some("string"),
+        Value::Bool(_) => Some("boolean"),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some("integer"),
+        Value::Number(_) => Some("number"),
+        _ => None,
+    };
+    let first = type_of(values.first()?)?;
+    values
+        .iter()
+        .all(|v| type_of(v) == Some(first))
+        .then_some(first)
 }
 
 #[cfg(test)]

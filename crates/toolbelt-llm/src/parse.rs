@@ -220,14 +220,14 @@ fn tag_body_calls(body: &str, name: Option<String>, id: Option<String>) -> Optio
         return match name {
             // `<tool_call name="x">{args}</tool_call>`: the JSON is the arguments
             // unless it names a call itself.
-            Some(name) => Some(calls_from_value(&value).unwrap_or_else(|| {
+            Some(name) => Some(calls_from_value(&value, false).unwrap_or_else(|| {
                 vec![RawCall {
                     id,
                     name,
                     arguments: value,
                 }]
             })),
-            None => calls_from_value(&value),
+            None => calls_from_value(&value, true),
         };
     }
     let name = name.filter(|n| valid_name(n))?;
@@ -268,7 +268,7 @@ fn read_fence(text: &str, start: usize) -> Found {
             Found::Skip(_) => None,
         })
     } else {
-        repair_json(body).and_then(|v| calls_from_value(&v))
+        repair_json(body).and_then(|v| calls_from_value(&v, false))
     };
     match calls {
         Some(calls) => Found::Calls(end, calls),
@@ -283,7 +283,7 @@ fn read_json_at(text: &str, start: usize, require_key: bool) -> Option<Found> {
         return None;
     }
     let (value, used) = lenient::parse_prefix(&text[start..], TEXT)?;
-    let calls = calls_from_value(&value)?;
+    let calls = calls_from_value(&value, !require_key)?;
     Some(Found::Calls(start + used, calls))
 }
 
@@ -312,22 +312,28 @@ fn strip_fence(body: &str) -> &str {
 }
 
 /// Calls in a JSON value: `{"tool_calls": [...]}`, an array of calls, or one call.
-fn calls_from_value(value: &Value) -> Option<Vec<RawCall>> {
-    let items: Vec<&Value> = match value {
+/// With `tagged` (inside `<tool_call>` or `tool_calls`), a call may omit its
+/// arguments; elsewhere an object needs them to count as a call, so that
+/// `{"name": "demo", "version": 2}` in prose stays prose.
+fn calls_from_value(value: &Value, tagged: bool) -> Option<Vec<RawCall>> {
+    let (items, tagged): (Vec<&Value>, bool) = match value {
         Value::Object(obj) => match obj.get("tool_calls") {
-            Some(Value::Array(list)) => list.iter().collect(),
-            Some(one @ Value::Object(_)) => vec![one],
+            Some(Value::Array(list)) => (list.iter().collect(), true),
+            Some(one @ Value::Object(_)) => (vec![one], true),
             Some(_) => return None,
-            None => vec![value],
+            None => (vec![value], tagged),
         },
-        Value::Array(list) => list.iter().collect(),
+        Value::Array(list) => (list.iter().collect(), tagged),
         _ => return None,
     };
-    let calls: Vec<RawCall> = items.into_iter().filter_map(call_from_value).collect();
+    let calls: Vec<RawCall> = items
+        .into_iter()
+        .filter_map(|item| call_from_value(item, tagged))
+        .collect();
     (!calls.is_empty()).then_some(calls)
 }
 
-fn call_from_value(value: &Value) -> Option<RawCall> {
+fn call_from_value(value: &Value, tagged: bool) -> Option<RawCall> {
     let obj = value.as_object()?;
     let body = match obj.get("function") {
         Some(Value::Object(function)) => function,
@@ -337,10 +343,13 @@ fn call_from_value(value: &Value) -> Option<RawCall> {
     if !valid_name(name) {
         return None;
     }
-    let arguments = ["arguments", "parameters", "args", "input"]
+    let given = ["arguments", "parameters", "args", "input"]
         .iter()
-        .find_map(|key| body.get(*key))
-        .map_or_else(|| Value::Object(Map::new()), text_arguments);
+        .find_map(|key| body.get(*key));
+    if given.is_none() && !tagged && !obj.contains_key("function") {
+        return None;
+    }
+    let arguments = given.map_or_else(|| Value::Object(Map::new()), text_arguments);
     let id = obj
         .get("id")
         .and_then(Value::as_str)

@@ -1,0 +1,13 @@
+//! Integration tests of toolbelt-llm: real HTTP clients against local
+//! scripted servers, configuration, schema normalisation and text parsing.
+
+// Test helpers outside `#[test]` functions fail loudly too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod anthropic;
+mod config;
+mod failures;
+mod normalize;
+mod openai;
+mod parse;
+mod support;
