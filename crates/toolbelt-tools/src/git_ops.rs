@@ -19,38 +19,36 @@ use crate::shell::{ShellConfig, error_chain};
 use crate::workspace::Workspace;
 
 /// What `git` may run; none of these changes the repository.
+// Variant doc comments would make schemars emit `oneOf` with descriptions, which
+// validates with a vaguer error than a plain `enum`; the tool docs describe them.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GitQuery {
-    /// Short status with the current branch.
-    Status,
-    /// Unstaged changes (or staged ones with `staged`, or against `rev`).
-    Diff,
-    /// Recent commits, newest first.
-    Log,
-    /// Local branches, the current one marked with `*`.
-    Branch,
+    Status, // Short status with the current branch.
+    Diff,   // Unstaged changes (or staged ones with `staged`, or against `rev`).
+    Log,    // Recent commits, newest first.
+    Branch, // Local branches, the current one marked with `*`.
 }
 
 /// What `git_write` may run.
+// Variant doc comments would make schemars emit `oneOf` with descriptions, which
+// validates with a vaguer error than a plain `enum`; the tool docs describe them.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GitChange {
-    /// Stage `paths`.
-    Add,
-    /// Commit what is staged, with `message`.
-    Commit,
-    /// Create the branch `name` (without switching to it).
-    Branch,
-    /// Switch to the branch or commit `name` (`create` makes a new branch).
-    Checkout,
+    Add,      // Stage `paths`.
+    Commit,   // Commit what is staged, with `message`.
+    Branch,   // Create the branch `name` (without switching to it).
+    Checkout, // Switch to the branch or commit `name` (`create` makes a new branch).
 }
 
 /// Inspect the workspace's git repository (read-only): `status`, `diff`, `log` or the list of branches (`branch`).
 #[tool(tags("git_ops", "file_ops"), read_only, timeout = "2m")]
 pub async fn git(
     ctx: &ToolContext,
-    /// The git command to run.
+    /// `status` (short status and branch), `diff` (unstaged changes, or staged ones, or against `rev`), `log` (recent commits) or `branch` (list branches).
     command: GitQuery,
     /// status, diff, log: only these paths (relative to the workspace root).
     paths: Option<Vec<String>>,
@@ -112,7 +110,7 @@ pub async fn git(
 #[tool(tags("git_ops", "file_ops"), mutating, timeout = "2m")]
 pub async fn git_write(
     ctx: &ToolContext,
-    /// The git command to run.
+    /// `add` (stage `paths`), `commit` (with `message`), `branch` (create branch `name`) or `checkout` (switch to `name`).
     command: GitChange,
     /// add: the paths to stage, relative to the workspace root (`["."]` for everything).
     paths: Option<Vec<String>>,

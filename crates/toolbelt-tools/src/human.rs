@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{oneshot, watch};
 use toolbelt_core::{BoxFuture, ToolContext, ToolError};
 use toolbelt_macros::tool;
@@ -161,32 +161,37 @@ pub async fn ask_human(
 /// Asks on the terminal: the question goes to stderr, the answer is one line of stdin.
 ///
 /// A number answers with that choice. Questions are asked one at a time.
-/// After a timeout, the terminal read in progress is abandoned and the line
-/// typed for it may be lost.
-#[derive(Debug)]
+/// Lines are read through the process-wide `std::io::stdin()` buffer, so
+/// other readers of stdin (an approval prompt) lose nothing; but after a
+/// timeout the read in progress cannot be abandoned, and the next line typed
+/// goes to it and is lost.
+#[derive(Debug, Default)]
 pub struct StdinChannel {
-    input: tokio::sync::Mutex<BufReader<tokio::io::Stdin>>,
-}
-
-impl Default for StdinChannel {
-    fn default() -> Self {
-        Self::new()
-    }
+    turn: tokio::sync::Mutex<()>,
 }
 
 impl StdinChannel {
     /// A channel on this process's stdin and stderr.
     pub fn new() -> Self {
-        Self {
-            input: tokio::sync::Mutex::new(BufReader::new(tokio::io::stdin())),
-        }
+        Self::default()
     }
+}
+
+/// Reads one line of stdin on a blocking thread; `None` at end of input.
+pub(crate) async fn read_stdin_line() -> Result<Option<String>, std::io::Error> {
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        let n = std::io::stdin().read_line(&mut line)?;
+        Ok((n > 0).then_some(line))
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 impl HumanChannel for StdinChannel {
     fn ask(&self, question: HumanQuestion) -> BoxFuture<'_, Result<String, HumanError>> {
         Box::pin(async move {
-            let mut input = self.input.lock().await;
+            let _turn = self.turn.lock().await;
             let mut prompt = format!("\n? {}\n", question.question);
             for (i, choice) in question.choices.iter().enumerate() {
                 prompt.push_str(&format!("  {}) {choice}\n", i + 1));
@@ -195,10 +200,7 @@ impl HumanChannel for StdinChannel {
             let mut err = tokio::io::stderr();
             err.write_all(prompt.as_bytes()).await?;
             err.flush().await?;
-            let mut line = String::new();
-            if input.read_line(&mut line).await? == 0 {
-                return Err(HumanError::Closed);
-            }
+            let line = read_stdin_line().await?.ok_or(HumanError::Closed)?;
             let answer = line.trim().to_owned();
             let picked = answer
                 .parse::<usize>()

@@ -1,1 +1,176 @@
-//! `toolbelt tools` from the command line.
+//! `toolbelt tools` from the command line: list, call, approval, validation errors.
+
+// The helpers below are not `#[test]` fns, which clippy's test allowance covers.
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+/// Runs `toolbelt tools <args>` with `stdin` piped in.
+fn toolbelt(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .arg("tools")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn list_shows_every_builtin_grouped_with_effect_and_approval() {
+    let out = toolbelt(&["list"], "");
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    let is_header = |l: &&str| {
+        l.split_once(" (").is_some_and(|(g, n)| {
+            !g.contains(' ') && n.trim_end_matches(')').parse::<u32>().is_ok()
+        })
+    };
+    let headers: Vec<&str> = stdout.lines().filter(is_header).collect();
+    assert_eq!(
+        headers,
+        [
+            "file_ops (8)",
+            "shell (1)",
+            "git_ops (3)",
+            "web (2)",
+            "todo (3)",
+            "human (1)",
+            "config (2)"
+        ]
+    );
+    assert!(
+        stdout.contains("\n  shell_exec    mutating   asks  Run a command line"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\n  http_get      read-only  auto  Fetch a public URL"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn list_json_has_groups_and_specs() {
+    let out = toolbelt(&["list", "--json"], "");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["groups"]["web"],
+        serde_json::json!(["http_get", "http_request"])
+    );
+    assert_eq!(
+        doc["reserved_groups"],
+        serde_json::json!(["memory", "routine"])
+    );
+    let read = doc["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "file_read")
+        .unwrap();
+    assert_eq!(read["parameters"]["required"], serde_json::json!(["path"]));
+}
+
+#[test]
+fn call_runs_a_tool_in_the_given_root() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let out = toolbelt(
+        &["call", "file_read", r#"{"path": "a.txt"}"#, "--root", root],
+        "",
+    );
+    assert_eq!(
+        (text(&out.stdout), out.status.code()),
+        ("hello\n".to_owned(), Some(0))
+    );
+    let out = toolbelt(
+        &[
+            "call",
+            "file_read",
+            r#"{"path": "../../etc/passwd"}"#,
+            "--root",
+            root,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("error: denied: path \"../../etc/passwd\" resolves to"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn validation_errors_name_the_pointer_and_show_the_parameters() {
+    let out = toolbelt(&["call", "file_read", r#"{"start_line": "one"}"#], "");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: invalid arguments for `file_read`:\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  at /: \"path\" is a required property\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  at /start_line: \"one\" is not of type"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  path (string, required) Path relative to the workspace root."),
+        "{stderr}"
+    );
+    let out = toolbelt(&["call", "file_read", "{bad"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: the arguments are not valid JSON"));
+}
+
+#[test]
+fn tools_needing_approval_ask_on_the_terminal_unless_yes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let write = |content: &str| format!(r#"{{"path": "f.txt", "content": "{content}"}}"#);
+    let refused = toolbelt(&["call", "file_write", &write("a"), "--root", root], "n\n");
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr)
+            .contains("Allow this call? [y/N] error: denied: the user did not approve")
+    );
+    assert!(!dir.path().join("f.txt").exists());
+    let allowed = toolbelt(&["call", "file_write", &write("b"), "--root", root], "y\n");
+    assert_eq!(text(&allowed.stdout), "created f.txt (1 bytes)\n");
+    let forced = toolbelt(
+        &["call", "file_write", &write("c"), "--root", root, "--yes"],
+        "",
+    );
+    assert_eq!(text(&forced.stdout), "replaced f.txt (1 bytes)\n");
+}
+
+#[test]
+fn unknown_tools_get_suggestions() {
+    let out = toolbelt(&["call", "file_reed"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("error: unknown tool `file_reed`; did you mean"),
+        "{}",
+        text(&out.stderr)
+    );
+}
