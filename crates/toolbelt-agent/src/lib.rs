@@ -4,6 +4,7 @@
 mod agent;
 mod agent_tool;
 mod approval;
+mod completer;
 mod error;
 mod event;
 mod options;
@@ -19,6 +20,7 @@ pub mod testing;
 pub use agent::{Agent, AgentBuilder};
 pub use agent_tool::{AgentTool, DEFAULT_MAX_DEPTH};
 pub use approval::ApprovalPrompt;
+pub use completer::ProviderCompleter;
 pub use error::{AgentError, BuildError};
 pub use event::AgentEvent;
 pub use options::{AgentOptions, RunOptions};

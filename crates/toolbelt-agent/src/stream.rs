@@ -56,15 +56,20 @@ impl<'a> RunStream<'a> {
         }
     }
 
+    /// The next event; `None` after the last one. The same as
+    /// `StreamExt::next`, for callers without `futures`.
+    pub async fn next_event(&mut self) -> Option<AgentEvent> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+
     /// Drives the stream to its end and returns the run's result, dropping
     /// the other events. Approval requests are rejected.
     ///
     /// # Errors
     /// The run's [`AgentError`].
     pub async fn finish(mut self) -> Result<RunOutput, AgentError> {
-        use futures::StreamExt;
         let mut result = None;
-        while let Some(event) = self.next().await {
+        while let Some(event) = self.next_event().await {
             match event {
                 AgentEvent::Finished(output) => result = Some(Ok(*output)),
                 AgentEvent::Failed(error) => result = Some(Err(error)),

@@ -120,3 +120,21 @@ async fn a_failing_router_falls_back_to_every_tool() {
     assert_eq!(offered(&script, 0), ["multiply", "add", "search_tools"]);
     assert!(out.transcript.route().unwrap().fallback);
 }
+
+#[tokio::test]
+async fn the_provider_completer_asks_without_tools() {
+    use toolbelt_router::Completer;
+    let script = ScriptedProvider::new().then_text("{\"tools\": [\"math\"]}");
+    let completer = toolbelt_agent::ProviderCompleter::new(script.provider()).with_model("small");
+    let answer = completer.complete("route this", "6*7").await.unwrap();
+    assert_eq!(answer, "{\"tools\": [\"math\"]}");
+    let request = &script.requests()[0];
+    assert_eq!(
+        (
+            request.model.as_deref(),
+            request.tools.len(),
+            request.temperature
+        ),
+        (Some("small"), 0, Some(0.0))
+    );
+}

@@ -1,11 +1,455 @@
-//! `toolbelt run` (being built).
+//! `toolbelt run`: run an agent in the terminal, streaming its answer.
+//!
+//! The answer goes to stdout as it streams; the route decision, each tool
+//! call with its arguments and outcome, approval prompts and the usage go to
+//! stderr, so `toolbelt run ... > answer.txt` keeps only the answer.
 
+use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+use toolbelt_agent::{Agent, AgentError, AgentEvent, ApprovalPrompt, RunOptions, RunOutput};
+use toolbelt_core::{
+    ApprovalPolicy, BoxFuture, CallResult, CancellationToken, Executor, Registry, ToolCall,
+};
+use toolbelt_llm::{ProviderConfig, ProviderError};
+use toolbelt_router::{
+    AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter,
+    RouteDecision, RouteOutcome, SearchTools,
+};
+use toolbelt_tools::{BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Workspace};
+
+/// Exit code when no provider is configured (the run never started).
+const EXIT_NOT_CONFIGURED: u8 = 2;
 
 /// Arguments of `toolbelt run`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct RunArgs {}
+pub(crate) struct RunArgs {
+    /// What to ask the agent.
+    input: String,
+    /// A built-in agent: `assistant` (default, all tools), `coder` (files, shell, git, todo)
+    /// or `researcher` (web, files, todo). It sets the name, system prompt and default groups.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    /// Tool groups or tools to give the agent, e.g. "file_ops,shell,-shell_exec" (default: the agent's).
+    #[arg(long, value_name = "SELECTION")]
+    groups: Option<String>,
+    /// Approve every tool call without asking.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// `openai` (OpenAI-compatible, the default) or `anthropic`; overrides TOOLBELT_PROVIDER.
+    #[arg(long, value_name = "KIND")]
+    provider: Option<String>,
+    /// Model id; overrides TOOLBELT_MODEL.
+    #[arg(long)]
+    model: Option<String>,
+    /// API root; overrides OPENAI_BASE_URL (or ANTHROPIC_BASE_URL).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// API key; overrides OPENAI_API_KEY (or ANTHROPIC_API_KEY). Prefer the variable.
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+    /// Most model calls in the run.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    max_iterations: u32,
+    /// Stop the run after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<u64>,
+    /// Offer every selected tool instead of routing each request to the few it needs.
+    #[arg(long)]
+    no_router: bool,
+}
 
-pub(crate) async fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`toolbelt run` is not available in this build yet")
+/// A built-in agent definition.
+struct Preset {
+    name: &'static str,
+    prompt: &'static str,
+    groups: Option<&'static str>,
+}
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "assistant",
+        prompt: "You are a capable assistant working in the user's current directory. Use the \
+                 tools when they help, check results before relying on them, and answer briefly, \
+                 saying what you did.",
+        groups: None,
+    },
+    Preset {
+        name: "coder",
+        prompt: "You are a careful software engineer working in the user's repository. Read \
+                 before you edit, keep changes small, run the project's checks when you can, and \
+                 report what changed.",
+        groups: Some("file_ops,shell,git_ops,todo"),
+    },
+    Preset {
+        name: "researcher",
+        prompt: "You are a researcher. Gather facts from the web and local files, cite where \
+                 each fact came from, and say plainly what you could not verify.",
+        groups: Some("web,file_ops,todo"),
+    },
+];
+
+pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let provider = match provider_config(&args).and_then(ProviderConfig::into_provider) {
+        Ok(provider) => provider,
+        Err(ProviderError::Config(what)) => {
+            eprintln!(
+                "toolbelt run needs a model provider: {what}.\n\
+                 The flags --provider, --model, --base-url and --api-key override these variables."
+            );
+            return Ok(ExitCode::from(EXIT_NOT_CONFIGURED));
+        }
+        Err(e) => return Err(e).context("setting up the model provider"),
+    };
+    let preset = find_preset(args.agent.as_deref())?;
+    let registry = Registry::discovered().context("loading the built-in tools")?;
+    let selection = args.groups.as_deref().or(preset.groups);
+    let mut tools = match selection {
+        Some(expr) => registry.select(expr)?,
+        None => registry.all(),
+    };
+    let router = if args.no_router || tools.is_empty() {
+        None
+    } else {
+        let search = SearchTools::new(LexicalRouter::default(), tools.clone()).into_handle()?;
+        tools = tools.with_tools([search]);
+        Some(hybrid_router())
+    };
+    let terminal = Arc::new(Terminal::new());
+    let workspace = Workspace::current_dir().context("opening the current directory")?;
+    let extensions = BuiltinConfig::new(workspace)
+        .with_human(Human::from_arc(terminal.clone()))
+        .extensions();
+    let policy = if args.yes {
+        ApprovalPolicy::allow_all()
+    } else {
+        ApprovalPolicy::new()
+    };
+    let mut builder = Agent::builder(provider)
+        .name(preset.name)
+        .system_prompt(preset.prompt)
+        .tools(tools)
+        .executor(Executor::builder().policy(policy).build())
+        .max_iterations(args.max_iterations);
+    if let Some(router) = router {
+        builder = builder.router(router);
+    }
+    if let Some(secs) = args.timeout {
+        builder = builder.run_timeout(Duration::from_secs(secs));
+    }
+    let agent = builder.build()?;
+    let cancel = CancellationToken::new();
+    let options = RunOptions::new()
+        .with_extensions(extensions)
+        .with_cancellation(cancel.clone());
+    let mut stream = agent.run_stream_with(args.input, options);
+    let mut view = View::default();
+    let mut interrupted = false;
+    loop {
+        tokio::select! {
+            event = stream.next_event() => match event {
+                Some(event) => view.show(event, &terminal).await?,
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                eprintln!("\n(interrupted: stopping the run)");
+                cancel.cancel();
+            }
+        }
+    }
+    Ok(view.exit)
+}
+
+/// The provider settings: the environment, with the flags on top.
+fn provider_config(args: &RunArgs) -> Result<ProviderConfig, ProviderError> {
+    let env = |name: &str| std::env::var(name).ok();
+    let anthropic = args
+        .provider
+        .clone()
+        .or_else(|| env("TOOLBELT_PROVIDER"))
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("anthropic"));
+    let (url_var, key_var) = if anthropic {
+        ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+    } else {
+        ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+    };
+    ProviderConfig::from_vars(|name| {
+        let flag = match name {
+            "TOOLBELT_PROVIDER" => &args.provider,
+            "TOOLBELT_MODEL" => &args.model,
+            n if n == url_var => &args.base_url,
+            n if n == key_var => &args.api_key,
+            _ => &None,
+        };
+        flag.clone().or_else(|| env(name))
+    })
+}
+
+fn find_preset(name: Option<&str>) -> anyhow::Result<&'static Preset> {
+    let name = name.unwrap_or("assistant");
+    PRESETS.iter().find(|p| p.name == name).with_context(|| {
+        let known: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        format!(
+            "unknown agent `{name}`; built-in agents: {}",
+            known.join(", ")
+        )
+    })
+}
+
+fn hybrid_router() -> AnyRouter {
+    let config = HybridConfig::default().with_pinned(vec![SearchTools::NAME.to_owned()]);
+    AnyRouter::new(
+        HybridRouter::new(LexicalRouter::new(LexicalConfig::default()))
+            .with_config(config)
+            .with_keyword(KeywordRouter::builtin()),
+    )
+}
+
+/// Prints a run's events: the answer to stdout, everything else to stderr.
+struct View {
+    /// Whether the cursor is in the middle of streamed answer text.
+    mid_line: bool,
+    exit: ExitCode,
+}
+
+impl Default for View {
+    fn default() -> Self {
+        Self {
+            mid_line: false,
+            exit: ExitCode::SUCCESS,
+        }
+    }
+}
+
+impl View {
+    async fn show(&mut self, event: AgentEvent, terminal: &Terminal) -> anyhow::Result<()> {
+        match event {
+            AgentEvent::TextDelta(text) => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes())?;
+                out.flush()?;
+                self.mid_line = !text.ends_with('\n');
+            }
+            AgentEvent::Routed(decision) => self.note(&route_line(&decision)),
+            AgentEvent::ToolCallStarted(call) => self.note(&format!("→ {}", call_line(&call))),
+            AgentEvent::ToolCallFinished(result) => self.note(&result_line(&result)),
+            AgentEvent::ToolsAdded { by, tools } => {
+                self.note(&format!("  {by} added: {}", tools.join(", ")));
+            }
+            AgentEvent::ApprovalRequested(prompt) => {
+                self.end_line();
+                terminal.approve(prompt).await?;
+            }
+            AgentEvent::Finished(output) => self.finished(&output),
+            AgentEvent::Failed(error) => self.failed(&error),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn end_line(&mut self) {
+        if self.mid_line {
+            println!();
+            self.mid_line = false;
+        }
+    }
+
+    fn note(&mut self, line: &str) {
+        self.end_line();
+        eprintln!("{line}");
+    }
+
+    fn finished(&mut self, output: &RunOutput) {
+        // A clarifying question or a non-streamed answer has not been printed yet.
+        let streamed = output.transcript.model_calls() > 0 && !output.is_clarification();
+        if !streamed && !output.answer.is_empty() {
+            print!("{}", output.answer);
+            self.mid_line = true;
+        }
+        self.end_line();
+        let usage = output.usage();
+        eprintln!(
+            "({} model call{}, {} tokens in, {} out)",
+            output.transcript.model_calls(),
+            if output.transcript.model_calls() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            usage.input_tokens,
+            usage.output_tokens
+        );
+    }
+
+    fn failed(&mut self, error: &AgentError) {
+        self.end_line();
+        let mut message = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        eprintln!("error: {message}");
+        let transcript = error.transcript();
+        eprintln!(
+            "({} model calls and {} tool calls before it stopped)",
+            transcript.model_calls(),
+            transcript.tool_results().count()
+        );
+        self.exit = ExitCode::FAILURE;
+    }
+}
+
+fn route_line(d: &RouteDecision) -> String {
+    match &d.outcome {
+        RouteOutcome::Direct => format!("· {} router: no tools needed", d.router),
+        RouteOutcome::Clarify { .. } => format!("· {} router: the request is ambiguous", d.router),
+        _ if d.fallback => format!("· {} router: unsure, offering every tool", d.router),
+        _ => format!("· {} router: {}", d.router, d.tool_names().join(", ")),
+    }
+}
+
+fn call_line(call: &ToolCall) -> String {
+    format!("{} {}", call.name, clip(&call.arguments.to_string(), 200))
+}
+
+fn result_line(result: &CallResult) -> String {
+    let ms = result.duration.as_millis();
+    match &result.outcome {
+        Ok(out) => format!(
+            "  ✓ {} ({ms} ms): {}",
+            result.call.name,
+            clip(&out.text, 160)
+        ),
+        Err(e) => format!("  ✗ {} ({ms} ms): {e}", result.call.name),
+    }
+}
+
+/// The first line of `text`, at most `max` characters, marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let cut = line.chars().count() > max || line.len() < text.trim_end().len();
+    let mut short: String = line.chars().take(max).collect();
+    if cut {
+        short.push('…');
+    }
+    short
+}
+
+/// The terminal as the one reader of stdin: approval prompts and `ask_human` share it.
+struct Terminal {
+    input: Mutex<BufReader<tokio::io::Stdin>>,
+}
+
+impl Terminal {
+    fn new() -> Self {
+        Self {
+            input: Mutex::new(BufReader::new(tokio::io::stdin())),
+        }
+    }
+
+    /// Prints `prompt` on stderr and reads one line; `None` at end of input.
+    async fn ask_line(&self, prompt: &str) -> std::io::Result<Option<String>> {
+        let mut input = self.input.lock().await;
+        let mut err = tokio::io::stderr();
+        err.write_all(prompt.as_bytes()).await?;
+        err.flush().await?;
+        let mut line = String::new();
+        if input.read_line(&mut line).await? == 0 {
+            return Ok(None);
+        }
+        Ok(Some(line.trim().to_owned()))
+    }
+
+    /// Asks whether `prompt`'s call may run: yes, no (with a reason) or edit its arguments.
+    async fn approve(&self, prompt: ApprovalPrompt) -> std::io::Result<()> {
+        let call = &prompt.request().call;
+        let args = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+        let question = format!(
+            "? run `{}` with {args}\n  [y]es / [n]o / [e]dit > ",
+            call.name
+        );
+        loop {
+            let Some(answer) = self.ask_line(&question).await? else {
+                prompt.reject("no answer: the terminal input is closed");
+                return Ok(());
+            };
+            match answer.to_lowercase().as_str() {
+                "y" | "yes" => {
+                    prompt.approve();
+                    return Ok(());
+                }
+                "n" | "no" => {
+                    let reason = self
+                        .ask_line("  why (optional, shown to the model) > ")
+                        .await?
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or_else(|| "the user declined".to_owned());
+                    prompt.reject(reason);
+                    return Ok(());
+                }
+                "e" | "edit" => {
+                    let Some(text) = self.ask_line("  new arguments as JSON > ").await? else {
+                        prompt.reject("no answer: the terminal input is closed");
+                        return Ok(());
+                    };
+                    match serde_json::from_str::<Value>(&text) {
+                        Ok(edited) => {
+                            prompt.edit(edited);
+                            return Ok(());
+                        }
+                        Err(e) => eprintln!("  not JSON ({e}); try again"),
+                    }
+                }
+                _ => eprintln!("  answer y, n or e"),
+            }
+        }
+    }
+}
+
+impl HumanChannel for Terminal {
+    fn ask(&self, question: HumanQuestion) -> BoxFuture<'_, Result<String, HumanError>> {
+        Box::pin(async move {
+            let mut prompt = format!("\n? {}\n", question.question);
+            for (i, choice) in question.choices.iter().enumerate() {
+                prompt.push_str(&format!("  {}) {choice}\n", i + 1));
+            }
+            prompt.push_str("> ");
+            let answer = self.ask_line(&prompt).await?.ok_or(HumanError::Closed)?;
+            let picked = answer
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|i| question.choices.get(i));
+            Ok(picked.cloned().unwrap_or(answer))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_keeps_the_first_line_and_marks_cuts() {
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(clip("one\ntwo", 10), "one…");
+        assert_eq!(clip("abcdefghijkl", 5), "abcde…");
+    }
+
+    #[test]
+    fn an_unknown_agent_names_the_known_ones() {
+        let err = find_preset(Some("poet")).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("unknown agent `poet`; built-in agents: assistant, coder, researcher")
+        );
+    }
 }
