@@ -148,3 +148,19 @@ async fn cancellation_stops_the_command() {
     assert_eq!(err, ToolError::Cancelled);
     stop.await.unwrap();
 }
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_process_group() {
+    let fx = Fx::new();
+    let marker = fx.root().join("survivor");
+    // The subshell is a separate process: killing only `sh` would leave it running.
+    let cmd = format!("(sleep 1; touch {}) & wait", marker.display());
+    let call = fx.call("shell_exec", json!({"command": cmd}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), call)
+            .await
+            .is_err()
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!marker.exists(), "the command outlived the dropped call");
+}
