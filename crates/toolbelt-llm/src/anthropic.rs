@@ -11,7 +11,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use crate::error::ProviderError;
 use crate::http::{self, Transport};
-use crate::openai::DEFAULT_TIMEOUT;
+use crate::openai::DEFAULT_REQUEST_TIMEOUT;
 use crate::provider::{ChatProvider, ChatStream, ProviderLimits};
 use crate::request::{ChatRequest, ChatResponse};
 use crate::retry::RetryConfig;
@@ -84,7 +84,7 @@ impl AnthropicClient {
             base_url: ANTHROPIC_BASE_URL.to_owned(),
             api_key: None,
             model: None,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: DEFAULT_REQUEST_TIMEOUT,
             retry: RetryConfig::default(),
             max_tools: ANTHROPIC_MAX_TOOLS,
             max_tokens: DEFAULT_MAX_TOKENS,
@@ -134,6 +134,9 @@ impl ChatProvider for AnthropicClient {
             .transport
             .post_streaming(&self.url, &self.headers, body)
             .await?;
+        if http::is_json(&response) {
+            return http::replay(&self.transport, response, wire::parse_response).await;
+        }
         Ok(http::drive(
             &self.transport,
             response,

@@ -1,23 +1,14 @@
 //! [`ProviderConfig`]: choosing and configuring a provider from environment
 //! variables or from code.
 //!
-//! | variable | meaning |
-//! | --- | --- |
-//! | `TOOLBELT_PROVIDER` | `openai` (default) or `anthropic` |
-//! | `OPENAI_API_KEY` | key for OpenAI or an OpenAI-compatible server (local servers may need none) |
-//! | `OPENAI_BASE_URL` | API root of an OpenAI-compatible server, e.g. `https://openrouter.ai/api/v1`, `http://localhost:11434/v1` (Ollama), `http://localhost:8000/v1` (vLLM) |
-//! | `ANTHROPIC_API_KEY` | key for Anthropic |
-//! | `ANTHROPIC_BASE_URL` | API root for Anthropic (default `https://api.anthropic.com`) |
-//! | `TOOLBELT_MODEL` | model id; required with `OPENAI_BASE_URL`, else defaults to [`DEFAULT_OPENAI_MODEL`] / [`DEFAULT_ANTHROPIC_MODEL`] |
-//!
-//! Empty variables count as unset.
+//! See [`ProviderConfig`] for the variables.
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::anthropic::AnthropicClient;
 use crate::error::ProviderError;
-use crate::openai::{DEFAULT_TIMEOUT, OpenAiClient};
+use crate::openai::{DEFAULT_REQUEST_TIMEOUT, OpenAiClient};
 use crate::provider::Provider;
 use crate::retry::RetryConfig;
 
@@ -53,7 +44,19 @@ impl fmt::Display for ProviderKind {
     }
 }
 
-/// Everything needed to build a [`Provider`].
+/// Everything needed to build a [`Provider`], from code or from these
+/// environment variables:
+///
+/// | variable | meaning |
+/// | --- | --- |
+/// | `TOOLBELT_PROVIDER` | `openai` (default) or `anthropic` |
+/// | `OPENAI_API_KEY` | key for OpenAI or an OpenAI-compatible server (local servers may need none) |
+/// | `OPENAI_BASE_URL` | API root of an OpenAI-compatible server, e.g. `https://openrouter.ai/api/v1`, `http://localhost:11434/v1` (Ollama), `http://localhost:8000/v1` (vLLM) |
+/// | `ANTHROPIC_API_KEY` | key for Anthropic |
+/// | `ANTHROPIC_BASE_URL` | API root for Anthropic (default `https://api.anthropic.com`) |
+/// | `TOOLBELT_MODEL` | model id; required with `OPENAI_BASE_URL`, else defaults to [`DEFAULT_OPENAI_MODEL`] / [`DEFAULT_ANTHROPIC_MODEL`] |
+///
+/// Empty variables count as unset.
 ///
 /// # Examples
 ///
@@ -107,7 +110,7 @@ impl ProviderConfig {
             base_url: None,
             api_key: None,
             model: None,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: DEFAULT_REQUEST_TIMEOUT,
             retry: RetryConfig::default(),
         }
     }
@@ -157,7 +160,7 @@ impl ProviderConfig {
         self
     }
 
-    /// Reads the process environment; see the [module docs](self) for the variables.
+    /// Reads the process environment; see [`ProviderConfig`] for the variables.
     ///
     /// # Errors
     ///
@@ -167,7 +170,7 @@ impl ProviderConfig {
     }
 
     /// Reads variables through `get` (so tests need not touch the process
-    /// environment); see the [module docs](self).
+    /// environment); see [`ProviderConfig`] for the variables.
     ///
     /// # Errors
     ///

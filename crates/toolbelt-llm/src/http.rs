@@ -344,6 +344,51 @@ pub(crate) fn drive<A: Assembler>(
     }))
 }
 
+/// Whether the answer is plain JSON although a stream was asked for (some
+/// servers ignore `stream: true`, and some send errors that way).
+pub(crate) fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// A whole JSON answer replayed as a stream: its text, each call started
+/// with its arguments in one delta, then [`StreamEvent::Completed`].
+pub(crate) async fn replay(
+    transport: &Transport,
+    response: reqwest::Response,
+    parse: fn(&[u8]) -> Result<ChatResponse, String>,
+) -> Result<ChatStream, ProviderError> {
+    let bytes = tokio::time::timeout(transport.timeout, response.bytes())
+        .await
+        .map_err(|_| ProviderError::Timeout {
+            provider: transport.provider,
+            after: transport.timeout,
+        })?
+        .map_err(|e| transport.transport_error(&e))?;
+    let answer = parse(&bytes).map_err(|e| transport.decode_error(e))?;
+    let mut events = Vec::new();
+    if let Some(text) = &answer.content {
+        events.push(StreamEvent::TextDelta(text.clone()));
+    }
+    for (index, call) in answer.tool_calls.iter().enumerate() {
+        events.push(StreamEvent::ToolCallStarted {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        let arguments = match &call.arguments {
+            Value::String(raw) => raw.clone(),
+            other => other.to_string(),
+        };
+        events.push(StreamEvent::ToolCallDelta { index, arguments });
+    }
+    events.push(StreamEvent::Completed(answer));
+    Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+}
+
 impl<S, E, A> Driver<S, A>
 where
     S: Stream<Item = Result<Event, eventsource_stream::EventStreamError<E>>> + Unpin,

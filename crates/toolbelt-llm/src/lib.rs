@@ -24,7 +24,7 @@ pub use error::ProviderError;
 pub use message::Message;
 pub use normalize::{SchemaDialect, is_strict_compatible, normalize_schema};
 pub use openai::{
-    DEFAULT_TIMEOUT, OPENAI_BASE_URL, OPENAI_MAX_TOOLS, OpenAiClient, OpenAiClientBuilder,
+    DEFAULT_REQUEST_TIMEOUT, OPENAI_BASE_URL, OPENAI_MAX_TOOLS, OpenAiClient, OpenAiClientBuilder,
 };
 pub use parse::{ParsedText, parse_tool_calls, repair_json, unparsed_arguments};
 pub use provider::{ChatProvider, ChatStream, Provider, ProviderLimits};

@@ -2,17 +2,7 @@
 //!
 //! Tool schemas come from schemars or are written by hand; providers accept
 //! different subsets of JSON Schema. [`normalize_schema`] rewrites one schema
-//! for one [`SchemaDialect`] before it is sent:
-//!
-//! | step | OpenAi | OpenAiStrict | Anthropic | Conservative |
-//! | --- | --- | --- | --- | --- |
-//! | inline `$ref` into `$defs`/`definitions` | yes | yes | yes | yes |
-//! | recursive `$ref` | kept, `$defs` kept | kept | kept | cut to `{"type": "object"}` |
-//! | root made a plain object (merge `allOf`/`anyOf`/`oneOf` variants, wrap scalars as `value`) | yes | yes | yes | yes |
-//! | `oneOf` → `anyOf`, `allOf` of objects merged | no | yes | no | yes |
-//! | `["T", "null"]` type arrays | kept | kept | kept | null dropped, several types → `anyOf` |
-//! | every property required, optional ones nullable, `additionalProperties: false` | no | yes | no | no |
-//! | unsupported keywords removed | `$schema` | + `default`, length/uniqueness limits, unknown `format`s | `$schema` | all but a small allow-list |
+//! for one [`SchemaDialect`] before it is sent.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -81,7 +71,17 @@ const CONSERVATIVE_KEYS: [&str; 15] = [
     "format",
 ];
 
-/// Rewrites `schema` for `dialect`; see the [module docs](self) for the steps.
+/// Rewrites `schema` for `dialect`:
+///
+/// | step | OpenAi | OpenAiStrict | Anthropic | Conservative |
+/// | --- | --- | --- | --- | --- |
+/// | inline `$ref` into `$defs`/`definitions` | yes | yes | yes | yes |
+/// | recursive `$ref` | kept, `$defs` kept | kept | kept | cut to `{"type": "object"}` |
+/// | root made a plain object (merge `allOf`/`anyOf`/`oneOf` variants, wrap scalars as `value`) | yes | yes | yes | yes |
+/// | `oneOf` → `anyOf`, `allOf` of objects merged | no | yes | no | yes |
+/// | `["T", "null"]` type arrays | kept | kept | kept | null dropped, several types → `anyOf` |
+/// | every property required, optional ones nullable, `additionalProperties: false` | no | yes | no | no |
+/// | unsupported keywords removed | `$schema` | + `default`, length/uniqueness limits, unknown `format`s | `$schema` | all but a small allow-list |
 ///
 /// Never fails: what cannot be expressed is dropped or loosened. Use
 /// [`is_strict_compatible`] to know whether strict mode keeps the meaning.

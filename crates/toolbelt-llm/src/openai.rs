@@ -24,7 +24,7 @@ pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const OPENAI_MAX_TOOLS: usize = 128;
 
 /// Default time allowed for one attempt, and longest pause inside a stream.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 const NAME: &str = "openai";
 
@@ -83,7 +83,7 @@ impl OpenAiClient {
             base_url: OPENAI_BASE_URL.to_owned(),
             api_key: None,
             model: None,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: DEFAULT_REQUEST_TIMEOUT,
             retry: RetryConfig::default(),
             strict_tools: false,
             dialect: None,
@@ -136,6 +136,9 @@ impl ChatProvider for OpenAiClient {
             .transport
             .post_streaming(&self.url, &self.headers, body)
             .await?;
+        if http::is_json(&response) {
+            return http::replay(&self.transport, response, wire::parse_response).await;
+        }
         Ok(http::drive(
             &self.transport,
             response,
@@ -165,7 +168,7 @@ impl OpenAiClientBuilder {
     }
 
     /// Time allowed for one attempt, and the longest pause inside a stream
-    /// (default [`DEFAULT_TIMEOUT`]).
+    /// (default [`DEFAULT_REQUEST_TIMEOUT`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self

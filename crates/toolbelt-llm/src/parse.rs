@@ -1,22 +1,4 @@
 //! Tool calls written as text, for models without native tool calling.
-//!
-//! [`parse_tool_calls`] finds calls in these forms, anywhere in the text:
-//!
-//! - JSON: `{"tool_calls": [{"id": "call_1", "name": "calc", "parameters": {...}}]}`
-//!   (`arguments`, `args` and `input` work too, and so do OpenAI-style entries
-//!   `{"function": {"name": .., "arguments": ".."}}`);
-//! - XML: `<tool_call id="call_1" name="calc"><parameters><a>10</a></parameters></tool_call>`
-//!   (child text is read as JSON when it parses, otherwise kept as a string;
-//!   `<parameter name="a">10</parameter>` children work too);
-//! - tagged JSON, as many open models emit it: `<tool_call>{"name": .., "arguments": {..}}</tool_call>`;
-//! - fenced blocks (```` ```json ````) whose JSON is one of the shapes above,
-//!   and Mistral's `[TOOL_CALLS] [...]`.
-//!
-//! JSON may be damaged the way models damage it (trailing commas, single
-//! quotes, unquoted keys, Python literals, missing closing brackets); a cut-off
-//! string is never completed. Calls without an id get `call_0`, `call_1`, ...
-//! by position. Arguments given as a JSON string that does not parse are kept
-//! as [`Value::String`]: see [`unparsed_arguments`].
 
 mod lenient;
 mod xml;
@@ -54,6 +36,26 @@ pub struct ParsedText {
 
 /// Finds the tool calls in `text`; never fails and never panics.
 ///
+/// It finds calls in these forms, anywhere in the text:
+///
+/// - JSON: `{"tool_calls": [{"id": "call_1", "name": "calc", "parameters": {...}}]}`
+///   (`arguments`, `args` and `input` work too, and so do OpenAI-style entries
+///   `{"function": {"name": .., "arguments": ".."}}`);
+/// - XML: `<tool_call id="call_1" name="calc"><parameters><a>10</a></parameters></tool_call>`
+///   (child text is read as JSON when it parses, otherwise kept as a string;
+///   `<parameter name="a">10</parameter>` children work too);
+/// - tagged JSON, as many open models emit it: `<tool_call>{"name": .., "arguments": {..}}</tool_call>`;
+/// - fenced blocks (```` ```json ````) whose JSON is one of the shapes above,
+///   and Mistral's `[TOOL_CALLS] [...]`.
+///
+/// JSON may be damaged the way models damage it (trailing commas, single
+/// quotes, unquoted keys, Python literals, missing closing brackets); a cut-off
+/// string is never completed. Outside `<tool_call>` tags and `tool_calls`
+/// lists, an object counts as a call only with an arguments key, so example
+/// JSON such as `{"name": "demo"}` stays text. Given ids are kept when unique;
+/// other calls get `call_<position>` (`call_0`, `call_1`, ...). Arguments given as a JSON string that does not parse are kept
+/// as [`Value::String`]: see [`unparsed_arguments`].
+///
 /// # Examples
 ///
 /// ```
@@ -72,7 +74,8 @@ pub fn parse_tool_calls(text: &str) -> ParsedText {
     let mut calls = Vec::new();
     let mut kept_from = 0;
     let mut pos = 0;
-    while let Some((start, trigger)) = next_trigger(text, pos) {
+    let mut scanner = Scanner::default();
+    while let Some((start, trigger)) = scanner.next(text, pos) {
         match trigger.read(text, start) {
             Found::Calls(end, found) => {
                 pieces.push(&text[kept_from..start]);
@@ -165,11 +168,33 @@ const TRIGGERS: [(&str, Trigger); 4] = [
     ("{", Trigger::Brace),
 ];
 
-fn next_trigger(text: &str, from: usize) -> Option<(usize, Trigger)> {
-    TRIGGERS
-        .iter()
-        .filter_map(|(pat, trigger)| text[from..].find(pat).map(|i| (from + i, *trigger)))
-        .min_by_key(|(at, _)| *at)
+/// Finds the next trigger; remembers where each pattern next occurs so that
+/// scanning stays linear however many triggers turn out not to be calls.
+#[derive(Default)]
+struct Scanner {
+    /// Per pattern: not searched yet, or its next position at or after the
+    /// last search start (`None`: no more occurrences).
+    found: [Option<Option<usize>>; TRIGGERS.len()],
+}
+
+impl Scanner {
+    fn next(&mut self, text: &str, from: usize) -> Option<(usize, Trigger)> {
+        let mut best: Option<(usize, Trigger)> = None;
+        for (slot, (pat, trigger)) in self.found.iter_mut().zip(TRIGGERS) {
+            let at = match *slot {
+                Some(Some(at)) if at >= from => Some(at),
+                Some(None) => None,
+                _ => text[from..].find(pat).map(|i| from + i),
+            };
+            *slot = Some(at);
+            if let Some(at) = at
+                && best.is_none_or(|(b, _)| at < b)
+            {
+                best = Some((at, trigger));
+            }
+        }
+        best
+    }
 }
 
 impl Trigger {

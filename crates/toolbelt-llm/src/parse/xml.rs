@@ -88,24 +88,26 @@ fn find_close(text: &str, from: usize, name: &str) -> Option<(usize, usize)> {
     let close = format!("</{name}>");
     let mut depth = 0usize;
     let mut pos = from;
-    loop {
-        let next_close = pos + text[pos..].find(&close)?;
-        let nested_open = text[pos..next_close].match_indices(&open).find(|(i, _)| {
-            let after = pos + i + open.len();
-            matches!(text[after..].chars().next(), Some(c) if c == '>' || c.is_whitespace())
-        });
-        match nested_open {
-            Some((i, _)) => {
-                depth += 1;
-                pos = pos + i + open.len();
+    // One forward pass over the `<`s: linear in the text.
+    while let Some(i) = text[pos..].find('<') {
+        let at = pos + i;
+        let rest = &text[at..];
+        if rest.starts_with(&close) {
+            if depth == 0 {
+                return Some((at, at + close.len()));
             }
-            None if depth == 0 => return Some((next_close, next_close + close.len())),
-            None => {
-                depth -= 1;
-                pos = next_close + close.len();
-            }
+            depth -= 1;
+            pos = at + close.len();
+        } else if rest.starts_with(&open)
+            && matches!(rest[open.len()..].chars().next(), Some(c) if c == '>' || c.is_whitespace())
+        {
+            depth += 1;
+            pos = at + open.len();
+        } else {
+            pos = at + 1;
         }
     }
+    None
 }
 
 /// The arguments inside `<parameters>`: JSON when it is JSON, else one entry

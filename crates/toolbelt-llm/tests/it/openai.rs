@@ -295,7 +295,10 @@ async fn stream_survives_any_chunking_and_crlf_line_ends() {
         (openai_sse(&stream_chunks()), vec![2, 3, 5, 7]),
         (crlf, vec![1, 13, 64]),
     ] {
-        let server = ScriptedServer::start(vec![Reply::sse(body, &sizes)]).await;
+        // A pause between pieces makes them separate TCP segments too.
+        let mut reply = Reply::sse(body, &sizes);
+        reply.delay = std::time::Duration::from_millis(1);
+        let server = ScriptedServer::start(vec![reply]).await;
         let stream = openai(&server.url)
             .chat_stream(ChatRequest::new(conversation()))
             .await
@@ -348,5 +351,64 @@ async fn streamed_malformed_arguments_are_kept_raw() {
     assert_eq!(
         unparsed_arguments(&answer.tool_calls[0]),
         Some("{\"city\": Paris")
+    );
+}
+
+#[tokio::test]
+async fn servers_that_ignore_stream_are_replayed_as_a_stream() {
+    let calls = json!([{"id": "c", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]);
+    let server = mock_completion(completion(
+        json!({"content": "Checking.", "tool_calls": calls}),
+        "tool_calls",
+    ))
+    .await;
+    let stream = openai(&server.uri())
+        .chat_stream(ChatRequest::new(conversation()))
+        .await
+        .unwrap();
+    let events: Vec<StreamEvent> = collect(stream)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        events[..3],
+        [
+            StreamEvent::TextDelta("Checking.".into()),
+            StreamEvent::ToolCallStarted {
+                index: 0,
+                id: "c".into(),
+                name: "weather".into()
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                arguments: "{\"city\":\"Oslo\"}".into()
+            },
+        ]
+    );
+    let StreamEvent::Completed(answer) = &events[3] else {
+        panic!("no answer: {events:?}")
+    };
+    assert_eq!(
+        answer.tool_calls,
+        [ToolCall::new("c", "weather", json!({"city": "Oslo"}))]
+    );
+}
+
+#[tokio::test]
+async fn scripted_server_really_delivers_the_pieces_apart() {
+    use futures::StreamExt;
+    let server = ScriptedServer::start(vec![Reply::sse("data: é\n\n", &[1])]).await;
+    let response = reqwest::Client::new()
+        .post(&server.url)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let pieces: Vec<_> = response.bytes_stream().map(Result::unwrap).collect().await;
+    assert_eq!(
+        pieces.len(),
+        "data: é\n\n".len(),
+        "one piece per byte, é split in two"
     );
 }

@@ -118,6 +118,27 @@ fn repair_json_reads_what_models_write() {
     assert_eq!(repair_json("not json"), None);
 }
 
+#[test]
+fn deep_nesting_is_refused_without_overflowing_the_stack() {
+    let deep_json = format!(
+        "<tool_call>{{\"name\": \"t\", \"arguments\": {}</tool_call>",
+        "[".repeat(100_000)
+    );
+    assert_eq!(calls(&deep_json), []);
+    let deep_xml = format!(
+        "<tool_call name=\"t\"><parameters>{}</parameters></tool_call>",
+        "<a>".repeat(50_000)
+    );
+    let _ = parse_tool_calls(&deep_xml);
+    let balanced = format!(
+        "<tool_call name=\"t\"><parameters>{}{}</parameters></tool_call>",
+        "<a>".repeat(20_000),
+        "</a>".repeat(20_000)
+    );
+    assert_eq!(calls(&balanced).len(), 1);
+    assert_eq!(repair_json(&"{\"a\":".repeat(100_000)), None);
+}
+
 /// Fragments that steer random text into the parser's interesting paths.
 fn fragment() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -21,7 +21,8 @@ pub(crate) struct Reply {
     pub(crate) body: Vec<u8>,
     /// Sizes of the pieces the body is written in, cycled.
     pub(crate) chunk_sizes: Vec<usize>,
-    /// Pause after each piece.
+    /// Pause after each piece (hyper yields each chunk of the chunked
+    /// encoding separately, so pieces reach the parser split even without).
     pub(crate) delay: Duration,
     /// Drop the connection after this many body bytes, mid-chunk.
     pub(crate) cut_after: Option<usize>,
@@ -37,7 +38,7 @@ impl Reply {
             headers: vec![("content-type".into(), "text/event-stream".into())],
             body: body.into().into_bytes(),
             chunk_sizes: chunk_sizes.to_vec(),
-            delay: Duration::from_millis(1),
+            delay: Duration::ZERO,
             cut_after: None,
             stall_after: None,
         }
@@ -124,7 +125,11 @@ async fn serve(mut socket: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Reco
             return;
         }
         sent = end;
-        tokio::time::sleep(reply.delay).await;
+        if reply.delay.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(reply.delay).await;
+        }
     }
     let _ = socket.write_all(b"0\r\n\r\n").await;
     let _ = socket.shutdown().await;
