@@ -14,7 +14,7 @@
 //! ```
 
 pub use toolbelt_core::*;
-// pub use toolbelt_macros::tool; (enabled when the macro lands)
+pub use toolbelt_macros::tool;
 
 /// Per-request tool routing (crate `toolbelt-router`).
 pub mod router {
