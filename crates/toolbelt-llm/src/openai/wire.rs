@@ -170,15 +170,18 @@ struct WireFunction {
 
 /// A whole (non-streamed) answer.
 pub(crate) fn parse_response(bytes: &[u8]) -> Result<ChatResponse, String> {
-    let completion: Completion = serde_json::from_slice(bytes).map_err(|e| {
-        match serde_json::from_slice::<Value>(bytes)
-            .ok()
-            .and_then(|v| crate::http::message_in(&v))
-        {
-            Some(message) => format!("the answer is an error: {message}"),
-            None => format!("unexpected answer shape: {e}"),
-        }
-    })?;
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("the answer is not JSON: {e}"))?;
+    // Some gateways (OpenRouter) answer 200 with an error object.
+    if value.get("choices").is_none()
+        && let Some(message) = value
+            .get("error")
+            .and_then(|_| crate::http::message_in(&value))
+    {
+        return Err(format!("the answer is an error: {message}"));
+    }
+    let completion: Completion =
+        serde_json::from_value(value).map_err(|e| format!("unexpected answer shape: {e}"))?;
     let choice = completion
         .choices
         .into_iter()

@@ -412,3 +412,18 @@ async fn scripted_server_really_delivers_the_pieces_apart() {
         "one piece per byte, é split in two"
     );
 }
+
+#[tokio::test]
+async fn error_objects_sent_with_status_200_are_reported() {
+    let server =
+        mock_completion(json!({"error": {"message": "No endpoints found for m", "code": 404}}))
+            .await;
+    let err = openai(&server.uri())
+        .chat(ChatRequest::new(conversation()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "could not decode openai's answer: the answer is an error: No endpoints found for m"
+    );
+}
