@@ -9,7 +9,7 @@ const MAX_DEPTH: usize = 32;
 /// The `key="value"` pairs of a start tag's inside (after its name).
 pub(super) fn attributes(tag: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut rest = tag.trim_start_matches('=').trim();
+    let mut rest = tag.trim();
     while !rest.is_empty() {
         let key_end = rest
             .find(|c: char| c == '=' || c.is_whitespace() || c == '/')
