@@ -1,4 +1,5 @@
 //! Registry and executor benchmarks: `cargo bench -p toolbelt-core --bench core`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
 
@@ -13,7 +14,7 @@ fn tool(i: usize) -> ToolHandle {
     FnTool::builder(format!("t{i}"))
         .description("no-op")
         .tag(format!("g{}", i % 100))
-        .tag(if i % 2 == 0 { "even" } else { "odd" })
+        .tag(if i.is_multiple_of(2) { "even" } else { "odd" })
         .parameters(
             json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
         )

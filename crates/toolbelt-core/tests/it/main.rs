@@ -1,4 +1,5 @@
 //! Integration tests of toolbelt-core's public API.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod definitions;
 mod executor;
