@@ -63,8 +63,8 @@ struct GroupsFile {
 /// Every group whose keywords occur in the input is chosen and the tools of
 /// the chosen groups are sent (in group order, without repeats); when no
 /// keyword occurs, every tool is sent. A keyword in Chinese (or any script
-/// without spaces) matches anywhere; a keyword in ASCII must start a word, so
-/// `read` matches "reading" but not "already".
+/// without spaces) matches anywhere; a keyword in ASCII must be a whole word (give or
+/// take an inflection): `read` matches "reading" but not "already".
 #[derive(Debug, Clone)]
 pub struct KeywordRouter {
     groups: Vec<Group>,
@@ -224,16 +224,20 @@ impl KeywordRouter {
     }
 }
 
-/// Whether `keyword` (lower-case) occurs in `text` (lower-case); ASCII keywords must start a word.
+/// Whether `keyword` (lower-case) occurs in `text` (lower-case).
+///
+/// An ASCII keyword must be a whole word, give or take an inflection
+/// (`read` matches "reads" and "reading", not "already" or "ready").
 fn contains_keyword(text: &str, keyword: &str) -> bool {
     if !keyword.is_ascii() {
         return text.contains(keyword);
     }
+    let is_word = |c: char| c.is_ascii_alphanumeric();
     text.match_indices(keyword).any(|(i, _)| {
-        text[..i]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !c.is_alphanumeric() || !c.is_ascii())
+        let starts = text[..i].chars().next_back().is_none_or(|c| !is_word(c));
+        let rest = &text[i + keyword.len()..];
+        let tail = &rest[..rest.find(|c: char| !is_word(c)).unwrap_or(rest.len())];
+        starts && matches!(tail, "" | "s" | "es" | "ed" | "d" | "ing" | "er" | "ers")
     })
 }
 
@@ -264,6 +268,7 @@ mod tests {
     fn ascii_keywords_start_a_word() {
         assert!(contains_keyword("reading a file", "read"));
         assert!(!contains_keyword("already done", "read"));
+        assert!(!contains_keyword("the project", "pr"));
         assert!(contains_keyword("帮我read一下", "read"));
         assert!(contains_keyword("帮我改一下", "改"));
     }

@@ -1,0 +1,87 @@
+//! The embedding router: ranking by cosine and a cache recomputed only on change.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pretty_assertions::assert_eq;
+use toolbelt_core::{BoxFuture, Toolset};
+use toolbelt_router::{AnyRouter, Embedder, EmbeddingRouter, RouteError};
+
+use crate::{block_on, request, tool};
+
+/// Embeds a text as counts of three marker words; counts texts embedded.
+#[derive(Clone, Default)]
+struct Markers(Arc<AtomicUsize>);
+
+impl Embedder for Markers {
+    fn model(&self) -> &str {
+        "markers-v1"
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        self.0.fetch_add(texts.len(), Ordering::SeqCst);
+        let v = texts
+            .iter()
+            .map(|t| {
+                ["sky", "money", "code"]
+                    .iter()
+                    .map(|w| t.matches(w).count() as f32 + 0.01)
+                    .collect()
+            })
+            .collect();
+        Box::pin(async move { Ok(v) })
+    }
+}
+
+#[test]
+fn ranks_by_similarity_and_caches_tool_vectors() {
+    let counter = Markers::default();
+    let router = EmbeddingRouter::new(counter.clone());
+    let tools = Toolset::from_tools([tool("weather", "sky sky", "w"), tool("bank", "money", "m")]);
+    let any = AnyRouter::new(router.clone());
+    let d = block_on(any.route_or_fallback(&request("is the sky blue", &tools)));
+    assert_eq!(d.tool_names()[0], "weather");
+    block_on(any.route_or_fallback(&request("money please", &tools)));
+    assert_eq!(
+        (router.computed(), counter.0.load(Ordering::SeqCst)),
+        (2, 4)
+    );
+    let changed =
+        Toolset::from_tools([tool("weather", "sky code", "w"), tool("bank", "money", "m")]);
+    block_on(any.route_or_fallback(&request("code", &changed)));
+    assert_eq!(
+        router.computed(),
+        3,
+        "only the changed tool is embedded again"
+    );
+}
+
+/// Returns one vector too few.
+struct Short;
+
+impl Embedder for Short {
+    fn model(&self) -> &str {
+        "short"
+    }
+    fn embed<'a>(
+        &'a self,
+        _texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+#[test]
+fn a_bad_embedder_answer_becomes_a_fallback() {
+    let tools = Toolset::from_tools([tool("weather", "sky", "w")]);
+    let d = block_on(
+        AnyRouter::new(EmbeddingRouter::new(Short)).route_or_fallback(&request("sky", &tools)),
+    );
+    assert!(d.fallback);
+    assert_eq!(
+        d.reason,
+        "router failed: embedder failed: model short returned 0 vectors for 1 texts"
+    );
+}

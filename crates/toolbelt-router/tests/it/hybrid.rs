@@ -1,0 +1,119 @@
+//! The hybrid router: adaptive k, pinned and used tools, low-confidence handling.
+
+use pretty_assertions::assert_eq;
+use toolbelt_core::BoxFuture;
+use toolbelt_router::{
+    AnyRouter, Embedder, EmbeddingRouter, HybridConfig, HybridRouter, LexicalRouter, LowConfidence,
+    RouteError, ScoredTool,
+};
+
+use crate::{block_on, builtins, eval_catalog, request};
+
+fn hybrid(config: HybridConfig) -> AnyRouter {
+    AnyRouter::new(HybridRouter::default().with_config(config))
+}
+
+fn scored(scores: &[f32]) -> Vec<ScoredTool> {
+    scores
+        .iter()
+        .enumerate()
+        .map(|(i, &score)| ScoredTool {
+            name: format!("t{i}"),
+            score,
+        })
+        .collect()
+}
+
+#[test]
+fn adaptive_k_follows_the_score_distribution() {
+    let router = HybridRouter::default().with_config(
+        HybridConfig::default()
+            .with_k_range(2, 4)
+            .with_relative_cutoff(0.5),
+    );
+    assert_eq!(router.adaptive_k(&scored(&[1.0, 0.1, 0.1])), 2, "floor");
+    assert_eq!(
+        router.adaptive_k(&scored(&[1.0, 0.9, 0.8, 0.2])),
+        3,
+        "cut at half the best"
+    );
+    assert_eq!(router.adaptive_k(&scored(&[1.0; 8])), 4, "ceiling");
+    assert_eq!(
+        router.adaptive_k(&scored(&[1.0])),
+        1,
+        "never more than ranked"
+    );
+}
+
+#[test]
+fn pinned_and_used_tools_are_always_sent() {
+    let router = hybrid(HybridConfig::default().with_pinned(["ask_human"]));
+    let req = request("delete the saved memory", &builtins()).with_used_tools(vec!["git".into()]);
+    let names = block_on(router.route_or_fallback(&req)).tool_names();
+    assert_eq!(names[0], "memory_forget");
+    assert!(
+        names.ends_with(&["git".to_owned(), "ask_human".to_owned()]),
+        "{names:?}"
+    );
+    let forget = hybrid(HybridConfig::default().with_keep_used(false));
+    assert!(
+        !block_on(forget.route_or_fallback(&req))
+            .tool_names()
+            .contains(&"git".to_owned())
+    );
+}
+
+#[test]
+fn low_confidence_sends_all_tools_or_a_larger_k() {
+    let tools = eval_catalog();
+    let all = block_on(hybrid(HybridConfig::default()).route_or_fallback(&request("你好", &tools)));
+    assert!(all.fallback && all.tools.len() == tools.len());
+    let config = HybridConfig::default()
+        .with_low_confidence(LowConfidence::TopK(15))
+        .with_min_lexical_score(1000.0);
+    let some = block_on(hybrid(config).route_or_fallback(&request("send an email", &tools)));
+    assert!(
+        !some.fallback && some.tools.len() == 15,
+        "{}",
+        some.tools.len()
+    );
+}
+
+#[test]
+fn group_expansion_adds_small_groups() {
+    let config = HybridConfig::default()
+        .with_k_range(1, 1)
+        .with_expand_groups(Some(3));
+    let d = block_on(hybrid(config).route_or_fallback(&request("forget that memory", &builtins())));
+    assert_eq!(d.tool_names().len(), 3, "{:?}", d.tool_names());
+}
+
+/// An embedder that always fails.
+struct Down;
+
+impl Embedder for Down {
+    fn model(&self) -> &str {
+        "down"
+    }
+    fn embed<'a>(
+        &'a self,
+        _texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        Box::pin(async {
+            Err(RouteError::Backend {
+                backend: "embedder",
+                message: "down".into(),
+            })
+        })
+    }
+}
+
+#[test]
+fn a_failing_embedder_does_not_fail_routing() {
+    let router = AnyRouter::new(
+        HybridRouter::new(LexicalRouter::default()).with_embedding(EmbeddingRouter::new(Down)),
+    );
+    let d = block_on(router.route_or_fallback(&request("run a shell command", &builtins())));
+    assert_eq!(d.tool_names()[0], "shell_exec");
+    assert!(d.reason.contains("embedding failed"), "{}", d.reason);
+}

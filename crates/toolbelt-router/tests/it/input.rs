@@ -1,0 +1,53 @@
+//! Edge inputs: empty, very long, English and Chinese.
+
+use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter};
+
+use crate::{block_on, eval_catalog, request};
+
+fn hybrid() -> AnyRouter {
+    AnyRouter::new(HybridRouter::default())
+}
+
+#[test]
+fn empty_input_falls_back_to_every_tool() {
+    let tools = eval_catalog();
+    for router in [
+        hybrid(),
+        AnyRouter::new(LexicalRouter::default()),
+        AnyRouter::new(KeywordRouter::builtin()),
+    ] {
+        let d = block_on(router.route_or_fallback(&request("   ", &tools)));
+        assert!(
+            d.fallback && d.tools.len() == tools.len(),
+            "{}",
+            router.name()
+        );
+    }
+}
+
+#[test]
+fn very_long_input_is_routed_from_its_beginning() {
+    let tools = eval_catalog();
+    let mut input = "translate this document into French: ".to_owned();
+    input.push_str(&"lorem ipsum dolor sit amet 文字 ".repeat(100 * 1024 / 30));
+    assert!(input.len() >= 100 * 1024);
+    let d = block_on(hybrid().route_or_fallback(&request(&input, &tools)));
+    assert!(
+        d.tool_names().contains(&"translate_text".to_owned()),
+        "{:?}",
+        d.tool_names()
+    );
+}
+
+#[test]
+fn english_and_chinese_reach_the_same_tool() {
+    let tools = eval_catalog();
+    for input in ["refund the customer's payment", "给这个客户退款"] {
+        let d = block_on(hybrid().route_or_fallback(&request(input, &tools)));
+        assert!(
+            d.tool_names()[..3].contains(&"stripe_refund".to_owned()),
+            "{input}: {:?}",
+            d.tool_names()
+        );
+    }
+}

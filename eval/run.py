@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Evaluates every offline router of `toolbelt route` on the eval set and prints a markdown table.
+
+Usage (from the repository root):
+    python3 eval/run.py [--no-build] [--split all|dev|test] [--routers hybrid,bm25,...]
+
+It builds the CLI once (`cargo build --release -p toolbelt`), runs batch mode
+for each router (`--top-k 10` for the ranking metrics, `--adaptive` for what
+would really be sent), and reports recall@1/3/5/10, all-needed-in-top-5, MRR,
+the share of the catalog's schema tokens sent, and latency. Stdlib only.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVAL = os.path.join(ROOT, "eval")
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+BIN = os.path.join(TARGET, "release", "toolbelt")
+
+# name shown -> extra CLI arguments
+ROUTERS = {
+    "keyword": ["--router", "keyword", "--groups", "eval/groups.json"],
+    "bm25-plain": ["--router", "bm25-plain"],
+    "bm25": ["--router", "bm25"],
+    "bm25 (bigrams)": ["--router", "bm25", "--chinese", "bigrams"],
+    "hybrid": ["--router", "hybrid", "--groups", "eval/groups.json"],
+    "hybrid (no groups)": ["--router", "hybrid"],
+}
+
+
+def load_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def schema_tokens(tool):
+    # Same estimate as toolbelt_router::schema_tokens: compact function JSON bytes / 4.
+    doc = {"name": tool["name"], "description": tool["description"], "parameters": tool["parameters"]}
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return -(-len(text.encode("utf-8")) // 4)
+
+
+def run_batch(extra, queries_path, k, adaptive=False):
+    cmd = [BIN, "route", "--catalog", "eval/catalog.jsonl", "--queries", queries_path,
+           "--top-k", str(k), "--format", "jsonl"] + extra + (["--adaptive"] if adaptive else [])
+    start = time.perf_counter()
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
+    return [json.loads(l) for l in out.stdout.splitlines() if l.strip()], elapsed
+
+
+def metrics(queries, ranked, sent, tokens, total_tokens):
+    n = len(queries)
+    rec = {k: 0.0 for k in (1, 3, 5, 10)}
+    all5 = mrr = sent_share = sent_all = fallback = 0.0
+    for q in queries:
+        need = set(q["needed"])
+        tools = ranked[q["id"]]
+        for k in rec:
+            rec[k] += len(need & set(tools[:k])) / len(need)
+        all5 += need <= set(tools[:5])
+        first = next((i for i, t in enumerate(tools) if t in need), None)
+        mrr += 0 if first is None else 1 / (first + 1)
+        chosen = sent[q["id"]]
+        sent_share += sum(tokens.get(t, 0) for t in chosen) / total_tokens
+        sent_all += need <= set(chosen)
+        fallback += len(chosen) == len(tokens)
+    return {
+        **{f"R@{k}": v / n for k, v in rec.items()},
+        "all@5": all5 / n,
+        "MRR": mrr / n,
+        "sent": sent_share / n,
+        "sent_ok": sent_all / n,
+        "fallback": fallback / n,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--split", default="all", choices=["all", "dev", "test"])
+    ap.add_argument("--routers", default=",".join(ROUTERS))
+    args = ap.parse_args()
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolbelt"], cwd=ROOT, check=True)
+    catalog = load_jsonl(os.path.join(EVAL, "catalog.jsonl"))
+    tokens = {t["name"]: schema_tokens(t) for t in catalog}
+    total = sum(tokens.values())
+    queries = load_jsonl(os.path.join(EVAL, "queries.jsonl"))
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = os.path.join(tmp, "empty.jsonl")
+        open(empty, "w").close()
+        rows = []
+        for name in args.routers.split(","):
+            extra = ROUTERS[name]
+            _, startup = run_batch(extra, empty, 10)
+            ranked_out, elapsed = run_batch(extra, os.path.join(EVAL, "queries.jsonl"), 10)
+            sent_out, _ = run_batch(extra, os.path.join(EVAL, "queries.jsonl"), 10, adaptive=True)
+            ranked = {r["id"]: r["tools"] for r in ranked_out}
+            sent = {r["id"]: r["tools"] for r in sent_out}
+            per_query_ms = max(elapsed - startup, 0) / len(queries) * 1000
+            for split in (["dev", "test", "all"] if args.split == "all" else [args.split]):
+                qs = [q for q in queries if split == "all" or q["split"] == split]
+                m = metrics(qs, ranked, sent, tokens, total)
+                rows.append((name, split, len(qs), m, per_query_ms, startup * 1000))
+    print(f"Catalog: {len(catalog)} tools, {total} schema tokens; {len(queries)} queries.\n")
+    print("| router | split | n | R@1 | R@3 | R@5 | R@10 | all@5 | MRR | tokens sent | all needed sent | fallback | ms/query | start-up ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, split, n, m, ms, start in rows:
+        print(f"| {name} | {split} | {n} | {m['R@1']:.3f} | {m['R@3']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} "
+              f"| {m['all@5']:.3f} | {m['MRR']:.3f} | {m['sent']:.1%} | {m['sent_ok']:.3f} | {m['fallback']:.1%} "
+              f"| {ms:.3f} | {start:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
