@@ -27,7 +27,7 @@ ROUTERS = {
     "keyword": ["--router", "keyword", "--groups", "eval/groups.json"],
     "bm25-plain": ["--router", "bm25-plain"],
     "bm25": ["--router", "bm25"],
-    "bm25 (bigrams)": ["--router", "bm25", "--chinese", "bigrams"],
+    "bm25 (ngrams)": ["--router", "bm25", "--chinese", "ngrams"],
     "hybrid": ["--router", "hybrid", "--groups", "eval/groups.json"],
     "hybrid (no groups)": ["--router", "hybrid"],
 }

@@ -2,6 +2,7 @@
 //!
 //! Run: `CARGO_TARGET_DIR=/work/target-router cargo bench -p toolbelt-router --bench route`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

@@ -1,7 +1,5 @@
 //! [`HybridRouter`]: the default router, fusing lexical, keyword and embedding rankings.
 
-use std::future::Future;
-
 use toolbelt_core::Toolset;
 
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
@@ -73,7 +71,7 @@ impl Default for HybridConfig {
             candidates: 50,
             fusion: Fusion::Scores,
             lexical_weight: 1.0,
-            keyword_weight: 0.5,
+            keyword_weight: 1.0,
             embedding_weight: 1.0,
             min_k: 3,
             max_k: 10,
@@ -439,10 +437,7 @@ impl Router for HybridRouter {
         "hybrid"
     }
 
-    fn route(
-        &self,
-        request: &RouteRequest,
-    ) -> impl Future<Output = Result<RouteDecision, RouteError>> + Send {
-        async move { Ok(self.decide(request).await) }
+    async fn route(&self, request: &RouteRequest) -> Result<RouteDecision, RouteError> {
+        Ok(self.decide(request).await)
     }
 }

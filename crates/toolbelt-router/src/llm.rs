@@ -1,7 +1,6 @@
 //! [`Completer`] and [`LlmRouter`]: seed 002's Phase 1, a model choosing tool groups.
 
 use std::fmt::Write as _;
-use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -269,10 +268,7 @@ impl Router for LlmRouter {
         "llm"
     }
 
-    fn route(
-        &self,
-        request: &RouteRequest,
-    ) -> impl Future<Output = Result<RouteDecision, RouteError>> + Send {
-        async move { Ok(self.decide(request).await) }
+    async fn route(&self, request: &RouteRequest) -> Result<RouteDecision, RouteError> {
+        Ok(self.decide(request).await)
     }
 }

@@ -14,12 +14,12 @@ fn index_follows_added_removed_and_changed_tools() {
         "Convert money between currencies",
         "finance",
     );
-    let b = tool("send_email", "Send an email", "email");
+    let b = tool("send_email", "Send an email with attachments", "email");
     let first = Toolset::from_tools([a.clone(), b.clone()]);
     assert_eq!(router.search(&first, "email", 3)[0].name, "send_email");
     let changed = tool("send_email", "Post a letter by snail mail", "post");
     let second = Toolset::from_tools([a, changed]);
-    assert!(router.search(&second, "email", 3).is_empty());
+    assert!(router.search(&second, "attachments", 3).is_empty());
     assert_eq!(router.search(&second, "letter", 3)[0].name, "send_email");
     let third = Toolset::from_tools([b]);
     assert!(router.search(&third, "currency", 3).is_empty());

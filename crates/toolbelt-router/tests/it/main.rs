@@ -1,4 +1,5 @@
 //! Integration tests of toolbelt-router.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod catalog;
 mod embedding;

@@ -40,8 +40,8 @@ pub(crate) struct RouteArgs {
     /// Keyword groups (JSON `{"groups": [...]}`); default: the built-in groups for built-in tools, none for a catalog.
     #[arg(long, value_name = "GROUPS.json")]
     groups: Option<PathBuf>,
-    /// How Chinese text is cut: ngrams (default), bigrams, or jieba (needs the `jieba` feature).
-    #[arg(long, default_value = "ngrams")]
+    /// How Chinese text is cut: bigrams (default), ngrams (unigrams + bigrams), or jieba (needs the `jieba` feature).
+    #[arg(long, default_value = "bigrams")]
     chinese: String,
     /// Batch mode: print each decision (adaptive k, every tool on fallback) instead of the top-K ranking.
     #[arg(long)]
