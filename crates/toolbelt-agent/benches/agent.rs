@@ -2,8 +2,9 @@
 //!
 //! - `iteration/*`: runs of N tool iterations with a no-op tool; the overhead
 //!   per iteration is the slope between N = 1 and N = 10.
-//! - `parallel_turn/10x10ms`: one turn of 10 calls of a tool sleeping 10 ms;
-//!   compare to 10 ms.
+//! - `parallel_turn/{1,10}x10ms`: one turn of 1 or 10 calls of a tool
+//!   sleeping 10 ms; compare to `parallel_turn/baseline_sleep_10ms`, a bare
+//!   10 ms tokio sleep on the same runtime.
 //!
 //! Run: `cargo bench -p toolbelt-agent --bench agent`.
 #![allow(clippy::unwrap_used)]
@@ -78,13 +79,19 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("parallel_turn");
     group.sample_size(30);
-    let agent = Agent::builder(provider("sleep", 1, 10).provider())
-        .tool(sleep10())
-        .build()
-        .unwrap();
-    group.bench_function("10x10ms", |b| {
-        b.iter(|| rt.block_on(async { black_box(agent.run("go").await.unwrap()) }));
+    // What a 10 ms tokio sleep takes by itself (the timer rounds up to its 1 ms ticks).
+    group.bench_function("baseline_sleep_10ms", |b| {
+        b.iter(|| rt.block_on(tokio::time::sleep(Duration::from_millis(10))));
     });
+    for calls in [1usize, 10] {
+        let agent = Agent::builder(provider("sleep", 1, calls).provider())
+            .tool(sleep10())
+            .build()
+            .unwrap();
+        group.bench_function(format!("{calls}x10ms"), |b| {
+            b.iter(|| rt.block_on(async { black_box(agent.run("go").await.unwrap()) }));
+        });
+    }
     group.finish();
 }
 

@@ -1,6 +1,9 @@
 //! Running one turn's tool calls through the executor, concurrently where allowed.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures::FutureExt;
 
 use tokio::task::{Id, JoinSet};
 use toolbelt_core::{CallResult, Executor, ToolCall, ToolContext, Toolset};
@@ -18,8 +21,9 @@ pub(crate) enum Dispatched {
 /// Runs `calls` and returns what became of each, in call order.
 ///
 /// Consecutive calls of tools that allow it run at once; any other call runs
-/// alone, after the calls before it. Each call is its own task, so a tool
-/// that panics fails its call, not the run; dropping this future aborts them.
+/// alone, after the calls before it. Concurrent calls are tasks of a
+/// `JoinSet`; a call alone runs inline. Either way a tool that panics fails
+/// its call, not the run, and dropping this future aborts the calls.
 pub(crate) async fn run(
     executor: &Executor,
     tools: &Toolset,
@@ -63,8 +67,28 @@ struct Turn<'a> {
 }
 
 impl Turn<'_> {
-    async fn run_group(&mut self, group: Vec<(usize, ToolCall)>) {
-        if group.is_empty() {
+    /// A call alone runs on the run's own task: no spawn, no thread hop.
+    async fn run_alone(&mut self, index: usize, call: ToolCall) {
+        emit(self.sink, || AgentEvent::ToolCallStarted(call.clone()));
+        let kept = call.clone();
+        let run = self.executor.execute(&self.tools, call, self.ctx);
+        self.slots[index] = Some(match AssertUnwindSafe(run).catch_unwind().await {
+            Ok(result) => {
+                emit(self.sink, || AgentEvent::ToolCallFinished(result.clone()));
+                Dispatched::Done(result)
+            }
+            Err(_) => {
+                tracing::error!(tool = %kept.name, call_id = %kept.id, "tool call panicked");
+                Dispatched::Panicked(kept)
+            }
+        });
+    }
+
+    async fn run_group(&mut self, mut group: Vec<(usize, ToolCall)>) {
+        if group.len() <= 1 {
+            if let Some((index, call)) = group.pop() {
+                self.run_alone(index, call).await;
+            }
             return;
         }
         let mut set = JoinSet::new();

@@ -223,3 +223,39 @@ async fn text_that_only_looks_like_a_call_stays_text() {
         (text, 1)
     );
 }
+
+#[tokio::test]
+async fn a_panicking_tool_fails_its_call_not_the_run() {
+    let boom = toolbelt_core::FnTool::builder("boom")
+        .description("Panic")
+        .handler(|_args, _ctx| async {
+            if true {
+                panic!("boom")
+            }
+            "never"
+        })
+        .unwrap();
+    let script = ScriptedProvider::new()
+        .then_call("boom", json!({}))
+        .then_calls([("boom", json!({})), ("add", json!({"a": 1, "b": 1}))])
+        .then_text("recovered");
+    let out = math_agent(&script)
+        .tool(boom)
+        .build()
+        .unwrap()
+        .run("go")
+        .await
+        .unwrap();
+    let panics = out
+        .transcript
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::ToolPanicked { .. }))
+        .count();
+    assert_eq!((out.answer.as_str(), panics), ("recovered", 2));
+    let sent = script.requests()[2].messages.clone();
+    assert_eq!(
+        sent[sent.len() - 1],
+        Message::tool_result("call_3", "add", "2.0", false)
+    );
+}
