@@ -40,3 +40,17 @@ pub(crate) fn path_string(path: &syn::Path) -> String {
         joined
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::path_string;
+
+    #[test]
+    fn paths_print_without_spaces() {
+        assert_eq!(path_string(&syn::parse_quote!(::toolbelt)), "::toolbelt");
+        assert_eq!(
+            path_string(&syn::parse_quote!(crate::facade)),
+            "crate::facade"
+        );
+    }
+}

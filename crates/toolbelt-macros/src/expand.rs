@@ -208,3 +208,16 @@ fn pascal_case(snake: &str) -> String {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::pascal_case;
+
+    #[test]
+    fn struct_names_are_pascal_case() {
+        assert_eq!(pascal_case("file_read"), "FileRead");
+        assert_eq!(pascal_case("_private__twice_"), "PrivateTwice");
+        assert_eq!(pascal_case("v2_api"), "V2Api");
+        assert_eq!(pascal_case("already"), "Already");
+    }
+}

@@ -218,3 +218,32 @@ pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use syn::{Attribute, parse_quote};
+
+    use super::doc_text;
+
+    #[test]
+    fn doc_text_keeps_paragraphs_and_relative_indentation() {
+        let attrs: Vec<Attribute> = vec![
+            parse_quote!(#[doc = " Reads a file."]),
+            parse_quote!(#[doc = ""]),
+            parse_quote!(#[doc = "     indented"]),
+            parse_quote!(#[inline]),
+            parse_quote!(#[doc = " Last.  "]),
+        ];
+        assert_eq!(
+            doc_text(&attrs).as_deref(),
+            Some("Reads a file.\n\n    indented\nLast.")
+        );
+        assert_eq!(doc_text(&[parse_quote!(#[doc = "   "])]), None);
+    }
+
+    #[test]
+    fn block_doc_comments_are_split_into_lines() {
+        let attrs: Vec<Attribute> = vec![parse_quote!(#[doc = "\n   First.\n\n   Second.\n"])];
+        assert_eq!(doc_text(&attrs).as_deref(), Some("First.\n\nSecond."));
+    }
+}

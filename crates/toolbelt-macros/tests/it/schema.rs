@@ -195,3 +195,37 @@ struct PlotArgs {
 fn schema_equals_schema_for_an_equivalent_struct() {
     assert_eq!(PlotTool.spec().parameters, schema_for::<PlotArgs>());
 }
+
+/// Searches by kind.
+#[tool]
+async fn search(
+    /// What kind of item.
+    #[serde(rename = "type")]
+    kind: String,
+    #[schemars(range(min = 1, max = 50))] limit: u8,
+) -> String {
+    format!("{kind} {limit}")
+}
+
+#[test]
+fn serde_and_schemars_attributes_reach_the_field() {
+    let expected = json!({
+        "type": "object",
+        "properties": {
+            "type": {"description": "What kind of item.", "type": "string"},
+            "limit": {"type": "integer", "format": "uint8", "minimum": 1, "maximum": 50}
+        },
+        "required": ["type", "limit"]
+    });
+    assert_eq!(SearchTool.spec().parameters, expected);
+}
+
+#[tokio::test]
+async fn renamed_parameters_are_read_from_the_renamed_property() {
+    let args = json!({"type": "book", "limit": 3});
+    let out = SearchTool
+        .call(args, toolbelt_core::ToolContext::new())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "book 3");
+}
