@@ -16,12 +16,13 @@ pub fn schema_for<T: schemars::JsonSchema>() -> Value {
     if let Some(obj) = value.as_object_mut() {
         obj.remove("$schema");
         obj.remove("title");
-        // A unit or empty struct derives `{"type": "null"}` or no type; tools take objects.
+        // A unit or empty struct derives `{"type": "null"}` or no properties; tools take
+        // objects, and some providers reject an object schema without `properties`.
         if obj.get("type").and_then(Value::as_str) != Some("object") {
             obj.insert("type".to_owned(), Value::from("object"));
-            obj.entry("properties")
-                .or_insert_with(|| Value::Object(Default::default()));
         }
+        obj.entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
     }
     value
 }

@@ -73,7 +73,7 @@ async fn hi() -> &'static str {
 fn description_key_flags_and_default_output_cap() {
     let expected = ToolSpec::builder("hi")
         .description("Says hi.")
-        .parameters(serde_json::json!({"type": "object"}))
+        .parameters(serde_json::json!({"type": "object", "properties": {}}))
         .read_only()
         .parallel(false)
         .max_output(toolbelt_core::DEFAULT_MAX_OUTPUT_BYTES, Overflow::Fail)

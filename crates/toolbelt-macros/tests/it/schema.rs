@@ -176,7 +176,10 @@ struct NoArgs {}
 
 #[test]
 fn no_parameters_is_an_object_schema() {
-    assert_eq!(PingTool.spec().parameters, json!({"type": "object"}));
+    assert_eq!(
+        PingTool.spec().parameters,
+        json!({"type": "object", "properties": {}})
+    );
     assert_eq!(PingTool.spec().parameters, schema_for::<NoArgs>());
 }
 
