@@ -81,7 +81,7 @@ fn bench(c: &mut Criterion) {
     group.sample_size(30);
     // What a 10 ms tokio sleep takes by itself (the timer rounds up to its 1 ms ticks).
     group.bench_function("baseline_sleep_10ms", |b| {
-        b.iter(|| rt.block_on(tokio::time::sleep(Duration::from_millis(10))));
+        b.iter(|| rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await }));
     });
     for calls in [1usize, 10] {
         let agent = Agent::builder(provider("sleep", 1, calls).provider())
