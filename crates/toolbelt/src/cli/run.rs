@@ -22,7 +22,9 @@ use toolbelt_router::{
     AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter,
     RouteDecision, RouteOutcome, SearchTools,
 };
-use toolbelt_tools::{BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Workspace};
+use toolbelt_tools::{
+    AgentInfo, BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Workspace,
+};
 
 /// Exit code when no provider is configured (the run never started).
 const EXIT_NOT_CONFIGURED: u8 = 2;
@@ -96,15 +98,15 @@ const PRESETS: &[Preset] = &[
 ];
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let provider = match provider_config(&args).and_then(ProviderConfig::into_provider) {
+    let config = match provider_config(&args) {
+        Ok(config) => config,
+        Err(ProviderError::Config(what)) => return Ok(not_configured(&what)),
+        Err(e) => return Err(e).context("reading the provider settings"),
+    };
+    let model = config.model_or_default().to_owned();
+    let provider = match config.into_provider() {
         Ok(provider) => provider,
-        Err(ProviderError::Config(what)) => {
-            eprintln!(
-                "toolbelt run needs a model provider: {what}.\n\
-                 The flags --provider, --model, --base-url and --api-key override these variables."
-            );
-            return Ok(ExitCode::from(EXIT_NOT_CONFIGURED));
-        }
+        Err(ProviderError::Config(what)) => return Ok(not_configured(&what)),
         Err(e) => return Err(e).context("setting up the model provider"),
     };
     let preset = find_preset(args.agent.as_deref())?;
@@ -121,11 +123,6 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         tools = tools.with_tools([search]);
         Some(hybrid_router())
     };
-    let terminal = Arc::new(Terminal::new());
-    let workspace = Workspace::current_dir().context("opening the current directory")?;
-    let extensions = BuiltinConfig::new(workspace)
-        .with_human(Human::from_arc(terminal.clone()))
-        .extensions();
     let policy = if args.yes {
         ApprovalPolicy::allow_all()
     } else {
@@ -144,27 +141,53 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         builder = builder.run_timeout(Duration::from_secs(secs));
     }
     let agent = builder.build()?;
+    let terminal = Arc::new(Terminal::new());
+    let workspace = Workspace::current_dir().context("opening the current directory")?;
+    let info = AgentInfo::new(preset.name)
+        .with_description(preset.prompt)
+        .with_model(model)
+        .with_tools(agent.tools().specs());
+    let extensions = BuiltinConfig::new(workspace)
+        .with_human(Human::from_arc(terminal.clone()))
+        .with_agent_info(info)
+        .extensions();
     let cancel = CancellationToken::new();
     let options = RunOptions::new()
         .with_extensions(extensions)
         .with_cancellation(cancel.clone());
     let mut stream = agent.run_stream_with(args.input, options);
     let mut view = View::default();
-    let mut interrupted = false;
+    let interrupt = || {
+        eprintln!("\n(interrupted: stopping the run)");
+        cancel.cancel();
+    };
     loop {
         tokio::select! {
             event = stream.next_event() => match event {
-                Some(event) => view.show(event, &terminal).await?,
+                Some(AgentEvent::ApprovalRequested(prompt)) => {
+                    view.end_line();
+                    // Dropping the prompt on Ctrl-C rejects the call; the run then stops.
+                    tokio::select! {
+                        answered = terminal.approve(prompt) => answered?,
+                        _ = tokio::signal::ctrl_c() => interrupt(),
+                    }
+                }
+                Some(event) => view.show(event)?,
                 None => break,
             },
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
-                interrupted = true;
-                eprintln!("\n(interrupted: stopping the run)");
-                cancel.cancel();
-            }
+            _ = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => interrupt(),
         }
     }
     Ok(view.exit)
+}
+
+/// Says what to set when no provider is configured.
+fn not_configured(what: &str) -> ExitCode {
+    eprintln!(
+        "toolbelt run needs a model provider: {what}.\n\
+         The flags --provider, --model, --base-url and --api-key override these variables."
+    );
+    ExitCode::from(EXIT_NOT_CONFIGURED)
 }
 
 /// The provider settings: the environment, with the flags on top.
@@ -229,7 +252,7 @@ impl Default for View {
 }
 
 impl View {
-    async fn show(&mut self, event: AgentEvent, terminal: &Terminal) -> anyhow::Result<()> {
+    fn show(&mut self, event: AgentEvent) -> anyhow::Result<()> {
         match event {
             AgentEvent::TextDelta(text) => {
                 let mut out = std::io::stdout().lock();
@@ -242,10 +265,6 @@ impl View {
             AgentEvent::ToolCallFinished(result) => self.note(&result_line(&result)),
             AgentEvent::ToolsAdded { by, tools } => {
                 self.note(&format!("  {by} added: {}", tools.join(", ")));
-            }
-            AgentEvent::ApprovalRequested(prompt) => {
-                self.end_line();
-                terminal.approve(prompt).await?;
             }
             AgentEvent::Finished(output) => self.finished(&output),
             AgentEvent::Failed(error) => self.failed(&error),
