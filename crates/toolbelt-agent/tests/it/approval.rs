@@ -121,3 +121,47 @@ async fn a_plain_run_asks_the_approver_it_is_given() {
         "deleted a.txt"
     );
 }
+
+#[tokio::test]
+async fn edited_arguments_are_validated_again() {
+    let (out, sent) = run_with_answer(|p| p.edit(json!({"file": "b.txt"}))).await;
+    assert!(sent[0].starts_with("error: invalid arguments"), "{sent:?}");
+    assert!(!out.transcript.tool_results().next().unwrap().is_ok());
+}
+
+#[tokio::test]
+async fn an_inner_agents_approvals_reach_the_outer_stream() {
+    let inner = ScriptedProvider::new()
+        .then_call("delete_file", json!({"path": "a.txt"}))
+        .then_text("gone");
+    let cleaner = Agent::builder(inner.provider())
+        .name("cleaner")
+        .tool(delete_file())
+        .build()
+        .unwrap();
+    let outer = ScriptedProvider::new()
+        .then_call("cleaner", json!({"input": "delete a.txt"}))
+        .then_text("done");
+    let agent = Agent::builder(outer.provider())
+        .tool(cleaner.as_tool())
+        .build()
+        .unwrap();
+    let mut stream = agent.run_stream("clean up");
+    let mut asked = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let AgentEvent::ApprovalRequested(prompt) = event {
+            asked.push(prompt.request().call.name.clone());
+            prompt.approve();
+        }
+    }
+    assert_eq!(asked, ["delete_file"]);
+    assert_eq!(
+        inner.requests()[1].messages.last(),
+        Some(&Message::tool_result(
+            "call_1",
+            "delete_file",
+            "deleted a.txt",
+            false
+        ))
+    );
+}

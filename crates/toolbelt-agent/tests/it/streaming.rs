@@ -121,3 +121,27 @@ async fn a_session_stream_keeps_the_conversation() {
         ("two", 2)
     );
 }
+
+#[tokio::test]
+async fn the_route_decision_is_an_event() {
+    use toolbelt_router::{AnyRouter, RouteDecision, RouteError, RouteRequest, Router};
+    struct Direct;
+    impl Router for Direct {
+        fn name(&self) -> &'static str {
+            "direct"
+        }
+        async fn route(&self, _r: &RouteRequest) -> Result<RouteDecision, RouteError> {
+            Ok(RouteDecision::direct("direct", "small talk"))
+        }
+    }
+    let script = ScriptedProvider::new().then_text("hi");
+    let agent = math_agent(&script)
+        .router(AnyRouter::new(Direct))
+        .build()
+        .unwrap();
+    let mut stream = agent.run_stream("hello");
+    let Some(AgentEvent::Routed(decision)) = stream.next().await else {
+        panic!("no route event first")
+    };
+    assert_eq!(decision, RouteDecision::direct("direct", "small talk"));
+}
