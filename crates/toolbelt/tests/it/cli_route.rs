@@ -1,4 +1,5 @@
 //! `toolbelt route` from the command line: batch mode and clear errors.
+#![allow(clippy::unwrap_used)]
 
 use std::process::Command;
 
