@@ -197,9 +197,9 @@ impl Analyzer {
             }
             #[cfg(feature = "jieba")]
             ChineseMode::Jieba => {
-                for word in jieba().cut_for_search(run, true) {
-                    if !is_stop_char(word) {
-                        sink(word, weight);
+                for token in jieba().cut_for_search(run, true) {
+                    if !is_stop_char(token.word) {
+                        sink(token.word, weight);
                     }
                 }
             }
