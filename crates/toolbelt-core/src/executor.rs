@@ -180,18 +180,36 @@ impl Executor {
         }
         // Owned by the JoinSet: dropping this future (a cancelled run) aborts the calls.
         let mut set = JoinSet::new();
+        let mut pending = std::collections::HashMap::with_capacity(group.len());
         for (index, tool, call) in group {
             let shared = Arc::clone(&self.shared);
             let ctx = ctx.clone();
             let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-            set.spawn(
+            let fallback = call.clone();
+            let handle = set.spawn(
                 async move { (index, run_call(&shared, tool, call, &ctx).await) }.instrument(span),
             );
+            pending.insert(handle.id(), (index, fallback));
         }
-        while let Some(joined) = set.join_next().await {
+        while let Some(joined) = set.join_next_with_id().await {
             match joined {
-                Ok((index, result)) => results[index] = Some(result),
-                Err(e) => tracing::error!(error = %e, "a tool call task panicked or was aborted"),
+                Ok((id, (index, result))) => {
+                    pending.remove(&id);
+                    results[index] = Some(result);
+                }
+                // Tools cannot panic through `run_call`; this is an executor bug or an abort.
+                Err(e) => {
+                    if let Some((index, call)) = pending.remove(&e.id()) {
+                        tracing::error!(error = %e, "a tool call task failed");
+                        results[index] = Some(CallResult {
+                            call,
+                            outcome: Err(ToolError::failed(format!("internal error: {e}"))),
+                            duration: Duration::ZERO,
+                            attempts: 0,
+                            cached: false,
+                        });
+                    }
+                }
             }
         }
     }

@@ -382,3 +382,27 @@ async fn the_concurrency_limit_bounds_parallel_calls() {
         .await;
     assert_eq!(peak.load(Ordering::SeqCst), 3);
 }
+
+#[tokio::test]
+async fn a_panicking_tool_fails_only_its_own_call() {
+    let boom = FnTool::builder("boom")
+        .description("panics")
+        .handler(|_a, _c| async { panic!("kaboom") as String })
+        .unwrap();
+    let tools = Toolset::from_tools([boom, sleeper("a", false)]);
+    let calls = vec![
+        call("1", "boom", json!({})),
+        call("2", "a", json!({"ms": 1})),
+        call("3", "boom", json!({})),
+    ];
+    let results = Executor::new()
+        .execute_batch(&tools, calls, &ToolContext::new())
+        .await;
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        results[0].to_model_text(),
+        "error: the tool crashed (kaboom); this is a bug in the tool, not in the call"
+    );
+    assert_eq!(results[1].to_model_text(), "a");
+    assert!(!results[2].is_ok());
+}
