@@ -13,7 +13,6 @@ use toolbelt_llm::{
 use toolbelt_router::{AnyRouter, RouteOutcome, RouteRequest};
 use tracing::Instrument;
 
-use self::dispatch::Dispatched;
 use crate::agent::AgentInner;
 use crate::approval::StreamApprover;
 use crate::error::AgentError;
@@ -358,28 +357,15 @@ impl Run<'_> {
             self.sink,
         )
         .await;
-        for dispatched in results {
-            match dispatched {
-                Dispatched::Done(result) => {
-                    self.transcript.messages.push(Message::tool_result(
-                        result.call.id.clone(),
-                        result.call.name.clone(),
-                        result.to_model_text(),
-                        !result.is_ok(),
-                    ));
-                    self.add_found_tools(&result);
-                    self.transcript.steps.push(Step::Tool { result });
-                }
-                Dispatched::Panicked(call) => {
-                    self.transcript.messages.push(Message::tool_result(
-                        call.id.clone(),
-                        call.name.clone(),
-                        format!("error: the tool `{}` crashed; try another way", call.name),
-                        true,
-                    ));
-                    self.transcript.steps.push(Step::ToolPanicked { call });
-                }
-            }
+        for result in results {
+            self.transcript.messages.push(Message::tool_result(
+                result.call.id.clone(),
+                result.call.name.clone(),
+                result.to_model_text(),
+                !result.is_ok(),
+            ));
+            self.add_found_tools(&result);
+            self.transcript.steps.push(Step::Tool { result });
         }
     }
 

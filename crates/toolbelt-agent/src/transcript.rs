@@ -105,11 +105,6 @@ pub enum Step {
         /// The executor's result.
         result: CallResult,
     },
-    /// A tool call's task panicked; the model was told it failed.
-    ToolPanicked {
-        /// The call.
-        call: ToolCall,
-    },
     /// A meta tool (`search_tools`) found tools that join the offered set.
     ToolsAdded {
         /// The meta tool that found them.

@@ -139,25 +139,39 @@ impl Executor {
         calls: Vec<ToolCall>,
         ctx: &ToolContext,
     ) -> Vec<CallResult> {
+        self.execute_batch_with(tools, calls, ctx, true, |_| {})
+            .await
+    }
+
+    /// [`Executor::execute_batch`], telling `observe` as each call starts and
+    /// finishes (finishes come in completion order, results in call order).
+    ///
+    /// With `parallel` false every call runs alone, in call order. `observe`
+    /// runs on the caller's task, so it may borrow from the caller: this is how
+    /// an agent streams per-call events of one run.
+    pub async fn execute_batch_with(
+        &self,
+        tools: &Toolset,
+        calls: Vec<ToolCall>,
+        ctx: &ToolContext,
+        parallel: bool,
+        mut observe: impl FnMut(BatchEvent<'_>),
+    ) -> Vec<CallResult> {
         let mut results: Vec<Option<CallResult>> = (0..calls.len()).map(|_| None).collect();
         let mut group: Vec<(usize, Result<ToolHandle, ToolError>, ToolCall)> = Vec::new();
         for (index, call) in calls.into_iter().enumerate() {
             let tool = tools.require(&call.name).cloned();
-            let parallel = tool.as_ref().map_or(true, |t| t.spec().policy.parallel);
-            if parallel {
+            let concurrent = parallel && tool.as_ref().map_or(true, |t| t.spec().policy.parallel);
+            if concurrent {
                 group.push((index, tool, call));
                 continue;
             }
-            self.run_group(std::mem::take(&mut group), ctx, &mut results)
+            self.run_group(std::mem::take(&mut group), ctx, &mut results, &mut observe)
                 .await;
-            let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-            results[index] = Some(
-                run_call(&self.shared, tool, call, ctx)
-                    .instrument(span)
-                    .await,
-            );
+            self.run_group(vec![(index, tool, call)], ctx, &mut results, &mut observe)
+                .await;
         }
-        self.run_group(group, ctx, &mut results).await;
+        self.run_group(group, ctx, &mut results, &mut observe).await;
         results.into_iter().flatten().collect()
     }
 
@@ -166,15 +180,18 @@ impl Executor {
         group: Vec<(usize, Result<ToolHandle, ToolError>, ToolCall)>,
         ctx: &ToolContext,
         results: &mut [Option<CallResult>],
+        observe: &mut impl FnMut(BatchEvent<'_>),
     ) {
         if group.len() <= 1 {
+            // A call alone runs on the caller's task: no spawn, no thread hop.
             for (index, tool, call) in group {
+                observe(BatchEvent::Started(&call));
                 let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-                results[index] = Some(
-                    run_call(&self.shared, tool, call, ctx)
-                        .instrument(span)
-                        .await,
-                );
+                let result = run_call(&self.shared, tool, call, ctx)
+                    .instrument(span)
+                    .await;
+                observe(BatchEvent::Finished(&result));
+                results[index] = Some(result);
             }
             return;
         }
@@ -182,6 +199,7 @@ impl Executor {
         let mut set = JoinSet::new();
         let mut pending = std::collections::HashMap::with_capacity(group.len());
         for (index, tool, call) in group {
+            observe(BatchEvent::Started(&call));
             let shared = Arc::clone(&self.shared);
             let ctx = ctx.clone();
             let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
@@ -192,27 +210,44 @@ impl Executor {
             pending.insert(handle.id(), (index, fallback));
         }
         while let Some(joined) = set.join_next_with_id().await {
-            match joined {
+            let (index, result) = match joined {
                 Ok((id, (index, result))) => {
                     pending.remove(&id);
-                    results[index] = Some(result);
+                    (index, result)
                 }
                 // Tools cannot panic through `run_call`; this is an executor bug or an abort.
                 Err(e) => {
-                    if let Some((index, call)) = pending.remove(&e.id()) {
-                        tracing::error!(error = %e, "a tool call task failed");
-                        results[index] = Some(CallResult {
+                    let Some((index, call)) = pending.remove(&e.id()) else {
+                        continue;
+                    };
+                    tracing::error!(error = %e, "a tool call task failed");
+                    let outcome = Err(ToolError::failed(format!("internal error: {e}")));
+                    (
+                        index,
+                        CallResult {
                             call,
-                            outcome: Err(ToolError::failed(format!("internal error: {e}"))),
+                            outcome,
                             duration: Duration::ZERO,
                             attempts: 0,
                             cached: false,
-                        });
-                    }
+                        },
+                    )
                 }
-            }
+            };
+            observe(BatchEvent::Finished(&result));
+            results[index] = Some(result);
         }
     }
+}
+
+/// Progress of a batch, reported to the observer of [`Executor::execute_batch_with`].
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum BatchEvent<'a> {
+    /// The call is about to run.
+    Started(&'a ToolCall),
+    /// The call ended.
+    Finished(&'a CallResult),
 }
 
 async fn run_call(

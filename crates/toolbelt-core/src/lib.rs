@@ -23,7 +23,7 @@ pub use context::{Extensions, ToolContext};
 pub use error::{RegistryError, SelectionError, SpecError, ToolError, ToolErrorKind, Violation};
 pub use events::ExecEvent;
 pub use executor::{
-    ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, Decision, Executor,
+    ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, BatchEvent, Decision, Executor,
     ExecutorBuilder,
 };
 pub use name::{MAX_NAME_LEN, ToolName};

@@ -406,3 +406,37 @@ async fn a_panicking_tool_fails_only_its_own_call() {
     assert_eq!(results[1].to_model_text(), "a");
     assert!(!results[2].is_ok());
 }
+
+#[tokio::test]
+async fn an_observed_serial_batch_reports_each_call_in_order() {
+    let (live, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tools = Toolset::from_tools([probe("read", false, live, peak.clone(), log)]);
+    let calls = (0..3)
+        .map(|i| call(&i.to_string(), "read", json!({"n": i})))
+        .collect();
+    let mut seen = Vec::new();
+    let results = Executor::new()
+        .execute_batch_with(
+            &tools,
+            calls,
+            &ToolContext::new(),
+            false,
+            |event| match event {
+                toolbelt_core::BatchEvent::Started(c) => seen.push(format!("start {}", c.id)),
+                toolbelt_core::BatchEvent::Finished(r) => seen.push(format!("end {}", r.call.id)),
+                _ => {}
+            },
+        )
+        .await;
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        1,
+        "parallel off: one call at a time"
+    );
+    assert_eq!(
+        seen,
+        ["start 0", "end 0", "start 1", "end 1", "start 2", "end 2"]
+    );
+}
