@@ -35,3 +35,8 @@ pub mod agent {
 pub mod tools {
     pub use toolbelt_tools::*;
 }
+
+/// The repository README's code blocks, compiled and run as doc tests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
