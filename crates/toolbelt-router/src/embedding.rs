@@ -1,5 +1,7 @@
 //! [`Embedder`] and [`EmbeddingRouter`]: routing by cosine similarity of embeddings.
 
+#[cfg(feature = "local-embed")]
+mod local;
 #[cfg(feature = "openai-embeddings")]
 mod openai;
 
@@ -8,6 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use toolbelt_core::{BoxFuture, ToolHandle, Toolset};
 
+#[cfg(feature = "local-embed")]
+pub use local::{LocalEmbedError, LocalEmbedder};
 #[cfg(feature = "openai-embeddings")]
 pub use openai::OpenAiEmbedder;
 
@@ -21,7 +25,7 @@ use crate::tool_text::{Fnv, ToolText};
 pub trait Embedder: Send + Sync + 'static {
     /// Model id; part of the embedding cache key.
     fn model(&self) -> &str;
-    /// One vector per text, in order.
+    /// One vector per text, in order; an empty vector (a text the model cannot read) matches nothing.
     fn embed<'a>(&'a self, texts: &'a [String])
     -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>>;
 }
@@ -197,7 +201,7 @@ impl EmbeddingRouter {
         let mut hits: Vec<(u32, f32)> = tools
             .iter()
             .enumerate()
-            .filter(|(_, (_, v))| v.len() == q.len())
+            .filter(|(_, (_, v))| !q.is_empty() && v.len() == q.len())
             .map(|(i, (_, v))| (i as u32, dot(&q, v)))
             .collect();
         top_k(&mut hits, k);

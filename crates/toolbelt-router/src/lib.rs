@@ -21,6 +21,8 @@ pub use decision::{RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
 #[cfg(feature = "openai-embeddings")]
 pub use embedding::OpenAiEmbedder;
 pub use embedding::{Embedder, EmbeddingRouter};
+#[cfg(feature = "local-embed")]
+pub use embedding::{LocalEmbedError, LocalEmbedder};
 pub use error::RouteError;
 pub use hybrid::{Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
 pub use index::{LexicalConfig, LexicalIndex};
@@ -42,4 +44,6 @@ const _: () = {
     assert_send_sync::<EmbeddingRouter>();
     assert_send_sync::<LlmRouter>();
     assert_send_sync::<SearchTools>();
+    #[cfg(feature = "local-embed")]
+    assert_send_sync::<LocalEmbedder>();
 };

@@ -85,3 +85,29 @@ fn a_bad_embedder_answer_becomes_a_fallback() {
         "router failed: embedder failed: model short returned 0 vectors for 1 texts"
     );
 }
+
+/// Cannot read any text: answers an empty vector for each.
+struct Abstains;
+
+impl Embedder for Abstains {
+    fn model(&self) -> &str {
+        "abstains"
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        let v = vec![Vec::new(); texts.len()];
+        Box::pin(async move { Ok(v) })
+    }
+}
+
+#[test]
+fn an_empty_query_vector_matches_no_tool() {
+    let tools = Toolset::from_tools([tool("weather", "sky", "w")]);
+    let d = block_on(
+        AnyRouter::new(EmbeddingRouter::new(Abstains)).route_or_fallback(&request("天空", &tools)),
+    );
+    assert!(d.fallback);
+    assert_eq!(d.reason, "embedding: no tool reaches similarity 0.00");
+}

@@ -7,6 +7,8 @@ mod hybrid;
 mod input;
 mod lexical;
 mod llm;
+#[cfg(feature = "local-embed")]
+mod local_embed;
 #[cfg(feature = "openai-embeddings")]
 mod openai;
 mod search_tools;
