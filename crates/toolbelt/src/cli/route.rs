@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::Toolset;
 use toolbelt_router::{
-    AnyRouter, ChineseMode, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig,
-    LexicalRouter, Lexicon, RouteDecision, RouteOutcome, RouteRequest, SearchTools, TokenSavings,
-    catalog_toolset, read_catalog,
+    AnyRouter, ChineseMode, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter,
+    LexicalConfig, LexicalRouter, Lexicon, RouteDecision, RouteOutcome, RouteRequest, SearchTools,
+    TokenSavings, catalog_toolset, read_catalog,
 };
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
@@ -49,6 +49,12 @@ pub(crate) struct RouteArgs {
     /// Tools always sent (repeatable).
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
+    /// A local sentence-embedding model folder (config.json, model.safetensors, tokenizer.json; see scripts/fetch-model.sh): adds the embedding signal to the hybrid router; needed by --router embedding. Needs the `local-embed` feature.
+    #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
+    embedder_dir: Option<PathBuf>,
+    /// The --embedder-dir model reads Chinese, Japanese and Korean too (otherwise mostly-CJK input skips the embedding signal).
+    #[arg(long, requires = "embedder_dir")]
+    embedder_multilingual: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -71,6 +77,8 @@ enum RouterName {
     Bm25Plain,
     /// Seed 002's keyword groups.
     Keyword,
+    /// Cosine similarity of local embeddings (needs --embedder-dir and the `local-embed` feature).
+    Embedding,
 }
 
 pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
@@ -106,16 +114,57 @@ fn load_toolset(catalog: Option<&Path>) -> anyhow::Result<(Toolset, bool)> {
 
 /// A router as built from the arguments; the hybrid one stays typed for batch ranking.
 enum Built {
-    Hybrid(HybridRouter),
+    Hybrid(Box<HybridRouter>, Option<EmbeddingRouter>),
+    Embedding(EmbeddingRouter),
     Other(AnyRouter),
 }
 
 impl Built {
     fn any(&self) -> AnyRouter {
         match self {
-            Self::Hybrid(h) => AnyRouter::new(h.clone()),
+            Self::Hybrid(h, _) => AnyRouter::new(HybridRouter::clone(h)),
+            Self::Embedding(e) => AnyRouter::new(e.clone()),
             Self::Other(r) => r.clone(),
         }
+    }
+
+    /// Builds the indexes (and embeds every tool) before the first query.
+    async fn prepare(&self, toolset: &Toolset) -> anyhow::Result<()> {
+        let embedding = match self {
+            Self::Hybrid(h, embedding) => {
+                h.lexical().prepare(toolset);
+                embedding.as_ref()
+            }
+            Self::Embedding(e) => Some(e),
+            Self::Other(_) => None,
+        };
+        if let Some(e) = embedding {
+            e.prepare(toolset).await.context("embedding the tools")?;
+        }
+        Ok(())
+    }
+}
+
+/// The local embedding router of `--embedder-dir`, if given.
+#[cfg(feature = "local-embed")]
+fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
+    let Some(dir) = args.embedder_dir.as_deref() else {
+        return Ok(None);
+    };
+    let embedder = toolbelt_router::LocalEmbedder::from_dir(dir)
+        .with_context(|| format!("--embedder-dir {}", dir.display()))?
+        .with_multilingual(args.embedder_multilingual);
+    Ok(Some(EmbeddingRouter::new(embedder)))
+}
+
+#[cfg(not(feature = "local-embed"))]
+fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
+    match &args.embedder_dir {
+        Some(dir) => bail!(
+            "--embedder-dir {} needs a toolbelt built with the `local-embed` feature",
+            dir.display()
+        ),
+        None => Ok(None),
     }
 }
 
@@ -133,6 +182,10 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
         None => None,
     };
     let top_k = args.top_k.unwrap_or(10).max(1);
+    let embedding = match args.router {
+        RouterName::Hybrid | RouterName::Embedding => local_embedding(args)?,
+        RouterName::Bm25 | RouterName::Bm25Plain | RouterName::Keyword => None,
+    };
     Ok(match args.router {
         RouterName::Bm25 => {
             Built::Other(AnyRouter::new(LexicalRouter::new(config).with_top_k(top_k)))
@@ -143,6 +196,12 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
         RouterName::Keyword => Built::Other(AnyRouter::new(
             groups.unwrap_or_else(KeywordRouter::builtin),
         )),
+        RouterName::Embedding => match embedding {
+            Some(e) => Built::Embedding(e.with_top_k(top_k)),
+            None => {
+                bail!("--router embedding needs --embedder-dir DIR (or TOOLBELT_EMBED_MODEL_DIR)")
+            }
+        },
         RouterName::Hybrid => {
             let mut pinned = args.pinned.clone();
             if builtin {
@@ -154,7 +213,10 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             if let Some(groups) = groups {
                 router = router.with_keyword(groups);
             }
-            Built::Hybrid(router)
+            if let Some(e) = &embedding {
+                router = router.with_embedding(e.clone());
+            }
+            Built::Hybrid(Box::new(router), embedding)
         }
     })
 }
@@ -272,14 +334,12 @@ async fn batch(
     let queries = read_queries(path)?;
     let k = args.top_k.unwrap_or(10).max(1);
     let any = router.any();
-    if let Built::Hybrid(h) = router {
-        h.lexical().prepare(toolset);
-    }
+    router.prepare(toolset).await?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     for q in &queries {
         let tools: Vec<String> = match router {
             // The top-K ranking without the adaptive cut: what recall@K measures.
-            Built::Hybrid(h) if !args.adaptive => h
+            Built::Hybrid(h, _) if !args.adaptive => h
                 .rank(toolset, &q.query, k)
                 .await
                 .tools

@@ -11,6 +11,7 @@ fn route(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .arg("route")
         .args(args)
+        .env_remove("TOOLBELT_EMBED_MODEL_DIR")
         .output()
         .unwrap();
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
@@ -104,4 +105,22 @@ fn single_mode_shows_tools_and_tokens_saved() {
     );
     let (_, out, _) = route(&["--catalog", CATALOG, "你好"]);
     assert!(out.contains("all tools (fallback)"), "{out}");
+}
+
+#[test]
+fn the_embedding_router_names_what_it_lacks() {
+    let (ok, _, err) = route(&["--catalog", CATALOG, "--router", "embedding", "x"]);
+    assert!(
+        !ok && err.contains("--router embedding needs --embedder-dir DIR"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().to_string_lossy().into_owned();
+    let (ok, _, err) = route(&["--catalog", CATALOG, "--embedder-dir", &model, "x"]);
+    let expected = if cfg!(feature = "local-embed") {
+        format!("model file {model}/config.json is missing (run scripts/fetch-model.sh)")
+    } else {
+        format!("--embedder-dir {model} needs a toolbelt built with the `local-embed` feature")
+    };
+    assert!(!ok && err.contains(&expected), "{err}");
 }
