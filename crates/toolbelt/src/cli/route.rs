@@ -55,6 +55,14 @@ pub(crate) struct RouteArgs {
     /// The --embedder-dir model reads Chinese, Japanese and Korean too (otherwise mostly-CJK input skips the embedding signal).
     #[arg(long, requires = "embedder_dir")]
     embedder_multilingual: bool,
+    /// Weight of the embedding ranking in the hybrid router (lexical and keyword weigh 1; 1.5 was best on the eval dev split).
+    #[arg(
+        long,
+        value_name = "W",
+        default_value_t = 1.5,
+        requires = "embedder_dir"
+    )]
+    embedding_weight: f32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -207,7 +215,12 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             if builtin {
                 pinned.push(SearchTools::NAME.to_owned());
             }
-            let hybrid_config = HybridConfig::default().with_pinned(pinned);
+            let defaults = HybridConfig::default();
+            let hybrid_config = HybridConfig::default().with_pinned(pinned).with_weights(
+                defaults.lexical_weight,
+                defaults.keyword_weight,
+                args.embedding_weight,
+            );
             let mut router =
                 HybridRouter::new(LexicalRouter::new(config)).with_config(hybrid_config);
             if let Some(groups) = groups {
