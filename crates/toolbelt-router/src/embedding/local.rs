@@ -84,6 +84,8 @@ pub struct LocalEmbedder {
     device: Device,
     id: String,
     max_tokens: usize,
+    /// The model's limit (position embeddings).
+    max_positions: usize,
     batch_size: usize,
     multilingual: bool,
 }
@@ -150,6 +152,7 @@ impl LocalEmbedder {
             device,
             id,
             max_tokens,
+            max_positions: config.max_position_embeddings,
             batch_size: DEFAULT_BATCH,
             multilingual: false,
         })
@@ -158,7 +161,7 @@ impl LocalEmbedder {
     /// Keeps at most `n` tokens per text (default 256, capped by the model).
     #[must_use]
     pub fn with_max_tokens(mut self, n: usize) -> Self {
-        self.max_tokens = n.clamp(2, self.max_tokens.max(2));
+        self.max_tokens = n.clamp(2, self.max_positions.max(2));
         self
     }
 
