@@ -45,7 +45,8 @@ pub struct HybridConfig {
     pub lexical_weight: f32,
     /// Weight of the keyword groups.
     pub keyword_weight: f32,
-    /// Weight of the embedding ranking.
+    /// Weight of the embedding ranking (default 1.5: best on the eval set's dev split,
+    /// see `docs/ROUTING.md`; the CLI's `--embedding-weight` uses the same default).
     pub embedding_weight: f32,
     /// Fewest ranked tools sent (the floor of adaptive k).
     pub min_k: usize,
@@ -72,7 +73,7 @@ impl Default for HybridConfig {
             fusion: Fusion::Scores,
             lexical_weight: 1.0,
             keyword_weight: 1.0,
-            embedding_weight: 1.0,
+            embedding_weight: 1.5,
             min_k: 3,
             max_k: 10,
             relative_cutoff: 0.5,
