@@ -173,29 +173,36 @@ fn type_names(obj: &Map<String, Value>) -> Vec<&str> {
     }
 }
 
+/// Keywords whose value maps names to subschemas.
+const SCHEMA_MAP_KEYS: [&str; 4] = ["properties", "patternProperties", "$defs", "definitions"];
+/// Keywords whose value is one subschema (`items` may also be a list).
+const SCHEMA_KEYS: [&str; 7] = [
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+];
+/// Keywords whose value is a list of subschemas.
+const SCHEMA_LIST_KEYS: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
+
 /// Calls `f` on every direct subschema of `obj`.
 fn for_each_subschema(obj: &Map<String, Value>, f: &mut impl FnMut(&Value)) {
-    for key in ["properties", "patternProperties", "$defs", "definitions"] {
+    for key in SCHEMA_MAP_KEYS {
         if let Some(Value::Object(children)) = obj.get(key) {
             children.values().for_each(&mut *f);
         }
     }
-    for key in [
-        "items",
-        "additionalProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-    ] {
+    for key in SCHEMA_KEYS {
         match obj.get(key) {
             Some(child @ Value::Object(_)) => f(child),
             Some(Value::Array(list)) if key == "items" => list.iter().for_each(&mut *f),
             _ => {}
         }
     }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+    for key in SCHEMA_LIST_KEYS {
         if let Some(Value::Array(list)) = obj.get(key) {
             list.iter().for_each(&mut *f);
         }
@@ -204,27 +211,19 @@ fn for_each_subschema(obj: &Map<String, Value>, f: &mut impl FnMut(&Value)) {
 
 /// Mutable twin of [`for_each_subschema`].
 fn for_each_subschema_mut(obj: &mut Map<String, Value>, f: &mut impl FnMut(&mut Value)) {
-    for key in ["properties", "patternProperties", "$defs", "definitions"] {
+    for key in SCHEMA_MAP_KEYS {
         if let Some(Value::Object(children)) = obj.get_mut(key) {
             children.values_mut().for_each(&mut *f);
         }
     }
-    for key in [
-        "items",
-        "additionalProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-    ] {
+    for key in SCHEMA_KEYS {
         match obj.get_mut(key) {
             Some(child @ Value::Object(_)) => f(child),
             Some(Value::Array(list)) if key == "items" => list.iter_mut().for_each(&mut *f),
             _ => {}
         }
     }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+    for key in SCHEMA_LIST_KEYS {
         if let Some(Value::Array(list)) = obj.get_mut(key) {
             list.iter_mut().for_each(&mut *f);
         }
