@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::thread::JoinHandle;
 
 use pretty_assertions::assert_eq;
@@ -74,25 +74,16 @@ fn text(words: &[&str]) -> String {
 
 /// Runs `toolbelt run` in `dir` with only `env` set, feeding `stdin`.
 fn toolbelt_run(dir: &Path, env: &[(&str, &str)], args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
-        .arg("run")
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(env.iter().copied())
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    crate::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .arg("run")
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
+            .current_dir(dir),
+        stdin,
+    )
 }
 
 fn fake_env(url: &str) -> [(&str, &str); 2] {

@@ -3,29 +3,19 @@
 // The helpers below are not `#[test]` fns, which clippy's test allowance covers.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 /// Runs `toolbelt tools <args>` with `stdin` piped in.
 fn toolbelt(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
-        .arg("tools")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    crate::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .arg("tools")
+            .args(args),
+        stdin,
+    )
 }
 
 fn text(bytes: &[u8]) -> String {

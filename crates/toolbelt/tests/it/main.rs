@@ -3,3 +3,24 @@
 mod cli_route;
 mod cli_run;
 mod cli_tools;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `command` with `stdin` fed to it and its output captured.
+fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {command:?}: {e}"));
+    if let Some(mut input) = child.stdin.take() {
+        input
+            .write_all(stdin.as_bytes())
+            .unwrap_or_else(|e| panic!("could not write stdin: {e}"));
+    }
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("could not wait for {command:?}: {e}"))
+}
