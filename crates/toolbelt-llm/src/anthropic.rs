@@ -10,7 +10,7 @@ use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use crate::error::ProviderError;
-use crate::http::{self, Transport};
+use crate::http::{self, Endpoint, Transport};
 use crate::openai::DEFAULT_REQUEST_TIMEOUT;
 use crate::provider::{ChatProvider, ChatStream, ProviderLimits};
 use crate::request::{ChatRequest, ChatResponse};
@@ -55,11 +55,8 @@ const NAME: &str = "anthropic";
 /// ```
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
-    transport: Transport,
-    url: String,
-    headers: HeaderMap,
+    endpoint: Endpoint,
     options: wire::Options,
-    limits: ProviderLimits,
 }
 
 /// Builds an [`AnthropicClient`].
@@ -100,16 +97,12 @@ impl AnthropicClient {
 
     /// The endpoint requests go to.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 
     fn body(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ProviderError> {
-        http::check_tool_count(NAME, request, self.limits)?;
         let body = wire::request_body(&self.options, request, stream);
-        serde_json::to_vec(&body).map(Bytes::from).map_err(|e| {
-            self.transport
-                .decode_error(format!("could not encode the request: {e}"))
-        })
+        self.endpoint.encode(request, &body)
     }
 }
 
@@ -119,29 +112,19 @@ impl ChatProvider for AnthropicClient {
     }
 
     fn limits(&self) -> ProviderLimits {
-        self.limits
+        self.endpoint.limits
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         let body = self.body(&request, false)?;
-        let bytes = self.transport.post(&self.url, &self.headers, body).await?;
-        wire::parse_response(&bytes).map_err(|e| self.transport.decode_error(e))
+        self.endpoint.chat(body, wire::parse_response).await
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
         let body = self.body(&request, true)?;
-        let response = self
-            .transport
-            .post_streaming(&self.url, &self.headers, body)
-            .await?;
-        if http::is_json(&response) {
-            return http::replay(&self.transport, response, wire::parse_response).await;
-        }
-        Ok(http::drive(
-            &self.transport,
-            response,
-            stream::Assembler::default(),
-        ))
+        self.endpoint
+            .chat_stream(body, wire::parse_response, stream::Assembler::default())
+            .await
     }
 }
 
@@ -240,19 +223,21 @@ impl AnthropicClientBuilder {
         headers.insert("x-api-key", key);
         http::extra_headers(&mut headers, &self.headers)?;
         Ok(AnthropicClient {
-            transport: Transport {
-                client: self.http_client.unwrap_or_default(),
-                provider: NAME,
-                timeout: self.timeout,
-                retry: self.retry,
+            endpoint: Endpoint {
+                transport: Transport {
+                    client: self.http_client.unwrap_or_default(),
+                    provider: NAME,
+                    timeout: self.timeout,
+                    retry: self.retry,
+                },
+                url,
+                headers,
+                limits: http::limits(self.max_tools),
             },
-            url,
-            headers,
             options: wire::Options {
                 model,
                 max_tokens: self.max_tokens,
             },
-            limits: http::limits(self.max_tools),
         })
     }
 }

@@ -182,6 +182,62 @@ impl Transport {
     }
 }
 
+/// Parses a whole (non-streamed) answer body of one provider's wire format.
+pub(crate) type ParseResponse = fn(&[u8]) -> Result<ChatResponse, String>;
+
+/// One chat endpoint: where requests go and how, shared by both clients so the
+/// send / stream / replay logic exists once.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    pub(crate) transport: Transport,
+    pub(crate) url: String,
+    pub(crate) headers: HeaderMap,
+    pub(crate) limits: ProviderLimits,
+}
+
+impl Endpoint {
+    /// Checks the tool count and serialises a wire body built for `request`.
+    pub(crate) fn encode(
+        &self,
+        request: &ChatRequest,
+        body: &Value,
+    ) -> Result<Bytes, ProviderError> {
+        check_tool_count(self.transport.provider, request, self.limits)?;
+        serde_json::to_vec(body).map(Bytes::from).map_err(|e| {
+            self.transport
+                .decode_error(format!("could not encode the request: {e}"))
+        })
+    }
+
+    /// Sends `body` and parses the whole answer.
+    pub(crate) async fn chat(
+        &self,
+        body: Bytes,
+        parse: ParseResponse,
+    ) -> Result<ChatResponse, ProviderError> {
+        let bytes = self.transport.post(&self.url, &self.headers, body).await?;
+        parse(&bytes).map_err(|e| self.transport.decode_error(e))
+    }
+
+    /// Sends `body` asking for a stream; a server that answers plain JSON
+    /// instead has its answer replayed as a stream.
+    pub(crate) async fn chat_stream<A: Assembler>(
+        &self,
+        body: Bytes,
+        parse: ParseResponse,
+        assembler: A,
+    ) -> Result<ChatStream, ProviderError> {
+        let response = self
+            .transport
+            .post_streaming(&self.url, &self.headers, body)
+            .await?;
+        if is_json(&response) {
+            return replay(&self.transport, response, parse).await;
+        }
+        Ok(drive(&self.transport, response, assembler))
+    }
+}
+
 /// Refuses requests with more tools than the provider takes.
 pub(crate) fn check_tool_count(
     provider: &'static str,
@@ -359,7 +415,7 @@ pub(crate) fn is_json(response: &reqwest::Response) -> bool {
 pub(crate) async fn replay(
     transport: &Transport,
     response: reqwest::Response,
-    parse: fn(&[u8]) -> Result<ChatResponse, String>,
+    parse: ParseResponse,
 ) -> Result<ChatStream, ProviderError> {
     let bytes = tokio::time::timeout(transport.timeout, response.bytes())
         .await

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use crate::error::ProviderError;
-use crate::http::{self, Transport};
+use crate::http::{self, Endpoint, Transport};
 use crate::normalize::SchemaDialect;
 use crate::provider::{ChatProvider, ChatStream, ProviderLimits};
 use crate::request::{ChatRequest, ChatResponse};
@@ -51,11 +51,8 @@ const NAME: &str = "openai";
 /// ```
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
-    transport: Transport,
-    url: String,
-    headers: HeaderMap,
+    endpoint: Endpoint,
     options: wire::Options,
-    limits: ProviderLimits,
 }
 
 /// Builds an [`OpenAiClient`].
@@ -102,16 +99,12 @@ impl OpenAiClient {
 
     /// The endpoint requests go to.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 
     fn body(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ProviderError> {
-        http::check_tool_count(NAME, request, self.limits)?;
         let body = wire::request_body(&self.options, request, stream);
-        serde_json::to_vec(&body).map(Bytes::from).map_err(|e| {
-            self.transport
-                .decode_error(format!("could not encode the request: {e}"))
-        })
+        self.endpoint.encode(request, &body)
     }
 }
 
@@ -121,29 +114,19 @@ impl ChatProvider for OpenAiClient {
     }
 
     fn limits(&self) -> ProviderLimits {
-        self.limits
+        self.endpoint.limits
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         let body = self.body(&request, false)?;
-        let bytes = self.transport.post(&self.url, &self.headers, body).await?;
-        wire::parse_response(&bytes).map_err(|e| self.transport.decode_error(e))
+        self.endpoint.chat(body, wire::parse_response).await
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
         let body = self.body(&request, true)?;
-        let response = self
-            .transport
-            .post_streaming(&self.url, &self.headers, body)
-            .await?;
-        if http::is_json(&response) {
-            return http::replay(&self.transport, response, wire::parse_response).await;
-        }
-        Ok(http::drive(
-            &self.transport,
-            response,
-            stream::Assembler::default(),
-        ))
+        self.endpoint
+            .chat_stream(body, wire::parse_response, stream::Assembler::default())
+            .await
     }
 }
 
@@ -263,14 +246,17 @@ impl OpenAiClientBuilder {
             SchemaDialect::OpenAi
         };
         Ok(OpenAiClient {
-            transport: Transport {
-                client: self.http_client.unwrap_or_default(),
-                provider: NAME,
-                timeout: self.timeout,
-                retry: self.retry,
+            endpoint: Endpoint {
+                transport: Transport {
+                    client: self.http_client.unwrap_or_default(),
+                    provider: NAME,
+                    timeout: self.timeout,
+                    retry: self.retry,
+                },
+                url,
+                headers,
+                limits: http::limits(self.max_tools),
             },
-            url,
-            headers,
             options: wire::Options {
                 model,
                 dialect: self.dialect.unwrap_or(default_dialect),
@@ -281,7 +267,6 @@ impl OpenAiClientBuilder {
                     "max_tokens"
                 },
             },
-            limits: http::limits(self.max_tools),
         })
     }
 }
