@@ -26,7 +26,7 @@ pub use executor::{
     ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, BatchEvent, Decision, Executor,
     ExecutorBuilder,
 };
-pub use name::{MAX_NAME_LEN, ToolName};
+pub use name::{MAX_NAME_LEN, MAX_PROVIDER_NAME_LEN, ToolName, is_provider_safe};
 pub use output::{IntoToolOutput, Json, ToolOutput, Truncation};
 pub use registry::{Registry, discovered_tools};
 pub use schema::schema_for;

@@ -8,14 +8,24 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::SpecError;
 
-/// The longest name OpenAI and Anthropic both accept.
-pub const MAX_NAME_LEN: usize = 64;
+/// The longest tool name the registry holds: MCP's limit.
+pub const MAX_NAME_LEN: usize = 128;
 
-/// A validated tool name: 1 to 64 characters from `[A-Za-z0-9_-]`.
+/// The longest name OpenAI and Anthropic accept for a function.
+pub const MAX_PROVIDER_NAME_LEN: usize = 64;
+
+/// A validated tool name: 1 to 128 bytes of printable text.
 ///
-/// This is the intersection of what OpenAI (`^[a-zA-Z0-9_-]{1,64}$`) and
-/// Anthropic (`^[a-zA-Z0-9_-]{1,64}$`) accept for function names, so a tool
-/// that registers can be sent to either provider unchanged. Cloning is cheap.
+/// The registry keeps names as their source wrote them, so an MCP tool called
+/// `github.create_issue`, a catalog entry called `math/factorial` or one
+/// called `Get Weather` keep their names. What is refused: the empty name,
+/// more than [`MAX_NAME_LEN`] bytes, control characters, leading or trailing
+/// whitespace, and `,` (the separator of selection expressions).
+///
+/// LLM APIs accept less (`^[a-zA-Z0-9_-]{1,64}$` at OpenAI and Anthropic):
+/// [`ToolName::is_provider_safe`] tells whether a name can be sent as it is;
+/// other names are mapped per request by the LLM layer and mapped back when
+/// the model calls them (ADR 0007). Cloning is cheap.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ToolName(Arc<str>);
 
@@ -33,28 +43,27 @@ impl ToolName {
 
     /// A valid name made from any text, for names that come from elsewhere.
     ///
-    /// Characters outside `[A-Za-z0-9_-]` become `_`, the result is cut to
-    /// [`MAX_NAME_LEN`] bytes and an empty name becomes `_`; a valid name is
-    /// kept as it is.
+    /// Control characters and `,` become `_`, surrounding whitespace is
+    /// trimmed, the result is cut to [`MAX_NAME_LEN`] bytes (on a character
+    /// boundary) and an empty name becomes `_`; a valid name is kept as it is.
     ///
     /// ```
     /// use toolbelt_core::ToolName;
-    /// assert_eq!(ToolName::sanitized("github.create issue").as_str(), "github_create_issue");
+    /// assert_eq!(ToolName::sanitized("github.create_issue").as_str(), "github.create_issue");
+    /// assert_eq!(ToolName::sanitized(" a,b\n").as_str(), "a_b");
     /// ```
     pub fn sanitized(name: &str) -> Self {
-        let mut clean: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(MAX_NAME_LEN)
-            .collect();
+        let mut clean = String::with_capacity(name.len().min(MAX_NAME_LEN));
+        for c in name.trim().chars() {
+            let c = if c.is_control() || c == ',' { '_' } else { c };
+            if clean.len() + c.len_utf8() > MAX_NAME_LEN {
+                break;
+            }
+            clean.push(c);
+        }
+        let clean = clean.trim_end();
         if clean.is_empty() {
-            clean.push('_');
+            return Self(Arc::from("_"));
         }
         Self(Arc::from(clean))
     }
@@ -63,10 +72,63 @@ impl ToolName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether OpenAI and Anthropic accept this name as it is:
+    /// `[A-Za-z0-9_-]{1,64}`.
+    ///
+    /// ```
+    /// use toolbelt_core::ToolName;
+    /// assert!(ToolName::new("file_read").unwrap().is_provider_safe());
+    /// assert!(!ToolName::new("github.create_issue").unwrap().is_provider_safe());
+    /// ```
+    pub fn is_provider_safe(&self) -> bool {
+        is_provider_safe(&self.0)
+    }
 }
 
-/// Checks `name` against `[A-Za-z0-9_-]{1,64}`; `what` names the thing checked.
+/// Whether `name` matches `[A-Za-z0-9_-]{1,64}`, what OpenAI and Anthropic accept.
+pub fn is_provider_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_PROVIDER_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Checks `name` against the tool-name rule of [`ToolName`]; `what` names the thing checked.
 pub(crate) fn validate_name(name: &str, what: &'static str) -> Result<(), SpecError> {
+    let invalid = |reason: String| SpecError::InvalidName {
+        name: name.to_owned(),
+        what,
+        reason,
+    };
+    if name.is_empty() {
+        return Err(invalid("must not be empty".to_owned()));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(invalid(format!(
+            "is {} bytes long; at most {MAX_NAME_LEN} are allowed",
+            name.len()
+        )));
+    }
+    if name.trim() != name {
+        return Err(invalid(
+            "starts or ends with whitespace; trim it".to_owned(),
+        ));
+    }
+    if let Some((at, ch)) = name
+        .char_indices()
+        .find(|(_, c)| c.is_control() || *c == ',')
+    {
+        return Err(invalid(format!(
+            "has {ch:?} at byte {at}; control characters and ',' are not allowed"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks `name` against the strict rule `[A-Za-z0-9_-]{1,64}` (used for tags).
+pub(crate) fn validate_strict_name(name: &str, what: &'static str) -> Result<(), SpecError> {
     if name.is_empty() {
         return Err(SpecError::InvalidName {
             name: name.to_owned(),
@@ -74,12 +136,12 @@ pub(crate) fn validate_name(name: &str, what: &'static str) -> Result<(), SpecEr
             reason: "must not be empty".to_owned(),
         });
     }
-    if name.len() > MAX_NAME_LEN {
+    if name.len() > MAX_PROVIDER_NAME_LEN {
         return Err(SpecError::InvalidName {
             name: name.to_owned(),
             what,
             reason: format!(
-                "is {} bytes long; at most {MAX_NAME_LEN} are allowed",
+                "is {} bytes long; at most {MAX_PROVIDER_NAME_LEN} are allowed",
                 name.len()
             ),
         });
@@ -167,18 +229,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn accepts_the_provider_character_set() {
-        for ok in ["a", "file_read", "git-status", "A1_b-2", &"x".repeat(64)] {
+    fn accepts_names_as_their_sources_write_them() {
+        for ok in [
+            "a",
+            "file_read",
+            "git-status",
+            "github.create_issue",
+            "math/factorial",
+            "ns:tool",
+            "Get Weather",
+            "读文件",
+            &"x".repeat(128),
+        ] {
             assert!(ToolName::new(ok).is_ok(), "{ok} should be accepted");
         }
     }
 
     #[test]
     fn rejects_with_the_culprit_named() {
-        let err = ToolName::new("file.read").unwrap_err().to_string();
+        let err = ToolName::new("a,b").unwrap_err().to_string();
         assert_eq!(
             err,
-            "invalid tool name \"file.read\": has '.' at byte 4; only ASCII letters, digits, '_' and '-' are allowed"
+            "invalid tool name \"a,b\": has ',' at byte 1; control characters and ',' are not allowed"
         );
         assert!(
             ToolName::new("")
@@ -187,11 +259,34 @@ mod tests {
                 .contains("must not be empty")
         );
         assert!(
-            ToolName::new("x".repeat(65))
+            ToolName::new("x".repeat(129))
                 .unwrap_err()
                 .to_string()
-                .contains("65 bytes")
+                .contains("129 bytes")
         );
-        assert!(ToolName::new("读文件").is_err());
+        assert!(ToolName::new(" padded").is_err());
+        assert!(ToolName::new("tab\there").is_err());
+    }
+
+    #[test]
+    fn provider_safety_is_the_api_character_set() {
+        assert!(is_provider_safe("file_read"));
+        assert!(is_provider_safe(&"x".repeat(64)));
+        assert!(!is_provider_safe(&"x".repeat(65)));
+        assert!(!is_provider_safe("a.b"));
+        assert!(!is_provider_safe(""));
+    }
+
+    #[test]
+    fn sanitized_keeps_valid_names_and_cuts_on_char_boundaries() {
+        assert_eq!(
+            ToolName::sanitized("math.factorial").as_str(),
+            "math.factorial"
+        );
+        let long = "读".repeat(60); // 180 bytes
+        let cut = ToolName::sanitized(&long);
+        assert!(cut.as_str().len() <= MAX_NAME_LEN);
+        assert!(ToolName::new(cut.as_str()).is_ok());
+        assert_eq!(ToolName::sanitized(" \n ").as_str(), "_");
     }
 }

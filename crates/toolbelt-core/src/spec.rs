@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::SpecError;
-use crate::name::{ToolName, validate_name};
+use crate::name::{ToolName, validate_strict_name};
 
 /// Where a tool comes from; decides nothing at run time but is shown to people and stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -257,7 +257,7 @@ pub(crate) fn validate_tag(tag: &str) -> Result<(), SpecError> {
         .chars()
         .map(|c| if c == '.' || c == ':' { '_' } else { c })
         .collect();
-    validate_name(&plain, "tag").map_err(|err| match err {
+    validate_strict_name(&plain, "tag").map_err(|err| match err {
         SpecError::InvalidName { what, reason, .. } => SpecError::InvalidName {
             name: tag.to_owned(),
             what,

@@ -26,8 +26,11 @@ pub(crate) const KNOWN_KEYS: &[&str] = &[
     "crate",
 ];
 
-/// The longest tool name OpenAI and Anthropic both accept (as `toolbelt_core::MAX_NAME_LEN`).
-const MAX_NAME_LEN: usize = 64;
+/// The longest tool name the registry holds (as `toolbelt_core::MAX_NAME_LEN`).
+const MAX_NAME_LEN: usize = 128;
+
+/// The longest tag (as `toolbelt_core::MAX_PROVIDER_NAME_LEN`).
+const MAX_TAG_LEN: usize = 64;
 
 /// Read-only or mutating, as written (`read_only` / `mutating`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,7 +266,8 @@ fn parse_tags(meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<String>> {
     Ok(tags)
 }
 
-/// Checks `name` against `[A-Za-z0-9_-]{1,64}`, the rule of `toolbelt_core::ToolName`.
+/// Checks a tool name against the rule of `toolbelt_core::ToolName`: 1 to 128
+/// bytes, no control characters, no `,`, no surrounding whitespace.
 pub(crate) fn check_name(name: &str, what: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err(format!("invalid {what} {name:?}: must not be empty"));
@@ -274,24 +278,42 @@ pub(crate) fn check_name(name: &str, what: &str) -> Result<(), String> {
             name.len()
         ));
     }
+    if name.trim() != name {
+        return Err(format!(
+            "invalid {what} {name:?}: starts or ends with whitespace; trim it"
+        ));
+    }
     if let Some((at, ch)) = name
         .char_indices()
-        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+        .find(|(_, c)| c.is_control() || *c == ',')
     {
         return Err(format!(
-            "invalid {what} {name:?}: has {ch:?} at byte {at}; only ASCII letters, digits, '_' and '-' are allowed"
+            "invalid {what} {name:?}: has {ch:?} at byte {at}; control characters and ',' are not allowed"
         ));
     }
     Ok(())
 }
 
-/// Tags follow the name rule plus `.` and `:` for namespaces (`mcp:github`), as in the core.
+/// Tags are `[A-Za-z0-9_-]{1,64}` plus `.` and `:` for namespaces (`mcp:github`), as in the core.
 pub(crate) fn check_tag(tag: &str) -> Result<(), String> {
-    let plain: String = tag
-        .chars()
-        .map(|c| if c == '.' || c == ':' { '_' } else { c })
-        .collect();
-    check_name(&plain, "tag").map_err(|e| e.replacen(&format!("{plain:?}"), &format!("{tag:?}"), 1))
+    if tag.is_empty() {
+        return Err(format!("invalid tag {tag:?}: must not be empty"));
+    }
+    if tag.len() > MAX_TAG_LEN {
+        return Err(format!(
+            "invalid tag {tag:?}: is {} bytes long; at most {MAX_TAG_LEN} are allowed",
+            tag.len()
+        ));
+    }
+    if let Some((at, ch)) = tag
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(*c, '_' | '-' | '.' | ':')))
+    {
+        return Err(format!(
+            "invalid tag {tag:?}: has {ch:?} at byte {at}; only ASCII letters, digits, '_' and '-' are allowed"
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `"500ms"`, `"30s"`, `"2m"`, `"1h"` (a positive integer and a unit).

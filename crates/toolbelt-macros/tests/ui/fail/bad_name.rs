@@ -1,7 +1,7 @@
 use toolbelt_macros::tool;
 
-/// Dots are not allowed in tool names.
-#[tool(name = "file.read")]
+/// Commas separate selections, so they are not allowed in tool names.
+#[tool(name = "file,read")]
 async fn file_read() -> &'static str {
     ""
 }
