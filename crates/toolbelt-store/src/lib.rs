@@ -1,0 +1,24 @@
+#![doc = include_str!("../README.md")]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod agents;
+mod availability;
+mod error;
+mod store;
+mod sync;
+mod tools;
+
+pub use agents::{AgentDraft, AgentRecord, AgentSettings, Binding, RouterSettings, split_pin};
+pub use availability::{
+    Availability, Condition, Environment, Reason, Verdict, availability, selection_includes,
+};
+pub use error::{Result, StoreError};
+pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions};
+pub use sync::SyncReport;
+pub use tools::{ToolDraft, ToolRecord, ToolSource, ToolVersion, spec_hash};
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Store>();
+    assert_send_sync::<StoreError>();
+};
