@@ -9,6 +9,7 @@
 
 mod agents;
 mod child;
+mod records;
 mod support;
 mod sync;
 mod tools;
