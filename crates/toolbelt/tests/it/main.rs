@@ -4,6 +4,7 @@ mod cli_route;
 mod cli_run;
 mod cli_store;
 mod cli_tools;
+mod stored_agents;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
