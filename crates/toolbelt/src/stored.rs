@@ -1,5 +1,5 @@
 //! Stored tools and agents meet the runtime: the tool file format (`toolbelt tools add -f`),
-//! the factory that builds declarative tools for a [`LiveRegistry`](toolbelt_store::LiveRegistry),
+//! the factory that builds declarative tools for a [`LiveRegistry`],
 //! and the facts `why` checks availability against.
 
 use std::path::Path;
@@ -205,7 +205,7 @@ pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String
     serde_json::from_value(value).map_err(|e| e.to_string())
 }
 
-/// The factory a [`LiveRegistry`](toolbelt_store::LiveRegistry) uses for declarative tools.
+/// The factory a [`LiveRegistry`] uses for declarative tools.
 pub fn declarative_factory(secrets: Secrets) -> impl ToolFactory {
     move |spec: &ToolSpec, definition: Option<&Value>| -> Result<ToolHandle, StoreError> {
         let definition = definition.ok_or_else(|| invalid("definition", "missing"))?;
