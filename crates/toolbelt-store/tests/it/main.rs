@@ -11,6 +11,7 @@ mod agents;
 mod child;
 mod live;
 mod records;
+mod schema;
 mod support;
 mod sync;
 mod tools;
