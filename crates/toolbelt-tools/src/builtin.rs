@@ -6,6 +6,7 @@ use crate::config::{AgentInfo, ConfigTool, EffectiveConfig, SelfInfoTool};
 use crate::file_ops::{FileEditTool, FileReadTool, FileSearchTool, FileWriteTool, ListDirTool};
 use crate::git_ops::{GitTool, GitWriteTool};
 use crate::human::{AskHumanTool, Human};
+use crate::memory::{Memory, MemoryForgetTool, MemoryListTool, MemoryRecallTool, MemoryStoreTool};
 use crate::shell::{ShellConfig, ShellExecTool};
 use crate::todo::{TodoAddTool, TodoListTool, TodoUpdateTool, Todos};
 use crate::web::{HttpConfig, HttpGetTool, HttpRequestTool};
@@ -13,11 +14,11 @@ use crate::workspace::Workspace;
 
 /// The groups (tags) of the built-in tools, in the order of seed 002.
 pub const BUILTIN_GROUPS: &[&str] = &[
-    "file_ops", "shell", "git_ops", "web", "todo", "human", "config",
+    "file_ops", "shell", "git_ops", "web", "todo", "human", "config", "memory",
 ];
 
-/// Groups whose tools need persistence and arrive with the store: `memory` and `routine`.
-pub const RESERVED_GROUPS: &[&str] = &["memory", "routine"];
+/// Groups whose tools need persistence and arrive with the store: `routine`.
+pub const RESERVED_GROUPS: &[&str] = &["routine"];
 
 /// Per-host settings of the built-in tools, installed as [`ToolContext`] extensions.
 ///
@@ -44,6 +45,7 @@ pub struct BuiltinConfig {
     human: Option<Human>,
     agent: Option<AgentInfo>,
     config: Option<EffectiveConfig>,
+    memory: Option<Memory>,
 }
 
 impl BuiltinConfig {
@@ -57,6 +59,7 @@ impl BuiltinConfig {
             human: None,
             agent: None,
             config: None,
+            memory: None,
         }
     }
 
@@ -96,6 +99,13 @@ impl BuiltinConfig {
         self
     }
 
+    /// Sets the memory (store and scope) the `memory_*` tools use; without it they fail
+    /// with a message saying memory is not configured.
+    pub fn with_memory(mut self, memory: Memory) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
@@ -116,6 +126,9 @@ impl BuiltinConfig {
         }
         if let Some(config) = &self.config {
             ext.insert(config.clone());
+        }
+        if let Some(memory) = &self.memory {
+            ext.insert(memory.clone());
         }
         ext
     }
@@ -148,6 +161,10 @@ pub fn builtin_tools() -> Result<Vec<ToolHandle>, SpecError> {
         ToolHandle::new(AskHumanTool)?,
         ToolHandle::new(ConfigTool)?,
         ToolHandle::new(SelfInfoTool)?,
+        ToolHandle::new(MemoryStoreTool)?,
+        ToolHandle::new(MemoryRecallTool)?,
+        ToolHandle::new(MemoryForgetTool)?,
+        ToolHandle::new(MemoryListTool)?,
     ])
 }
 

@@ -6,6 +6,7 @@ mod config;
 mod file_ops;
 mod git_ops;
 mod human;
+mod memory;
 mod process;
 mod shell;
 mod todo;
@@ -25,6 +26,13 @@ pub use human::{
     AskHumanTool, Human, HumanChannel, HumanError, HumanQuestion, PendingQuestions, StdinChannel,
     ask_human,
 };
+pub use memory::{
+    DEFAULT_MAX_ENTRIES_PER_AGENT, DEFAULT_MAX_ENTRY_BYTES, MAX_TAG_BYTES, MAX_TAGS, Memory,
+    MemoryEntry, MemoryError, MemoryForgetTool, MemoryIndex, MemoryLimits, MemoryListTool,
+    MemoryRecallTool, MemoryScope, MemoryStore, MemoryStoreTool, NewMemory, RecallHit, RecallQuery,
+    bm25, format_ms, memory_forget, memory_list, memory_recall, memory_store, memory_terms, owns,
+    sort_hits,
+};
 pub use shell::{DEFAULT_ENV_ALLOW, ShellConfig, ShellExecTool, shell_exec};
 pub use todo::{
     MemoryTodoStore, TodoAddTool, TodoError, TodoItem, TodoListTool, TodoStatus, TodoStore,
@@ -42,4 +50,5 @@ const _: () = {
     assert_send_sync::<HttpConfig>();
     assert_send_sync::<Human>();
     assert_send_sync::<Todos>();
+    assert_send_sync::<Memory>();
 };
