@@ -7,6 +7,7 @@ mod changes;
 mod error;
 mod live;
 mod mcp_servers;
+mod memory;
 mod run_log;
 mod runs;
 mod store;
@@ -22,6 +23,7 @@ pub use changes::Change;
 pub use error::{Result, StoreError};
 pub use live::{LiveRegistry, LiveRegistryBuilder, Reconciled, ToolFactory, WatchHandle};
 pub use mcp_servers::McpServerRecord;
+pub use memory::StoreMemory;
 pub use run_log::{
     LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask, RunLogWriter,
     redact,

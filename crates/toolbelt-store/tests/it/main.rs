@@ -10,6 +10,7 @@
 mod agents;
 mod child;
 mod live;
+mod memory;
 mod records;
 mod support;
 mod sync;
