@@ -7,6 +7,7 @@ use crate::file_ops::{FileEditTool, FileReadTool, FileSearchTool, FileWriteTool,
 use crate::git_ops::{GitTool, GitWriteTool};
 use crate::human::{AskHumanTool, Human};
 use crate::memory::{Memory, MemoryForgetTool, MemoryListTool, MemoryRecallTool, MemoryStoreTool};
+use crate::routine::{RoutineTool, Routines};
 use crate::shell::{ShellConfig, ShellExecTool};
 use crate::todo::{TodoAddTool, TodoListTool, TodoUpdateTool, Todos};
 use crate::web::{HttpConfig, HttpGetTool, HttpRequestTool};
@@ -14,11 +15,12 @@ use crate::workspace::Workspace;
 
 /// The groups (tags) of the built-in tools, in the order of seed 002.
 pub const BUILTIN_GROUPS: &[&str] = &[
-    "file_ops", "shell", "git_ops", "web", "todo", "human", "config", "memory",
+    "file_ops", "shell", "git_ops", "web", "todo", "human", "config", "memory", "routine",
 ];
 
-/// Groups whose tools need persistence and arrive with the store: `routine`.
-pub const RESERVED_GROUPS: &[&str] = &["routine"];
+/// Groups named by seed 002 whose tools are not built in yet: none since `memory` and
+/// `routine` landed (their stores live in `toolbelt-store`).
+pub const RESERVED_GROUPS: &[&str] = &[];
 
 /// Per-host settings of the built-in tools, installed as [`ToolContext`] extensions.
 ///
@@ -46,6 +48,7 @@ pub struct BuiltinConfig {
     agent: Option<AgentInfo>,
     config: Option<EffectiveConfig>,
     memory: Option<Memory>,
+    routines: Option<Routines>,
 }
 
 impl BuiltinConfig {
@@ -60,6 +63,7 @@ impl BuiltinConfig {
             agent: None,
             config: None,
             memory: None,
+            routines: None,
         }
     }
 
@@ -106,6 +110,13 @@ impl BuiltinConfig {
         self
     }
 
+    /// Sets the routines the `routine` tool manages; without it the tool fails with a
+    /// message saying routines are not configured.
+    pub fn with_routines(mut self, routines: Routines) -> Self {
+        self.routines = Some(routines);
+        self
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
@@ -129,6 +140,9 @@ impl BuiltinConfig {
         }
         if let Some(memory) = &self.memory {
             ext.insert(memory.clone());
+        }
+        if let Some(routines) = &self.routines {
+            ext.insert(routines.clone());
         }
         ext
     }
@@ -165,6 +179,7 @@ pub fn builtin_tools() -> Result<Vec<ToolHandle>, SpecError> {
         ToolHandle::new(MemoryRecallTool)?,
         ToolHandle::new(MemoryForgetTool)?,
         ToolHandle::new(MemoryListTool)?,
+        ToolHandle::new(RoutineTool)?,
     ])
 }
 

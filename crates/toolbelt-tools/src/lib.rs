@@ -8,6 +8,7 @@ mod git_ops;
 mod human;
 mod memory;
 mod process;
+mod routine;
 mod shell;
 mod todo;
 mod web;
@@ -33,6 +34,11 @@ pub use memory::{
     bm25, format_ms, memory_forget, memory_list, memory_recall, memory_store, memory_terms, owns,
     sort_hits,
 };
+pub use routine::{
+    MAX_INTERVAL_SECS, MissedPolicy, RoutineAction, RoutineDraft, RoutineError, RoutineInfo,
+    RoutineStore, RoutineTool, Routines, SCHEDULE_FORMS, Schedule, describe_routine, routine,
+    utc_ms,
+};
 pub use shell::{DEFAULT_ENV_ALLOW, ShellConfig, ShellExecTool, shell_exec};
 pub use todo::{
     MemoryTodoStore, TodoAddTool, TodoError, TodoItem, TodoListTool, TodoStatus, TodoStore,
@@ -51,4 +57,5 @@ const _: () = {
     assert_send_sync::<Human>();
     assert_send_sync::<Todos>();
     assert_send_sync::<Memory>();
+    assert_send_sync::<Routines>();
 };

@@ -43,7 +43,8 @@ fn list_shows_every_builtin_grouped_with_effect_and_approval() {
             "todo (3)",
             "human (1)",
             "config (2)",
-            "memory (4)"
+            "memory (4)",
+            "routine (1)"
         ]
     );
     assert!(
@@ -64,7 +65,7 @@ fn list_json_has_groups_and_specs() {
         doc["groups"]["web"],
         serde_json::json!(["http_get", "http_request"])
     );
-    assert_eq!(doc["reserved_groups"], serde_json::json!(["routine"]));
+    assert_eq!(doc["reserved_groups"], serde_json::json!([]));
     let read = doc["tools"]
         .as_array()
         .unwrap()
