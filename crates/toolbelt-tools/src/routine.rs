@@ -105,7 +105,8 @@ impl From<RoutineError> for ToolError {
 fn parse_cron(expr: &str) -> Result<Cron, RoutineError> {
     let expr = expr.trim();
     let fields = expr.split_whitespace().count();
-    if !(expr.starts_with('@') && fields == 1) && !(5..=6).contains(&fields) {
+    let alias = expr.starts_with('@') && fields == 1;
+    if !alias && !(5..=6).contains(&fields) {
         return Err(RoutineError::invalid(
             "/cron",
             format!("`{expr}` has {fields} fields; use {SCHEDULE_FORMS}"),
