@@ -46,7 +46,7 @@ impl Engine {
 
 /// Highest schema version this build knows (the number of the last migration).
 /// Migrations from 100 on belong to memory and routines (issue 10).
-pub const SCHEMA_VERSION: i64 = 100;
+pub const SCHEMA_VERSION: i64 = 101;
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -59,6 +59,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "memory",
         include_str!("../migrations/sqlite/0100_memory.sql"),
     ),
+    (
+        101,
+        "routines",
+        include_str!("../migrations/sqlite/0101_routines.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -70,6 +75,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         100,
         "memory",
         include_str!("../migrations/postgres/0100_memory.sql"),
+    ),
+    (
+        101,
+        "routines",
+        include_str!("../migrations/postgres/0101_routines.sql"),
     ),
 ];
 

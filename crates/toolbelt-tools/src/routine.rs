@@ -207,7 +207,7 @@ impl Schedule {
 pub enum MissedPolicy {
     #[default]
     Skip, // Record them as missed, run none.
-    RunOnce, // Run the latest one, record the others as missed.
+    RunOnce, // Run the latest missed one unless one ran on time; record the others as missed.
     RunAll,  // Run every one, oldest first.
 }
 
@@ -306,9 +306,8 @@ impl RoutineDraft {
     }
 }
 
-/// A stored routine as the tool and CLI show it.
+/// A stored routine as the tool and CLI show it (built by store implementations).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
 pub struct RoutineInfo {
     /// Name.
     pub name: String,

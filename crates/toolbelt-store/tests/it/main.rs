@@ -12,6 +12,7 @@ mod child;
 mod live;
 mod memory;
 mod records;
+mod routines;
 mod support;
 mod sync;
 mod tools;
