@@ -7,6 +7,7 @@
 //! tools whose revision moved, so lost or reordered notifications cannot leave a stale registry.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,6 +63,8 @@ pub struct LiveRegistry {
     factories: HashMap<ToolSource, Arc<dyn ToolFactory>>,
     installed: Mutex<HashMap<String, Installed>>,
     reconcile_lock: tokio::sync::Mutex<()>,
+    /// The change-feed sequence number read before the last successful reconcile.
+    synced_seq: AtomicI64,
 }
 
 impl std::fmt::Debug for LiveRegistry {
@@ -114,6 +117,7 @@ impl LiveRegistryBuilder {
             factories: self.factories,
             installed: Mutex::new(HashMap::new()),
             reconcile_lock: tokio::sync::Mutex::new(()),
+            synced_seq: AtomicI64::new(-1),
         });
         live.reconcile().await?;
         Ok(live)
@@ -190,6 +194,9 @@ impl LiveRegistry {
     /// The database's error (the registry is left as it was).
     pub async fn reconcile(&self) -> Result<Reconciled> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
+        // Read the feed position first: a change committed after this point is seen by the next
+        // poll even if this reconcile already picked it up.
+        let seq = self.store.latest_change().await?;
         let rows = sqlx::query("SELECT name, source, enabled, missing, revision FROM tools")
             .fetch_all(&self.store.pool)
             .await?;
@@ -277,6 +284,7 @@ impl LiveRegistry {
                 }
             }
         }
+        self.synced_seq.store(seq, Ordering::SeqCst);
         Ok(report)
     }
 
@@ -300,18 +308,15 @@ impl LiveRegistry {
     }
 
     async fn poll_loop(&self, interval: Duration, cancel: CancellationToken) {
-        let mut seen = self.store.latest_change().await.unwrap_or(0);
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep(interval) => {}
             }
             match self.store.latest_change().await {
-                Ok(latest) if latest != seen => {
+                Ok(latest) if latest != self.synced_seq.load(Ordering::SeqCst) => {
                     if let Err(error) = self.reconcile().await {
                         tracing::warn!(%error, "live registry: reconcile failed");
-                    } else {
-                        seen = latest;
                     }
                 }
                 Ok(_) => {}

@@ -70,6 +70,9 @@ pub struct ToolDraft {
     pub changed_by: String,
     /// Why, shown in `tools versions`.
     pub note: Option<String>,
+    /// Who may use the tool, and when; `None` keeps the stored rules (unrestricted on create).
+    /// Rules are not versioned: they belong to the tool, not to one of its versions.
+    pub availability: Option<Availability>,
 }
 
 impl ToolDraft {
@@ -81,7 +84,14 @@ impl ToolDraft {
             definition: None,
             changed_by: changed_by.into(),
             note: None,
+            availability: None,
         }
+    }
+
+    /// Sets the availability rules.
+    pub fn with_availability(mut self, availability: Availability) -> Self {
+        self.availability = Some(availability);
+        self
     }
 
     /// Sets the factory definition.
@@ -259,6 +269,9 @@ fn write_canonical(hasher: &mut Sha256, value: &Value) {
 /// Checks what the store itself can check of a draft: tags, that the parameters are an object
 /// schema and valid JSON Schema, and that a non-compiled tool has a definition object.
 pub(crate) fn validate_draft(draft: &ToolDraft) -> Result<()> {
+    if let Some(availability) = &draft.availability {
+        availability.validate()?;
+    }
     draft
         .spec
         .validate()
@@ -335,13 +348,17 @@ impl Store {
             });
         }
         sqlx::query(
-            "INSERT INTO tools (name, source, current_version, latest_version, current_hash, enabled, missing, availability, revision, created_at, updated_at, changed_by) VALUES ($1, $2, 1, 1, $3, 1, 0, '{}', 1, $4, $4, $5)",
+            "INSERT INTO tools (name, source, current_version, latest_version, current_hash, enabled, missing, availability, revision, created_at, updated_at, changed_by) VALUES ($1, $2, 1, 1, $3, 1, 0, $6, 1, $4, $4, $5)",
         )
         .bind(name)
         .bind(draft.source.as_str())
         .bind(hash.as_str())
         .bind(at)
         .bind(draft.changed_by.as_str())
+        .bind(to_json(
+            &draft.availability.clone().unwrap_or_default(),
+            "availability",
+        )?)
         .execute(&mut *tx)
         .await?;
         insert_version(&mut tx, draft, 1, &hash, at).await?;
@@ -383,9 +400,21 @@ impl Store {
                 ),
             ));
         }
+        if let Some(availability) = &draft.availability {
+            sqlx::query("UPDATE tools SET availability = $1 WHERE name = $2")
+                .bind(to_json(availability, "availability")?)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
         let current_hash: String = row.try_get("current_hash")?;
         if current_hash == hash {
-            tx.rollback().await?;
+            if draft.availability.is_some() {
+                record_change(&mut tx, "tool", name, "upsert").await?;
+                tx.commit().await?;
+            } else {
+                tx.rollback().await?;
+            }
             return self.get_tool(name).await;
         }
         let version = row.try_get::<i64, _>("latest_version")? + 1;

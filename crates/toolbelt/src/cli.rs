@@ -1,7 +1,10 @@
 //! Argument parsing and dispatch to one module per subcommand.
 
+mod agents;
+mod db;
 mod route;
 mod run;
+mod stored_tools;
 mod tools;
 
 use std::process::ExitCode;
@@ -25,6 +28,12 @@ enum Command {
     Route(route::RouteArgs),
     /// Run an agent on one input, streaming its answer.
     Run(run::RunArgs),
+    /// Migrate the database and sync the compiled-in tools into it.
+    #[command(subcommand)]
+    Db(db::DbCommand),
+    /// Create, show, bind and list agents stored in the database.
+    #[command(subcommand)]
+    Agents(agents::AgentsCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -51,6 +60,8 @@ pub(crate) fn main() -> ExitCode {
             Command::Tools(cmd) => tools::run(cmd).await,
             Command::Route(args) => route::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Db(cmd) => db::run(cmd).await,
+            Command::Agents(cmd) => agents::run(cmd).await,
         }
     });
     match result {

@@ -36,6 +36,13 @@ pub mod tools {
     pub use toolbelt_tools::*;
 }
 
+/// SQLite/Postgres persistence: tools with versions, agents, bindings, live sync (crate `toolbelt-store`).
+pub mod store {
+    pub use toolbelt_store::*;
+}
+
+pub mod stored;
+
 /// The repository README's code blocks, compiled and run as doc tests.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]

@@ -27,6 +27,9 @@ pub(crate) enum ToolsCommand {
     List(ListArgs),
     /// Call one tool with JSON arguments and print its output.
     Call(CallArgs),
+    /// Tools stored in the database (add, update, rm, enable, disable, show, versions, rollback, why).
+    #[command(flatten)]
+    Stored(super::stored_tools::StoredToolsCommand),
 }
 
 /// Arguments of `toolbelt tools list`.
@@ -63,10 +66,14 @@ pub(crate) struct CallArgs {
 }
 
 pub(crate) async fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
+    if let ToolsCommand::Stored(cmd) = cmd {
+        return super::stored_tools::run(cmd).await;
+    }
     let registry = Registry::discovered().context("could not collect the linked tools")?;
     match cmd {
         ToolsCommand::List(args) => list(&registry, &args),
         ToolsCommand::Call(args) => call(&registry, args).await,
+        ToolsCommand::Stored(_) => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -2,7 +2,9 @@
 
 mod cli_route;
 mod cli_run;
+mod cli_store;
 mod cli_tools;
+mod stored_agents;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

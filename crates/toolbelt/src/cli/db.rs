@@ -1,0 +1,96 @@
+//! `toolbelt db`: migrate the database and sync the compiled-in tools into it.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use toolbelt_core::Registry;
+use toolbelt_store::Store;
+
+/// Where the database is; shared by every subcommand that uses it.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct DbArgs {
+    /// `sqlite://PATH` (created on first use) or `postgres://USER@HOST/DB`.
+    #[arg(
+        long = "database-url",
+        env = "TOOLBELT_DATABASE_URL",
+        default_value = "sqlite://toolbelt.db",
+        value_name = "URL"
+    )]
+    pub(crate) url: String,
+}
+
+impl DbArgs {
+    /// Opens the store (applying pending migrations).
+    pub(crate) async fn open(&self) -> anyhow::Result<Store> {
+        Store::open(&self.url)
+            .await
+            .with_context(|| format!("could not open the database {}", redact_url(&self.url)))
+    }
+}
+
+/// The URL without a password.
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let user_info = &url[scheme_end + 3..at];
+            match user_info.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Subcommands of `toolbelt db`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum DbCommand {
+    /// Apply pending migrations, then store the compiled-in tools (new versions for changed ones,
+    /// `missing` for vanished ones).
+    Migrate(MigrateArgs),
+}
+
+/// Arguments of `toolbelt db migrate`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct MigrateArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// Only migrate; do not sync the compiled-in tools.
+    #[arg(long)]
+    no_sync: bool,
+}
+
+pub(crate) async fn run(cmd: DbCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        DbCommand::Migrate(args) => {
+            let store = args.db.open().await?;
+            let version = store.migrate().await?;
+            println!(
+                "database {} at schema version {version} ({})",
+                redact_url(&args.db.url),
+                store.engine().as_str()
+            );
+            if !args.no_sync {
+                let registry =
+                    Registry::discovered().context("could not collect the linked tools")?;
+                let specs: Vec<_> = registry.list().iter().map(|t| t.spec().clone()).collect();
+                let report = store.sync_compiled(&specs, "toolbelt db migrate").await?;
+                println!(
+                    "compiled tools: {} new, {} updated, {} unchanged, {} missing, {} restored",
+                    report.created.len(),
+                    report.updated.len(),
+                    report.unchanged,
+                    report.missing.len(),
+                    report.restored.len()
+                );
+                for name in &report.clashes {
+                    println!(
+                        "note: compiled tool `{name}` is not stored: a declarative tool has that name"
+                    );
+                }
+            }
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

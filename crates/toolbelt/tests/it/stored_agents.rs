@@ -1,0 +1,111 @@
+//! Agents built from stored rows: their tools follow availability and pins, and a stored agent
+//! tool runs the stored agent (SQLite; Postgres when `TOOLBELT_TEST_PG_URL` is set).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolbelt::store::{
+    AgentDraft, Binding, Environment, LiveRegistry, Store, StoreOptions, ToolSource,
+};
+use toolbelt::stored::{AgentToolFactory, ToolFile, build_agent, declarative_factory};
+use toolbelt_agent::testing::ScriptedProvider;
+use toolbelt_core::ToolContext;
+use toolbelt_tools::declarative::Secrets;
+
+const ECHO: &str = r#"
+name: shout
+description: Print the text in capitals
+needs_approval: false
+parameters:
+  type: object
+  properties: {text: {type: string}}
+  required: [text]
+command:
+  argv: ["sh", "-c", "echo \"$1\" | tr a-z A-Z", "shout", "{{text}}"]
+"#;
+
+const ASK: &str = "name: ask_worker\ndescription: Ask the worker agent\nagent: {agent: worker}\n";
+
+async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("a.db").display());
+    let mut stores = vec![(Store::open(&url).await.unwrap(), Some(dir))];
+    match std::env::var("TOOLBELT_TEST_PG_URL") {
+        Ok(pg) => {
+            let schema = format!("agents_{}", std::process::id());
+            let options = StoreOptions::default().with_pg_schema(schema);
+            stores.push((Store::open_with(&pg, options).await.unwrap(), None));
+        }
+        Err(_) => eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)"),
+    }
+    stores
+}
+
+#[tokio::test]
+async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
+    for (store, _dir) in stores().await {
+        store
+            .create_tool(&ToolFile::parse(ECHO).unwrap().to_draft("t").unwrap())
+            .await
+            .unwrap();
+        let worker = AgentDraft::new("worker").with_tool(Binding::new("shout"));
+        store.create_agent(&worker).await.unwrap();
+        let ask = ToolFile::parse(ASK).unwrap().to_draft("t").unwrap();
+        assert_eq!(ask.source, ToolSource::Agent);
+        store.create_tool(&ask).await.unwrap();
+
+        let script = ScriptedProvider::new()
+            .then_call("shout", json!({"text": "hello"}))
+            .then_text("done: HELLO");
+        let provider = script.provider();
+        let agents = AgentToolFactory::new(
+            Arc::new(move |_record| Ok(provider.clone())),
+            Secrets::default(),
+        );
+        let live = LiveRegistry::builder(store.clone())
+            .factory(
+                ToolSource::Declarative,
+                declarative_factory(Secrets::default()),
+            )
+            .factory(ToolSource::Agent, agents.clone())
+            .build()
+            .await
+            .unwrap();
+        agents.attach(&live);
+
+        let record = store.get_agent("worker").await.unwrap();
+        let agent = build_agent(
+            &live,
+            &record,
+            ScriptedProvider::new().provider(),
+            &Environment::now(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(agent.tools().names(), ["shout"]);
+
+        let ask = live.registry().get("ask_worker").unwrap();
+        let out = ask
+            .call(json!({"input": "shout hello"}), ToolContext::new())
+            .await
+            .unwrap();
+        assert_eq!(out.text, "done: HELLO");
+        let tool_result = script.requests()[1]
+            .messages
+            .last()
+            .unwrap()
+            .text()
+            .map(str::to_owned);
+        assert_eq!(tool_result.as_deref().map(str::trim), Some("HELLO"));
+        if let Some(schema) = store.pg_schema().map(str::to_owned) {
+            let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(store.pool())
+                .await
+                .unwrap();
+        }
+    }
+}
