@@ -201,3 +201,39 @@ async fn remembered_preferences_are_recalled_in_a_new_conversation() {
         drop_schema(&store).await;
     }
 }
+
+/// Seed 002: `记住` → memory and `定时` → routine, with the real built-in tools, in the keyword
+/// and hybrid routers.
+#[tokio::test]
+async fn seed_002_routes_remember_to_memory_and_schedules_to_routine() {
+    use toolbelt::router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter, RouteRequest};
+    let tools = Toolset::from_tools(builtin_tools().unwrap());
+    let keyword = AnyRouter::new(KeywordRouter::builtin());
+    let hybrid = AnyRouter::new(
+        HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin()),
+    );
+    for (name, router) in [("keyword", &keyword), ("hybrid", &hybrid)] {
+        let d = router
+            .route_or_fallback(&RouteRequest::new("记住我喜欢短回答", tools.clone()))
+            .await;
+        let names = d.tool_names();
+        assert!(!d.fallback, "{name}: {names:?}");
+        assert!(
+            names.contains(&"memory_store".to_owned()),
+            "{name}: {names:?}"
+        );
+        assert!(
+            names.iter().all(|n| n.starts_with("memory_")) || name == "hybrid",
+            "{name}: {names:?}"
+        );
+        let d = router
+            .route_or_fallback(&RouteRequest::new(
+                "每天早上九点定时提醒我看邮件",
+                tools.clone(),
+            ))
+            .await;
+        let names = d.tool_names();
+        assert!(!d.fallback, "{name}: {names:?}");
+        assert_eq!(names[0], "routine", "{name}: {names:?}");
+    }
+}
