@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use toolbelt_core::BoxFuture;
+use toolbelt_persist::{MemoryScope, MemoryStore, RecallQuery, memory_terms};
 use toolbelt_store::{
     JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, SchedulerConfig, Store,
     StoreOptions, StoreRoutines,
 };
-use toolbelt_tools::{MemoryScope, MemoryStore, RecallQuery, memory_terms};
 
 struct Fresh {
     url: String,

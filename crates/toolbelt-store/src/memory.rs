@@ -7,7 +7,7 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use toolbelt_core::BoxFuture;
-use toolbelt_tools::{
+use toolbelt_persist::{
     MemoryEntry, MemoryError, MemoryLimits, MemoryScope, MemoryStore, NewMemory, RecallHit,
     RecallQuery, memory_terms,
 };

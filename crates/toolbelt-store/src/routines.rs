@@ -7,7 +7,7 @@ use serde::Serialize;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use toolbelt_core::BoxFuture;
-use toolbelt_tools::{
+use toolbelt_persist::{
     MissedPolicy, RoutineDraft, RoutineError, RoutineInfo, RoutineStore, Schedule,
 };
 

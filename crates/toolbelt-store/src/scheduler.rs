@@ -22,7 +22,7 @@ use futures::future::join_all;
 use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_tools::{MissedPolicy, RoutineError, Schedule};
+use toolbelt_persist::{MissedPolicy, RoutineError, Schedule};
 
 use crate::routines::{ROUTINE_COLUMNS, backend, decode_routine};
 use crate::store::{Engine, Store};

@@ -29,21 +29,22 @@ pub use human::{
     ask_human,
 };
 pub use memory::{
-    DEFAULT_MAX_ENTRIES_PER_AGENT, DEFAULT_MAX_ENTRY_BYTES, MAX_TAG_BYTES, MAX_TAGS, Memory,
-    MemoryEntry, MemoryError, MemoryForgetTool, MemoryIndex, MemoryLimits, MemoryListTool,
-    MemoryRecallTool, MemoryScope, MemoryStore, MemoryStoreTool, NewMemory, RecallHit, RecallQuery,
-    bm25, format_ms, memory_forget, memory_list, memory_recall, memory_store, memory_terms, owns,
-    sort_hits,
+    Memory, MemoryForgetTool, MemoryListTool, MemoryRecallTool, MemoryStoreTool, memory_forget,
+    memory_list, memory_recall, memory_store,
 };
-pub use routine::{
-    MAX_INTERVAL_SECS, MissedPolicy, RoutineAction, RoutineDraft, RoutineError, RoutineInfo,
-    RoutineStore, RoutineTool, Routines, SCHEDULE_FORMS, Schedule, describe_routine, routine,
-    utc_ms,
-};
+pub use routine::{RoutineAction, RoutineTool, Routines, routine};
 pub use shell::{DEFAULT_ENV_ALLOW, ShellConfig, ShellExecTool, shell_exec};
 pub use todo::{
     MemoryTodoStore, TodoAddTool, TodoError, TodoItem, TodoListTool, TodoStatus, TodoStore,
     TodoUpdateTool, Todos, todo_add, todo_list, todo_update,
+};
+/// Memory and routine types, re-exported from `toolbelt-persist`.
+pub use toolbelt_persist::{
+    DEFAULT_MAX_ENTRIES_PER_AGENT, DEFAULT_MAX_ENTRY_BYTES, MAX_INTERVAL_SECS, MAX_TAG_BYTES,
+    MAX_TAGS, MemoryEntry, MemoryError, MemoryIndex, MemoryLimits, MemoryScope, MemoryStore,
+    MissedPolicy, NewMemory, RecallHit, RecallQuery, RoutineDraft, RoutineError, RoutineInfo,
+    RoutineStore, SCHEDULE_FORMS, Schedule, bm25, describe_routine, format_ms, memory_terms, owns,
+    sort_hits, utc_ms,
 };
 pub use web::{
     HttpConfig, HttpGetTool, HttpMethod, HttpRequestTool, IpNet, IpNetError, http_get, http_request,
