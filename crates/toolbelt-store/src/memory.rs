@@ -217,8 +217,11 @@ impl StoreMemory {
                     .collect::<Vec<_>>()
                     .join(" OR ");
                 let mut sql = Sql::new(&format!(
+                    // CROSS JOIN fixes the loop order: the full-text match drives, then each
+                    // hit is looked up by rowid. With a plain JOIN SQLite may scan `memories`
+                    // by the scope index and run the MATCH once per row.
                     "SELECT {COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts \
-                     JOIN memories m ON m.id = memories_fts.rowid WHERE "
+                     CROSS JOIN memories m ON m.id = memories_fts.rowid WHERE "
                 ));
                 sql.push("memories_fts MATCH ?", Bind::Text(expr));
                 sql
