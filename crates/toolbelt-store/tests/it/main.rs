@@ -13,6 +13,7 @@ mod live;
 mod memory;
 mod records;
 mod routines;
+mod schema;
 mod support;
 mod sync;
 mod tools;
