@@ -17,5 +17,6 @@ forbid toolbelt-router 'sqlx|axum|rmcp|toolbelt-llm|toolbelt-agent|toolbelt-tool
 forbid toolbelt-llm 'sqlx|axum|rmcp|toolbelt-router|toolbelt-agent|toolbelt-tools'
 forbid toolbelt-tools 'sqlx|axum|rmcp|toolbelt-router|toolbelt-llm|toolbelt-agent'
 forbid toolbelt-store 'reqwest|axum|rmcp|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-tools'
+forbid toolbelt-persist 'reqwest|sqlx|axum|rmcp|hyper|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-tools|toolbelt-store|toolbelt-macros'
 [ $fail -eq 0 ] && echo "arrows ok"
 exit $fail

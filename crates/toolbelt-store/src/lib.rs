@@ -7,8 +7,11 @@ mod changes;
 mod error;
 mod live;
 mod mcp_servers;
+mod memory;
+mod routines;
 mod run_log;
 mod runs;
+mod scheduler;
 mod store;
 mod sync;
 mod tokens;
@@ -22,11 +25,17 @@ pub use changes::Change;
 pub use error::{Result, StoreError};
 pub use live::{LiveRegistry, LiveRegistryBuilder, Reconciled, ToolFactory, WatchHandle};
 pub use mcp_servers::McpServerRecord;
+pub use memory::StoreMemory;
+pub use routines::{RoutineRun, StoreRoutines};
 pub use run_log::{
     LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask, RunLogWriter,
     redact,
 };
 pub use runs::{RunRecord, RunStatus, RunUpdate};
+pub use scheduler::{
+    Clock, JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, SchedulerConfig,
+    SystemClock, TickReport,
+};
 pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions};
 pub use sync::SyncReport;
 pub use tokens::{TokenRecord, token_hash};

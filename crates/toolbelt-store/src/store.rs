@@ -45,18 +45,43 @@ impl Engine {
 }
 
 /// Highest schema version this build knows (the number of the last migration).
-pub const SCHEMA_VERSION: i64 = 1;
+/// Migrations from 100 on belong to memory and routines (issue 10).
+pub const SCHEMA_VERSION: i64 = 101;
 
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../migrations/sqlite/0001_init.sql"),
-)];
-const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../migrations/postgres/0001_init.sql"),
-)];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        100,
+        "memory",
+        include_str!("../migrations/sqlite/0100_memory.sql"),
+    ),
+    (
+        101,
+        "routines",
+        include_str!("../migrations/sqlite/0101_routines.sql"),
+    ),
+];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        100,
+        "memory",
+        include_str!("../migrations/postgres/0100_memory.sql"),
+    ),
+    (
+        101,
+        "routines",
+        include_str!("../migrations/postgres/0101_routines.sql"),
+    ),
+];
 
 /// How to open a [`Store`].
 #[derive(Debug, Clone)]

@@ -6,6 +6,8 @@ use crate::config::{AgentInfo, ConfigTool, EffectiveConfig, SelfInfoTool};
 use crate::file_ops::{FileEditTool, FileReadTool, FileSearchTool, FileWriteTool, ListDirTool};
 use crate::git_ops::{GitTool, GitWriteTool};
 use crate::human::{AskHumanTool, Human};
+use crate::memory::{Memory, MemoryForgetTool, MemoryListTool, MemoryRecallTool, MemoryStoreTool};
+use crate::routine::{RoutineTool, Routines};
 use crate::shell::{ShellConfig, ShellExecTool};
 use crate::todo::{TodoAddTool, TodoListTool, TodoUpdateTool, Todos};
 use crate::web::{HttpConfig, HttpGetTool, HttpRequestTool};
@@ -13,11 +15,12 @@ use crate::workspace::Workspace;
 
 /// The groups (tags) of the built-in tools, in the order of seed 002.
 pub const BUILTIN_GROUPS: &[&str] = &[
-    "file_ops", "shell", "git_ops", "web", "todo", "human", "config",
+    "file_ops", "shell", "git_ops", "web", "todo", "human", "config", "memory", "routine",
 ];
 
-/// Groups whose tools need persistence and arrive with the store: `memory` and `routine`.
-pub const RESERVED_GROUPS: &[&str] = &["memory", "routine"];
+/// Groups named by seed 002 whose tools are not built in yet: none since `memory` and
+/// `routine` landed (their stores live in `toolbelt-store`).
+pub const RESERVED_GROUPS: &[&str] = &[];
 
 /// Per-host settings of the built-in tools, installed as [`ToolContext`] extensions.
 ///
@@ -44,6 +47,8 @@ pub struct BuiltinConfig {
     human: Option<Human>,
     agent: Option<AgentInfo>,
     config: Option<EffectiveConfig>,
+    memory: Option<Memory>,
+    routines: Option<Routines>,
 }
 
 impl BuiltinConfig {
@@ -57,6 +62,8 @@ impl BuiltinConfig {
             human: None,
             agent: None,
             config: None,
+            memory: None,
+            routines: None,
         }
     }
 
@@ -96,6 +103,20 @@ impl BuiltinConfig {
         self
     }
 
+    /// Sets the memory (store and scope) the `memory_*` tools use; without it they fail
+    /// with a message saying memory is not configured.
+    pub fn with_memory(mut self, memory: Memory) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Sets the routines the `routine` tool manages; without it the tool fails with a
+    /// message saying routines are not configured.
+    pub fn with_routines(mut self, routines: Routines) -> Self {
+        self.routines = Some(routines);
+        self
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
@@ -116,6 +137,12 @@ impl BuiltinConfig {
         }
         if let Some(config) = &self.config {
             ext.insert(config.clone());
+        }
+        if let Some(memory) = &self.memory {
+            ext.insert(memory.clone());
+        }
+        if let Some(routines) = &self.routines {
+            ext.insert(routines.clone());
         }
         ext
     }
@@ -148,6 +175,11 @@ pub fn builtin_tools() -> Result<Vec<ToolHandle>, SpecError> {
         ToolHandle::new(AskHumanTool)?,
         ToolHandle::new(ConfigTool)?,
         ToolHandle::new(SelfInfoTool)?,
+        ToolHandle::new(MemoryStoreTool)?,
+        ToolHandle::new(MemoryRecallTool)?,
+        ToolHandle::new(MemoryForgetTool)?,
+        ToolHandle::new(MemoryListTool)?,
+        ToolHandle::new(RoutineTool)?,
     ])
 }
 

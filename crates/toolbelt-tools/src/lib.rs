@@ -7,7 +7,9 @@ pub mod declarative;
 mod file_ops;
 mod git_ops;
 mod human;
+mod memory;
 mod process;
+mod routine;
 mod shell;
 mod todo;
 mod web;
@@ -26,10 +28,23 @@ pub use human::{
     AskHumanTool, Human, HumanChannel, HumanError, HumanQuestion, PendingQuestions, StdinChannel,
     ask_human,
 };
+pub use memory::{
+    Memory, MemoryForgetTool, MemoryListTool, MemoryRecallTool, MemoryStoreTool, memory_forget,
+    memory_list, memory_recall, memory_store,
+};
+pub use routine::{RoutineAction, RoutineTool, Routines, routine};
 pub use shell::{DEFAULT_ENV_ALLOW, ShellConfig, ShellExecTool, shell_exec};
 pub use todo::{
     MemoryTodoStore, TodoAddTool, TodoError, TodoItem, TodoListTool, TodoStatus, TodoStore,
     TodoUpdateTool, Todos, todo_add, todo_list, todo_update,
+};
+/// Memory and routine types, re-exported from `toolbelt-persist`.
+pub use toolbelt_persist::{
+    DEFAULT_MAX_ENTRIES_PER_AGENT, DEFAULT_MAX_ENTRY_BYTES, MAX_INTERVAL_SECS, MAX_TAG_BYTES,
+    MAX_TAGS, MemoryEntry, MemoryError, MemoryIndex, MemoryLimits, MemoryScope, MemoryStore,
+    MissedPolicy, NewMemory, RecallHit, RecallQuery, RoutineDraft, RoutineError, RoutineInfo,
+    RoutineStore, SCHEDULE_FORMS, Schedule, bm25, describe_routine, format_ms, memory_terms, owns,
+    sort_hits, utc_ms,
 };
 pub use web::{
     HttpConfig, HttpGetTool, HttpMethod, HttpRequestTool, IpNet, IpNetError, http_get, http_request,
@@ -43,4 +58,6 @@ const _: () = {
     assert_send_sync::<HttpConfig>();
     assert_send_sync::<Human>();
     assert_send_sync::<Todos>();
+    assert_send_sync::<Memory>();
+    assert_send_sync::<Routines>();
 };

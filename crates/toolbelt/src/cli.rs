@@ -2,7 +2,9 @@
 
 mod agents;
 mod db;
+mod memory;
 mod route;
+mod routines;
 mod run;
 mod stored_tools;
 mod tools;
@@ -34,6 +36,12 @@ enum Command {
     /// Create, show, bind and list agents stored in the database.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
+    /// Create, list, pause, resume, remove and run routines (scheduled agent prompts).
+    #[command(subcommand)]
+    Routines(routines::RoutinesCommand),
+    /// List, search and forget what agents remembered.
+    #[command(subcommand)]
+    Memory(memory::MemoryCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -62,6 +70,8 @@ pub(crate) fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Db(cmd) => db::run(cmd).await,
             Command::Agents(cmd) => agents::run(cmd).await,
+            Command::Routines(cmd) => routines::run(cmd).await,
+            Command::Memory(cmd) => memory::run(cmd).await,
         }
     });
     match result {

@@ -76,7 +76,7 @@ async fn a_newer_schema_is_refused_naming_both_versions() {
     for db in databases() {
         let store = db.open().await;
         sqlx::query(
-            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (99, 'future', TRUE, $1, 0)",
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (9999, 'future', TRUE, $1, 0)",
         )
         .bind(vec![0_u8; 4])
         .execute(store.pool())
@@ -89,14 +89,14 @@ async fn a_newer_schema_is_refused_naming_both_versions() {
         assert!(matches!(
             err,
             StoreError::SchemaTooNew {
-                found: 99,
+                found: 9999,
                 known: SCHEMA_VERSION
             }
         ));
         assert_eq!(
             err.to_string(),
             format!(
-                "the database schema is at version 99, newer than this build knows (up to {SCHEMA_VERSION}); use a newer toolbelt"
+                "the database schema is at version 9999, newer than this build knows (up to {SCHEMA_VERSION}); use a newer toolbelt"
             )
         );
         db.cleanup().await;

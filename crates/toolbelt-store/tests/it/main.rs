@@ -10,7 +10,9 @@
 mod agents;
 mod child;
 mod live;
+mod memory;
 mod records;
+mod routines;
 mod schema;
 mod support;
 mod sync;

@@ -73,7 +73,7 @@ async fn self_info_lists_tools_and_groups() {
         json["groups"]["todo"],
         json!(["todo_add", "todo_list", "todo_update"])
     );
-    assert_eq!(json["tools"].as_array().unwrap().len(), 16);
+    assert_eq!(json["tools"].as_array().unwrap().len(), 21);
 }
 
 #[tokio::test]

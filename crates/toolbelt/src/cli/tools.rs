@@ -163,11 +163,15 @@ fn list(registry: &Registry, args: &ListArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    writeln!(
-        out,
-        "\nreserved groups (their tools arrive with the store): {}",
-        RESERVED_GROUPS.join(", ")
-    )?;
+    if !RESERVED_GROUPS.is_empty() {
+        writeln!(
+            out,
+            "\nreserved groups (their tools arrive with the store): {}",
+            RESERVED_GROUPS.join(", ")
+        )?;
+    } else {
+        writeln!(out)?;
+    }
     writeln!(
         out,
         "`asks`: the call needs approval by default (`toolbelt tools call --yes` allows it)"

@@ -104,8 +104,8 @@ async fn create_bind_show_version_and_explain_a_tool_from_the_cli() {
         with_schema(&db, true).await;
         std::fs::write(dir.path().join("weather.yaml"), WEATHER).unwrap();
         let run = |args: &[&str]| toolbelt(&db, dir.path(), args);
-        assert!(ok(&run(&["db", "migrate"])).contains("compiled tools: 16 new"));
-        assert!(ok(&run(&["db", "migrate"])).contains("0 new, 0 updated, 16 unchanged"));
+        assert!(ok(&run(&["db", "migrate"])).contains("compiled tools: 21 new"));
+        assert!(ok(&run(&["db", "migrate"])).contains("0 new, 0 updated, 21 unchanged"));
         assert_eq!(
             ok(&run(&["tools", "add", "-f", "weather.yaml", "--by", "ann"])),
             "created weather (version 1 of 1, revision 1, declarative)\n"

@@ -42,15 +42,17 @@ fn list_shows_every_builtin_grouped_with_effect_and_approval() {
             "web (2)",
             "todo (3)",
             "human (1)",
-            "config (2)"
+            "config (2)",
+            "memory (4)",
+            "routine (1)"
         ]
     );
     assert!(
-        stdout.contains("\n  shell_exec    mutating   asks  Run a command line"),
+        stdout.contains("\n  shell_exec     mutating   asks  Run a command line"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("\n  http_get      read-only  auto  Fetch a public URL"),
+        stdout.contains("\n  http_get       read-only  auto  Fetch a public URL"),
         "{stdout}"
     );
 }
@@ -63,10 +65,7 @@ fn list_json_has_groups_and_specs() {
         doc["groups"]["web"],
         serde_json::json!(["http_get", "http_request"])
     );
-    assert_eq!(
-        doc["reserved_groups"],
-        serde_json::json!(["memory", "routine"])
-    );
+    assert_eq!(doc["reserved_groups"], serde_json::json!([]));
     let read = doc["tools"]
         .as_array()
         .unwrap()

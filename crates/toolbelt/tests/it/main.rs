@@ -1,9 +1,11 @@
 //! Integration tests of the `toolbelt` CLI and facade.
 
+mod cli_memory_routines;
 mod cli_route;
 mod cli_run;
 mod cli_store;
 mod cli_tools;
+mod memory_routines;
 mod stored_agents;
 
 use std::io::Write;

@@ -1,0 +1,398 @@
+//! [`StoreMemory`]: the memory tools' [`MemoryStore`] in SQLite (FTS5) or Postgres (tsvector).
+//!
+//! Both engines index the same search terms ([`memory_terms`]: words and CJK bigrams),
+//! so Chinese needs no database tokenizer; ranking is FTS5's `bm25()` on SQLite and
+//! `ts_rank` on Postgres (ADR 0020 has the recall figures that chose this).
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+use toolbelt_core::BoxFuture;
+use toolbelt_persist::{
+    MemoryEntry, MemoryError, MemoryLimits, MemoryScope, MemoryStore, NewMemory, RecallHit,
+    RecallQuery, memory_terms,
+};
+
+use crate::error::StoreError;
+use crate::store::{Engine, Store, now_ms};
+
+/// Memory entries in the store's database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct StoreMemory {
+    store: Store,
+    limits: MemoryLimits,
+}
+
+fn backend(err: impl Into<StoreError>) -> MemoryError {
+    MemoryError::Backend(Box::new(err.into()))
+}
+
+const COLUMNS: &str =
+    "m.id, m.agent, m.user_id, m.text, m.tags, m.importance, m.shared, m.created_at";
+
+fn decode(row: &AnyRow) -> Result<MemoryEntry, sqlx::Error> {
+    let user: String = row.try_get("user_id")?;
+    let tags: String = row.try_get("tags")?;
+    let importance: i64 = row.try_get("importance")?;
+    Ok(MemoryEntry::new(
+        row.try_get("id")?,
+        row.try_get("agent")?,
+        (!user.is_empty()).then_some(user),
+        row.try_get("text")?,
+        tags.split(',')
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        u8::try_from(importance).unwrap_or(3),
+        row.try_get::<i64, _>("shared")? != 0,
+        row.try_get("created_at")?,
+    ))
+}
+
+/// SQL text with numbered placeholders and the values bound to them, in order.
+struct Sql {
+    text: String,
+    binds: Vec<Bind>,
+}
+
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
+impl Sql {
+    fn new(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            binds: Vec::new(),
+        }
+    }
+
+    /// Appends `fragment` with `?` replaced by the next placeholder.
+    fn push(&mut self, fragment: &str, bind: Bind) -> &mut Self {
+        self.binds.push(bind);
+        let n = self.binds.len();
+        self.text.push_str(&fragment.replace('?', &format!("${n}")));
+        self
+    }
+
+    fn raw(&mut self, fragment: &str) -> &mut Self {
+        self.text.push_str(fragment);
+        self
+    }
+
+    async fn fetch(self, pool: &sqlx::AnyPool) -> Result<Vec<AnyRow>, sqlx::Error> {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(self.text));
+        for bind in self.binds {
+            query = match bind {
+                Bind::Text(t) => query.bind(t),
+                Bind::Int(i) => query.bind(i),
+            };
+        }
+        query.fetch_all(pool).await
+    }
+}
+
+impl StoreMemory {
+    /// Memory in `store` with the default limits.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            limits: MemoryLimits::default(),
+        }
+    }
+
+    /// Sets the limits.
+    #[must_use]
+    pub fn with_limits(mut self, limits: MemoryLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &MemoryLimits {
+        &self.limits
+    }
+
+    fn scope_filter(&self, sql: &mut Sql, scope: &MemoryScope) {
+        sql.push(
+            " AND (m.agent = ? OR m.shared = 1)",
+            Bind::Text(scope.agent.clone()),
+        );
+        sql.push(
+            " AND (m.user_id = '' OR m.user_id = ?)",
+            Bind::Text(scope.user.clone().unwrap_or_default()),
+        );
+    }
+
+    fn tag_filter(&self, sql: &mut Sql, tags: &[String]) {
+        let func = match self.store.engine() {
+            Engine::Sqlite => "instr",
+            Engine::Postgres => "strpos",
+        };
+        for tag in tags {
+            sql.push(
+                &format!(" AND {func}(m.tags, ?) > 0"),
+                Bind::Text(format!(",{},", tag.trim().to_lowercase())),
+            );
+        }
+    }
+
+    async fn insert(
+        &self,
+        scope: &MemoryScope,
+        entry: NewMemory,
+    ) -> Result<MemoryEntry, MemoryError> {
+        let entry = entry.validate(&self.limits)?;
+        let terms = memory_terms(&entry.text).join(" ");
+        let tags = if entry.tags.is_empty() {
+            String::new()
+        } else {
+            format!(",{},", entry.tags.join(","))
+        };
+        let mut tx = self.store.begin().await.map_err(backend)?;
+        if self.store.engine() == Engine::Postgres {
+            // Serialises inserts of one agent so the count below holds.
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
+                .bind(&scope.agent)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories WHERE agent = $1")
+            .bind(&scope.agent)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+        if u64::try_from(count).unwrap_or(0) >= self.limits.max_entries_per_agent {
+            return Err(MemoryError::AgentFull {
+                agent: scope.agent.clone(),
+                limit: self.limits.max_entries_per_agent,
+            });
+        }
+        let created_at = now_ms();
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO memories (agent, user_id, text, terms, tags, importance, shared, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        )
+        .bind(&scope.agent)
+        .bind(scope.user.clone().unwrap_or_default())
+        .bind(&entry.text)
+        .bind(&terms)
+        .bind(&tags)
+        .bind(i64::from(entry.importance))
+        .bind(i64::from(entry.shared))
+        .bind(created_at)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(MemoryEntry::new(
+            id,
+            scope.agent.clone(),
+            scope.user.clone(),
+            entry.text,
+            entry.tags,
+            entry.importance,
+            entry.shared,
+            created_at,
+        ))
+    }
+
+    async fn search(
+        &self,
+        scope: &MemoryScope,
+        query: &RecallQuery,
+    ) -> Result<Vec<RecallHit>, MemoryError> {
+        let mut terms = memory_terms(&query.query);
+        terms.sort();
+        terms.dedup();
+        if terms.is_empty() || query.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut sql = match self.store.engine() {
+            Engine::Sqlite => {
+                let expr = terms
+                    .iter()
+                    .map(|t| format!("\"{t}\""))
+                    .collect::<Vec<_>>()
+                    .join(" OR ");
+                let mut sql = Sql::new(&format!(
+                    // CROSS JOIN fixes the loop order: the full-text match drives, then each
+                    // hit is looked up by rowid. With a plain JOIN SQLite may scan `memories`
+                    // by the scope index and run the MATCH once per row.
+                    "SELECT {COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts \
+                     CROSS JOIN memories m ON m.id = memories_fts.rowid WHERE "
+                ));
+                sql.push("memories_fts MATCH ?", Bind::Text(expr));
+                sql
+            }
+            Engine::Postgres => {
+                let expr = terms
+                    .iter()
+                    .map(|t| format!("'{t}'"))
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                let mut sql = Sql::new(&format!(
+                    "SELECT {COLUMNS}, CAST(ts_rank(m.terms_tsv, q) AS DOUBLE PRECISION) AS score \
+                     FROM memories m, "
+                ));
+                sql.push(
+                    "CAST(? AS tsquery) q WHERE m.terms_tsv @@ q",
+                    Bind::Text(expr),
+                );
+                sql
+            }
+        };
+        self.scope_filter(&mut sql, scope);
+        self.tag_filter(&mut sql, &query.tags);
+        if let Some(since) = query.since_ms {
+            sql.push(" AND m.created_at >= ?", Bind::Int(since));
+        }
+        if let Some(until) = query.until_ms {
+            sql.push(" AND m.created_at < ?", Bind::Int(until));
+        }
+        sql.raw(" ORDER BY score DESC, m.importance DESC, m.created_at DESC, m.id DESC");
+        sql.push(
+            " LIMIT ?",
+            Bind::Int(i64::try_from(query.limit).unwrap_or(i64::MAX)),
+        );
+        let rows = sql.fetch(self.store.pool()).await.map_err(backend)?;
+        rows.iter()
+            .map(|row| Ok(RecallHit::new(decode(row)?, row.try_get("score")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(backend)
+    }
+
+    async fn page(
+        &self,
+        scope: &MemoryScope,
+        tags: &[String],
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<MemoryEntry>, MemoryError> {
+        let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM memories m WHERE 1 = 1"));
+        self.scope_filter(&mut sql, scope);
+        self.tag_filter(&mut sql, tags);
+        sql.raw(" ORDER BY m.created_at DESC, m.id DESC");
+        sql.push(
+            " LIMIT ?",
+            Bind::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+        );
+        sql.push(
+            " OFFSET ?",
+            Bind::Int(i64::try_from(offset).unwrap_or(i64::MAX)),
+        );
+        let rows = sql.fetch(self.store.pool()).await.map_err(backend)?;
+        rows.iter()
+            .map(decode)
+            .collect::<Result<_, _>>()
+            .map_err(backend)
+    }
+
+    async fn mine(
+        &self,
+        scope: &MemoryScope,
+        ids: &[i64],
+    ) -> Result<Vec<MemoryEntry>, MemoryError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM memories m WHERE "));
+        sql.push("m.agent = ?", Bind::Text(scope.agent.clone()));
+        sql.push(
+            " AND m.user_id = ?",
+            Bind::Text(scope.user.clone().unwrap_or_default()),
+        );
+        sql.raw(" AND m.id IN (");
+        for (i, id) in ids.iter().enumerate() {
+            sql.push(if i == 0 { "?" } else { ", ?" }, Bind::Int(*id));
+        }
+        sql.raw(") ORDER BY m.id");
+        let rows = sql.fetch(self.store.pool()).await.map_err(backend)?;
+        rows.iter()
+            .map(decode)
+            .collect::<Result<_, _>>()
+            .map_err(backend)
+    }
+
+    async fn delete(&self, scope: &MemoryScope, ids: &[i64]) -> Result<u64, MemoryError> {
+        let mut gone = 0;
+        let mut tx = self.store.begin().await.map_err(backend)?;
+        for id in ids {
+            gone +=
+                sqlx::query("DELETE FROM memories WHERE id = $1 AND agent = $2 AND user_id = $3")
+                    .bind(*id)
+                    .bind(&scope.agent)
+                    .bind(scope.user.clone().unwrap_or_default())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?
+                    .rows_affected();
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(gone)
+    }
+
+    /// Number of entries `agent` keeps (all users).
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn count(&self, agent: &str) -> crate::Result<u64> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories WHERE agent = $1")
+            .bind(agent)
+            .fetch_one(self.store.pool())
+            .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+}
+
+impl Store {
+    /// The memory tools' store over this database, with the default limits.
+    pub fn memory(&self) -> StoreMemory {
+        StoreMemory::new(self.clone())
+    }
+}
+
+impl MemoryStore for StoreMemory {
+    fn store<'a>(
+        &'a self,
+        scope: &'a MemoryScope,
+        entry: NewMemory,
+    ) -> BoxFuture<'a, Result<MemoryEntry, MemoryError>> {
+        Box::pin(self.insert(scope, entry))
+    }
+
+    fn recall<'a>(
+        &'a self,
+        scope: &'a MemoryScope,
+        query: &'a RecallQuery,
+    ) -> BoxFuture<'a, Result<Vec<RecallHit>, MemoryError>> {
+        Box::pin(self.search(scope, query))
+    }
+
+    fn list<'a>(
+        &'a self,
+        scope: &'a MemoryScope,
+        tags: &'a [String],
+        limit: usize,
+        offset: usize,
+    ) -> BoxFuture<'a, Result<Vec<MemoryEntry>, MemoryError>> {
+        Box::pin(self.page(scope, tags, limit, offset))
+    }
+
+    fn owned<'a>(
+        &'a self,
+        scope: &'a MemoryScope,
+        ids: &'a [i64],
+    ) -> BoxFuture<'a, Result<Vec<MemoryEntry>, MemoryError>> {
+        Box::pin(self.mine(scope, ids))
+    }
+
+    fn forget<'a>(
+        &'a self,
+        scope: &'a MemoryScope,
+        ids: &'a [i64],
+    ) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(self.delete(scope, ids))
+    }
+}

@@ -1,0 +1,634 @@
+//! [`Scheduler`]: runs each due occurrence of each routine once, across restarts and
+//! across several instances sharing one database.
+//!
+//! A tick (1) marks as `interrupted` the runs whose scheduler stopped heart-beating for
+//! longer than the lease, (2) claims due routines in one write transaction — on Postgres
+//! with `SELECT … FOR UPDATE SKIP LOCKED`, so instances claim disjoint routines; on SQLite
+//! the transaction holds the single write lock (`BEGIN IMMEDIATE`) — inserting one
+//! `routine_runs` row per occurrence (its `UNIQUE (routine, due_at, manual)` key is the
+//! exactly-once guarantee) and moving `next_due` past now, then (3) runs the claimed
+//! occurrences through the [`RoutineRunner`] and records how each ended.
+//!
+//! Occurrences later than the grace period when claimed were missed (no scheduler ran);
+//! the routine's [`MissedPolicy`] decides which of them run; the rest are recorded as
+//! `missed`, never dropped silently. Time comes from a [`Clock`], so tests move a
+//! [`ManualClock`] instead of sleeping.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use futures::future::join_all;
+use sqlx::Row;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::BoxFuture;
+use toolbelt_persist::{MissedPolicy, RoutineError, Schedule};
+
+use crate::routines::{ROUTINE_COLUMNS, backend, decode_routine};
+use crate::store::{Engine, Store};
+
+/// Where the scheduler reads the time.
+pub trait Clock: Send + Sync + 'static {
+    /// Now, Unix milliseconds.
+    fn now_ms(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        crate::store::now_ms()
+    }
+}
+
+/// A clock that moves only when told to (tests).
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock showing `ms`.
+    pub fn new(ms: i64) -> Self {
+        Self(AtomicI64::new(ms))
+    }
+
+    /// Sets the time.
+    pub fn set(&self, ms: i64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+
+    /// Moves the time forward by `ms`.
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// One occurrence handed to the [`RoutineRunner`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RoutineJob {
+    /// The `routine_runs` row.
+    pub run_row: i64,
+    /// The routine.
+    pub routine: String,
+    /// The agent to run.
+    pub agent: String,
+    /// The prompt to give it.
+    pub prompt: String,
+    /// The occurrence (Unix ms).
+    pub due_at: i64,
+    /// Asked for with `run now`.
+    pub manual: bool,
+}
+
+/// How a run ended, as the runner reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobOutcome {
+    /// The agent run's id in the run log, to link the occurrence to it.
+    pub run_id: Option<String>,
+    /// A short summary (e.g. the answer's first line).
+    pub detail: Option<String>,
+}
+
+impl JobOutcome {
+    /// An outcome linked to `run_id`.
+    pub fn linked(run_id: impl Into<String>) -> Self {
+        Self {
+            run_id: Some(run_id.into()),
+            detail: None,
+        }
+    }
+}
+
+/// Runs an agent for an occurrence; the server implements it with its run registry.
+pub trait RoutineRunner: Send + Sync + 'static {
+    /// Runs `job` to the end. `Err` is recorded as `failed` with the message.
+    fn run(&self, job: RoutineJob) -> BoxFuture<'_, Result<JobOutcome, String>>;
+}
+
+/// Scheduler settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SchedulerConfig {
+    /// This instance's name in `claimed_by` (default: a fresh UUID).
+    pub instance: String,
+    /// An occurrence claimed later than this after it fell due counts as missed (default 60 s).
+    pub grace_ms: i64,
+    /// A running occurrence whose heartbeat is older than this is interrupted (default 5 min).
+    pub lease_ms: i64,
+    /// Routines claimed per transaction (default 100).
+    pub batch: i64,
+    /// Most occurrences of one routine caught up in one claim (default 1000); older ones are
+    /// counted in the `missed` record's detail rather than one row each.
+    pub max_catch_up: usize,
+    /// Longest sleep of [`Scheduler::run`] between ticks (default 1 s).
+    pub poll: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            instance: uuid::Uuid::new_v4().to_string(),
+            grace_ms: 60_000,
+            lease_ms: 300_000,
+            batch: 100,
+            max_catch_up: 1000,
+            poll: Duration::from_secs(1),
+        }
+    }
+}
+
+impl SchedulerConfig {
+    /// Names this instance.
+    #[must_use]
+    pub fn with_instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = instance.into();
+        self
+    }
+
+    /// Sets the grace period (ms).
+    #[must_use]
+    pub fn with_grace_ms(mut self, ms: i64) -> Self {
+        self.grace_ms = ms;
+        self
+    }
+
+    /// Sets the heartbeat lease (ms).
+    #[must_use]
+    pub fn with_lease_ms(mut self, ms: i64) -> Self {
+        self.lease_ms = ms;
+        self
+    }
+
+    /// Sets the claim batch size.
+    #[must_use]
+    pub fn with_batch(mut self, batch: i64) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TickReport {
+    /// Runs marked interrupted.
+    pub interrupted: u64,
+    /// Occurrences claimed to run.
+    pub claimed: usize,
+    /// Occurrences recorded as missed.
+    pub missed: usize,
+    /// Of the claimed, how many completed and how many failed.
+    pub completed: usize,
+    /// Failed runs.
+    pub failed: usize,
+}
+
+/// The routine scheduler of one process.
+#[derive(Clone)]
+pub struct Scheduler {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    runner: Arc<dyn RoutineRunner>,
+    config: SchedulerConfig,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which occurrences of a catch-up run, and which are recorded as missed.
+fn plan(
+    policy: MissedPolicy,
+    occurrences: &[i64],
+    now: i64,
+    grace_ms: i64,
+) -> (Vec<i64>, Vec<i64>) {
+    let (on_time, late): (Vec<i64>, Vec<i64>) =
+        occurrences.iter().partition(|o| now - **o <= grace_ms);
+    match policy {
+        MissedPolicy::RunAll => (occurrences.to_vec(), Vec::new()),
+        MissedPolicy::Skip => (on_time, late),
+        MissedPolicy::RunOnce if !on_time.is_empty() => (on_time, late),
+        MissedPolicy::RunOnce => match late.split_last() {
+            Some((last, rest)) => (vec![*last], rest.to_vec()),
+            None => (Vec::new(), Vec::new()),
+        },
+    }
+}
+
+impl Scheduler {
+    /// A scheduler over `store`'s routines, running them with `runner`.
+    pub fn new(store: Store, runner: Arc<dyn RoutineRunner>) -> Self {
+        Self {
+            store,
+            clock: Arc::new(SystemClock),
+            runner,
+            config: SchedulerConfig::default(),
+        }
+    }
+
+    /// Reads `clock` instead of the system clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Uses `config`.
+    #[must_use]
+    pub fn with_config(mut self, config: SchedulerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    /// Marks runs whose heartbeat is older than the lease as `interrupted`; returns how many.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn recover(&self) -> Result<u64, RoutineError> {
+        let now = self.clock.now_ms();
+        let done = sqlx::query(
+            "UPDATE routine_runs SET status = 'interrupted', finished_at = $1, \
+             detail = 'the scheduler running it stopped before it finished' \
+             WHERE status = 'running' AND heartbeat_at < $2",
+        )
+        .bind(now)
+        .bind(now - self.config.lease_ms)
+        .execute(self.store.pool())
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+
+    /// Claims due occurrences (all batches) and returns the jobs to run; the missed
+    /// ones are recorded and counted in `missed`.
+    ///
+    /// # Errors
+    /// The database's error, or a stored schedule that no longer parses.
+    pub async fn claim(&self, missed: &mut usize) -> Result<Vec<RoutineJob>, RoutineError> {
+        let mut jobs = Vec::new();
+        loop {
+            let (batch_jobs, routines) = self.claim_batch(missed).await?;
+            jobs.extend(batch_jobs);
+            if routines < self.config.batch {
+                return Ok(jobs);
+            }
+        }
+    }
+
+    async fn claim_batch(
+        &self,
+        missed_count: &mut usize,
+    ) -> Result<(Vec<RoutineJob>, i64), RoutineError> {
+        let now = self.clock.now_ms();
+        let lock = match self.store.engine() {
+            Engine::Postgres => " FOR UPDATE OF r SKIP LOCKED",
+            Engine::Sqlite => "",
+        };
+        // The last_status sub-select is not allowed with FOR UPDATE on Postgres: select it
+        // as NULL here.
+        let columns = ROUTINE_COLUMNS.replace(
+            "(SELECT rr.status FROM routine_runs rr WHERE rr.routine = r.name ORDER BY rr.due_at DESC, rr.id DESC LIMIT 1)",
+            "NULL",
+        );
+        let sql = format!(
+            "SELECT {columns} FROM routines r WHERE r.paused = 0 AND \
+             ((r.next_due IS NOT NULL AND r.next_due <= $1) OR r.run_requested_at IS NOT NULL) \
+             ORDER BY r.next_due LIMIT $2{lock}"
+        );
+        let mut tx = self.store.begin().await.map_err(backend)?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now)
+            .bind(self.config.batch)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(backend)?;
+        let count = i64::try_from(rows.len()).unwrap_or(i64::MAX);
+        let mut jobs = Vec::new();
+        for row in &rows {
+            let routine = decode_routine(row)?;
+            let info = &routine.info;
+            let mut occurrences = Vec::new();
+            let mut next = info.next_due_ms;
+            let mut overflow = 0_u64;
+            while let Some(o) = next.filter(|o| *o <= now) {
+                if occurrences.len() < self.config.max_catch_up {
+                    occurrences.push(o);
+                    next = info.schedule.next_after(o, routine.anchor_at)?;
+                } else {
+                    // Too far behind: count the rest at once.
+                    overflow = count_between(&info.schedule, o, now, routine.anchor_at)?;
+                    next = info.schedule.next_after(now, routine.anchor_at)?;
+                }
+            }
+            let (run, missed) = plan(info.missed, &occurrences, now, self.config.grace_ms);
+            for due in &missed {
+                let detail = if overflow > 0 && Some(due) == missed.last() {
+                    format!(
+                        "missed while no scheduler ran (policy {}); {overflow} older occurrences not listed",
+                        info.missed.as_str()
+                    )
+                } else {
+                    format!(
+                        "missed while no scheduler ran (policy {})",
+                        info.missed.as_str()
+                    )
+                };
+                if self
+                    .insert_run(
+                        &mut tx,
+                        &info.name,
+                        &info.agent,
+                        *due,
+                        false,
+                        "missed",
+                        now,
+                        Some(&detail),
+                    )
+                    .await?
+                    .is_some()
+                {
+                    *missed_count += 1;
+                }
+            }
+            for due in run {
+                if let Some(id) = self
+                    .insert_run(
+                        &mut tx,
+                        &info.name,
+                        &info.agent,
+                        due,
+                        false,
+                        "running",
+                        now,
+                        None,
+                    )
+                    .await?
+                {
+                    jobs.push(RoutineJob {
+                        run_row: id,
+                        routine: info.name.clone(),
+                        agent: info.agent.clone(),
+                        prompt: info.prompt.clone(),
+                        due_at: due,
+                        manual: false,
+                    });
+                }
+            }
+            if let Some(asked) = routine.run_requested_at
+                && let Some(id) = self
+                    .insert_run(
+                        &mut tx,
+                        &info.name,
+                        &info.agent,
+                        asked,
+                        true,
+                        "running",
+                        now,
+                        None,
+                    )
+                    .await?
+            {
+                jobs.push(RoutineJob {
+                    run_row: id,
+                    routine: info.name.clone(),
+                    agent: info.agent.clone(),
+                    prompt: info.prompt.clone(),
+                    due_at: asked,
+                    manual: true,
+                });
+            }
+            sqlx::query(
+                "UPDATE routines SET next_due = $1, run_requested_at = NULL WHERE name = $2",
+            )
+            .bind(next)
+            .bind(&info.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok((jobs, count))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn insert_run(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        routine: &str,
+        agent: &str,
+        due_at: i64,
+        manual: bool,
+        status: &str,
+        now: i64,
+        detail: Option<&str>,
+    ) -> Result<Option<i64>, RoutineError> {
+        let row = sqlx::query(
+            "INSERT INTO routine_runs (routine, agent, due_at, manual, status, claimed_by, claimed_at, heartbeat_at, finished_at, detail) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9) \
+             ON CONFLICT (routine, due_at, manual) DO NOTHING RETURNING id",
+        )
+        .bind(routine)
+        .bind(agent)
+        .bind(due_at)
+        .bind(i64::from(manual))
+        .bind(status)
+        .bind(&self.config.instance)
+        .bind(now)
+        .bind((status == "missed").then_some(now))
+        .bind(detail)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(backend)?;
+        row.map(|r| r.try_get::<i64, _>("id"))
+            .transpose()
+            .map_err(backend)
+    }
+
+    /// Runs one claimed job to its end and records the outcome; heart-beats meanwhile.
+    ///
+    /// # Errors
+    /// The database's error when recording.
+    pub async fn execute(&self, job: RoutineJob) -> Result<bool, RoutineError> {
+        let row = job.run_row;
+        let run = self.runner.run(job);
+        tokio::pin!(run);
+        let beat = Duration::from_millis(
+            u64::try_from(self.config.lease_ms / 3)
+                .unwrap_or(1000)
+                .max(10),
+        );
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                () = tokio::time::sleep(beat) => {
+                    sqlx::query("UPDATE routine_runs SET heartbeat_at = $1 WHERE id = $2 AND status = 'running'")
+                        .bind(self.clock.now_ms())
+                        .bind(row)
+                        .execute(self.store.pool())
+                        .await
+                        .map_err(backend)?;
+                }
+            }
+        };
+        let (status, run_id, detail) = match outcome {
+            Ok(o) => ("completed", o.run_id, o.detail),
+            Err(e) => ("failed", None, Some(e)),
+        };
+        // Only a run still `running` is finished: one marked interrupted meanwhile stays so.
+        sqlx::query(
+            "UPDATE routine_runs SET status = $1, run_id = $2, detail = $3, finished_at = $4 \
+             WHERE id = $5 AND status = 'running'",
+        )
+        .bind(status)
+        .bind(run_id)
+        .bind(detail)
+        .bind(self.clock.now_ms())
+        .bind(row)
+        .execute(self.store.pool())
+        .await
+        .map_err(backend)?;
+        Ok(status == "completed")
+    }
+
+    /// One tick: recover, claim, run every claimed job to its end (concurrently).
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn tick(&self) -> Result<TickReport, RoutineError> {
+        let mut report = TickReport {
+            interrupted: self.recover().await?,
+            ..TickReport::default()
+        };
+        let jobs = self.claim(&mut report.missed).await?;
+        report.claimed = jobs.len();
+        for done in join_all(jobs.into_iter().map(|j| self.execute(j))).await {
+            if done? {
+                report.completed += 1;
+            } else {
+                report.failed += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// When the next routine falls due (Unix ms), if any is scheduled.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn next_due(&self) -> Result<Option<i64>, RoutineError> {
+        sqlx::query_scalar("SELECT MIN(next_due) FROM routines WHERE paused = 0")
+            .fetch_one(self.store.pool())
+            .await
+            .map_err(backend)
+    }
+
+    /// Ticks until `cancel` fires: claims, spawns the claimed jobs, and sleeps until the
+    /// next due time or [`SchedulerConfig::poll`], whichever is sooner. Errors are logged
+    /// and retried at the next tick.
+    pub async fn run(&self, cancel: CancellationToken) {
+        while !cancel.is_cancelled() {
+            let mut missed = 0;
+            let claimed = async {
+                self.recover().await?;
+                self.claim(&mut missed).await
+            }
+            .await;
+            match claimed {
+                Ok(jobs) => {
+                    for job in jobs {
+                        let me = self.clone();
+                        tokio::spawn(async move {
+                            if let Err(e) = me.execute(job).await {
+                                tracing::warn!(error = %e, "could not record a routine run");
+                            }
+                        });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "routine scheduler tick failed"),
+            }
+            let wait = match self.next_due().await {
+                Ok(Some(due)) => {
+                    let ms = u64::try_from(due - self.clock.now_ms()).unwrap_or(0);
+                    Duration::from_millis(ms).min(self.config.poll)
+                }
+                _ => self.config.poll,
+            };
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+/// Number of occurrences in `[from, to]`.
+fn count_between(
+    schedule: &Schedule,
+    from: i64,
+    to: i64,
+    anchor: i64,
+) -> Result<u64, RoutineError> {
+    if let Schedule::Interval { seconds } = schedule {
+        let step = i64::try_from(*seconds)
+            .unwrap_or(i64::MAX / 2)
+            .saturating_mul(1000);
+        return Ok(u64::try_from((to - from) / step + 1).unwrap_or(0));
+    }
+    let mut n = 0;
+    let mut next = Some(from);
+    while let Some(o) = next.filter(|o| *o <= to) {
+        n += 1;
+        next = schedule.next_after(o, anchor)?;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_follow_the_policy() {
+        let occ = [1_000, 2_000, 3_000];
+        assert_eq!(
+            plan(MissedPolicy::Skip, &occ, 3_500, 600),
+            (vec![3_000], vec![1_000, 2_000])
+        );
+        assert_eq!(
+            plan(MissedPolicy::RunOnce, &occ, 3_500, 600),
+            (vec![3_000], vec![1_000, 2_000])
+        );
+        assert_eq!(
+            plan(MissedPolicy::RunAll, &occ, 3_500, 600),
+            (occ.to_vec(), vec![])
+        );
+        // All late: skip runs none, run_once the latest.
+        assert_eq!(
+            plan(MissedPolicy::Skip, &occ, 9_000, 600),
+            (vec![], occ.to_vec())
+        );
+        assert_eq!(
+            plan(MissedPolicy::RunOnce, &occ, 9_000, 600),
+            (vec![3_000], vec![1_000, 2_000])
+        );
+    }
+}
