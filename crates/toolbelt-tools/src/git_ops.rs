@@ -251,7 +251,7 @@ impl<'a> Git<'a> {
             .first()
             .map(|a| a.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match process::run(cmd, limits, self.cancel).await {
+        match process::run(cmd, None, limits, self.cancel).await {
             Ok(done) if done.exit_code == Some(0) => Ok(done.stdout.text),
             Ok(done) => {
                 let detail = if done.stderr.text.trim().is_empty() {

@@ -7,6 +7,7 @@ mod file_ops;
 mod git_ops;
 mod human;
 mod process;
+pub mod sandbox;
 mod shell;
 mod todo;
 mod web;

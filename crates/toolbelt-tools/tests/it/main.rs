@@ -8,6 +8,7 @@ mod discovery;
 mod file_ops;
 mod git_ops;
 mod human;
+mod sandbox;
 mod shell;
 mod todo;
 mod web;
