@@ -67,6 +67,7 @@ pub async fn file_search(
         .transpose()?;
     let (dir, _) = search_root(workspace, path.as_deref())?;
     let query = Query {
+        workspace: workspace.clone(),
         root: workspace.root().to_path_buf(),
         glob,
         matcher,
@@ -96,6 +97,7 @@ pub async fn file_search(
 }
 
 struct Query {
+    workspace: Workspace,
     root: std::path::PathBuf,
     glob: Option<GlobMatcher>,
     matcher: Option<RegexMatcher>,
@@ -164,7 +166,18 @@ impl Query {
                 limited = hits.len() >= self.limit;
                 Ok(!limited)
             });
-            if let Err(e) = searcher.search_path(matcher, path, sink) {
+            // Opened beneath the root without following symlinks (a file swapped
+            // for a link after the walk saw it is not read); only regular files
+            // are searched, so a FIFO cannot hang the walk.
+            let file = match self.workspace.open_read(path) {
+                Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => file,
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::debug!(path = %shown, error = %e, "skipping unreadable file");
+                    continue;
+                }
+            };
+            if let Err(e) = searcher.search_file(matcher, &file, sink) {
                 tracing::debug!(path = %shown, error = %e, "skipping unreadable file");
             }
             if limited {

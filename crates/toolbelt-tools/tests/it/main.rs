@@ -7,6 +7,7 @@ mod config;
 mod discovery;
 mod file_ops;
 mod git_ops;
+mod hardening;
 mod human;
 mod sandbox;
 mod shell;
