@@ -3,4 +3,5 @@
 
 mod definitions;
 mod executor;
+mod executor_hardening;
 mod validation;
