@@ -117,8 +117,10 @@ pub async fn git(
 
 /// Change the workspace's git repository: stage paths (`add`), `commit`, create a branch (`branch`) or switch to one (`checkout`).
 // One argument per schema property: a struct would hide them from `#[tool]`.
+// Not in `file_ops`: a commit writes `.git`, which the file tools refuse, so
+// approving `file_ops` must not approve it (ADR 0019).
 #[allow(clippy::too_many_arguments)]
-#[tool(tags("git_ops", "file_ops"), mutating, timeout = "2m")]
+#[tool(tags("git_ops"), mutating, timeout = "2m")]
 pub async fn git_write(
     ctx: &ToolContext,
     /// `add` (stage `paths`), `commit` (with `message`), `branch` (create branch `name`) or `checkout` (switch to `name`).

@@ -139,7 +139,9 @@ impl ShellConfig {
 /// variables given in `env`. Output is capped per stream (the middle of long
 /// output is dropped with a marker). On timeout the whole process group is
 /// killed. A non-zero exit code is reported, not treated as a tool failure.
-#[tool(tags("shell", "file_ops", "git_ops"), mutating, timeout = "15m")]
+// Only `shell`: a tag policy such as `file_ops=allow` must never approve a
+// command line, which can do far more than the file tools (ADR 0019).
+#[tool(tags("shell"), mutating, timeout = "15m")]
 pub async fn shell_exec(
     ctx: &ToolContext,
     /// The command line, run by `sh -c` (pipes, redirections and `&&` work).
