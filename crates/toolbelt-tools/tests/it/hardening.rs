@@ -285,3 +285,35 @@ fn approving_file_ops_by_tag_does_not_approve_shell_or_git_write() {
     assert_eq!(decide("shell_exec"), Decision::Ask);
     assert_eq!(decide("git_write"), Decision::Ask);
 }
+
+#[tokio::test]
+async fn the_memory_todo_store_is_bounded() {
+    use toolbelt_tools::{MemoryTodoStore, TodoError, TodoStore};
+    let store = MemoryTodoStore::with_limits(2, 3, 10);
+    store
+        .add("a", vec!["one".into(), "two".into()])
+        .await
+        .unwrap();
+    let full = store
+        .add("a", vec!["three".into(), "four".into()])
+        .await
+        .unwrap_err();
+    assert!(matches!(full, TodoError::Full { limit: 3 }), "{full}");
+    assert_eq!(
+        store.list("a").await.unwrap().len(),
+        2,
+        "nothing half-added"
+    );
+    let long = store.add("a", vec!["x".repeat(11)]).await.unwrap_err();
+    assert!(long.to_string().contains("11 characters"), "{long}");
+    // Listing unknown conversations creates nothing, so it cannot grow the store.
+    for i in 0..100 {
+        assert!(store.list(&format!("ghost{i}")).await.unwrap().is_empty());
+    }
+    store.add("b", vec!["b1".into()]).await.unwrap();
+    store.list("a").await.unwrap(); // `a` is now the most recently used
+    store.add("c", vec!["c1".into()]).await.unwrap(); // evicts `b`
+    assert!(store.list("b").await.unwrap().is_empty());
+    assert_eq!(store.list("a").await.unwrap().len(), 2);
+    assert_eq!(store.list("c").await.unwrap().len(), 1);
+}
