@@ -4,4 +4,5 @@
 mod definitions;
 mod executor;
 mod executor_hardening;
+mod properties;
 mod validation;
