@@ -35,8 +35,6 @@ pub async fn file_read(
     end_line: Option<u64>,
 ) -> Result<ToolOutput, ToolError> {
     let workspace = Workspace::from_context(ctx)?;
-    let file = workspace.resolve(&path)?;
-    let shown = workspace.display_path(&file);
     let start = start_line.unwrap_or(1);
     if start == 0 {
         return Err(ToolError::invalid_argument(
@@ -55,7 +53,10 @@ pub async fn file_read(
     let cap = workspace.max_read_bytes();
     let ranged = start_line.is_some() || end_line.is_some();
     let workspace = workspace.clone();
+    // Resolving (canonicalize) and opening are blocking file system work.
     blocking(move || {
+        let file = workspace.resolve(&path)?;
+        let shown = workspace.display_path(&file);
         let handle = workspace
             .open_read(&file)
             .map_err(|e| io_error("open", &shown, &e))?;
@@ -218,26 +219,25 @@ pub async fn file_write(
     /// The full new content of the file.
     content: String,
 ) -> Result<String, ToolError> {
-    let workspace = Workspace::from_context(ctx)?;
-    let target = workspace.resolve_for_write(&path)?;
-    let shown = workspace.display_path(&target);
-    check_git_write(workspace, &target, &shown)?;
-    if target.is_dir() {
-        return Err(ToolError::failed(format!(
-            "{shown} is a directory; give a file path"
-        )));
-    }
-    let existed = target.exists();
+    let workspace = Workspace::from_context(ctx)?.clone();
     let bytes = content.len();
-    let workspace = workspace.clone();
     blocking(move || {
+        let target = workspace.resolve_for_write(&path)?;
+        let shown = workspace.display_path(&target);
+        check_git_write(&workspace, &target, &shown)?;
+        if target.is_dir() {
+            return Err(ToolError::failed(format!(
+                "{shown} is a directory; give a file path"
+            )));
+        }
+        let existed = target.exists();
         workspace
             .write_atomic(&target, content.as_bytes())
             .map_err(|e| io_error("write", &shown, &e))
-            .map(|()| shown)
+            .map(|()| (shown, existed))
     })
     .await
-    .map(|shown| {
+    .map(|(shown, existed)| {
         let verb = if existed { "replaced" } else { "created" };
         format!("{verb} {shown} ({bytes} bytes)")
     })
@@ -273,13 +273,13 @@ pub async fn file_edit(
             "is the same as old_text; nothing would change",
         ));
     }
-    let file = workspace.resolve(&path)?;
-    let shown = workspace.display_path(&file);
-    check_git_write(workspace, &file, &shown)?;
     let cap = workspace.max_read_bytes();
     let replace_all = replace_all.unwrap_or(false);
     let workspace = workspace.clone();
     blocking(move || {
+        let file = workspace.resolve(&path)?;
+        let shown = workspace.display_path(&file);
+        check_git_write(&workspace, &file, &shown)?;
         let original = read_text(&workspace, &file, &shown, cap)?;
         let starts: Vec<usize> = original.match_indices(&old_text).map(|(i, _)| i).collect();
         let line_of = |offset: usize| original[..offset].matches('\n').count() + 1;
@@ -327,12 +327,11 @@ pub async fn list_dir(
     /// Directory relative to the workspace root (default: the root).
     path: Option<String>,
 ) -> Result<String, ToolError> {
-    let workspace = Workspace::from_context(ctx)?;
-    let dir = workspace.resolve(path.as_deref().unwrap_or("."))?;
-    let shown = workspace.display_path(&dir);
-    let workspace = workspace.clone();
+    let workspace = Workspace::from_context(ctx)?.clone();
     blocking(move || {
         use rustix::fs::{AtFlags, FileType};
+        let dir = workspace.resolve(path.as_deref().unwrap_or("."))?;
+        let shown = workspace.display_path(&dir);
         let fd = workspace
             .open_dir(&dir)
             .map_err(|e| io_error("list", &shown, &e))?;

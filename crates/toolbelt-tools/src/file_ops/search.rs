@@ -65,7 +65,6 @@ pub async fn file_search(
                 .map_err(|e| ToolError::invalid_argument("/pattern", e.to_string()))
         })
         .transpose()?;
-    let (dir, _) = search_root(workspace, path.as_deref())?;
     let query = Query {
         workspace: workspace.clone(),
         root: workspace.root().to_path_buf(),
@@ -77,7 +76,11 @@ pub async fn file_search(
     // Dropping this call (timeout, cancelled run) cancels the token the walk checks.
     let stop = ctx.cancellation().child_token();
     let guard = stop.clone().drop_guard();
-    let found = blocking(move || query.run(&dir, &stop)).await;
+    let found = blocking(move || {
+        let (dir, _) = search_root(&query.workspace, path.as_deref())?;
+        query.run(&dir, &stop)
+    })
+    .await;
     drop(guard);
     let found = found?;
     let mut text = if found.hits.is_empty() {
