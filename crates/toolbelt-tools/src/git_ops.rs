@@ -15,6 +15,7 @@ use toolbelt_core::{ToolContext, ToolError, ToolOutput};
 use toolbelt_macros::tool;
 
 use crate::process::{self, Limits, RunError};
+use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use crate::shell::{ShellConfig, error_chain};
 use crate::workspace::Workspace;
 
@@ -311,11 +312,28 @@ impl<'a> Git<'a> {
             // Keeps `status` from refreshing the index, so reads never write.
             cmd.env("GIT_OPTIONAL_LOCKS", "0");
         }
+        // Defence in depth: where Landlock works, git also runs in the sandbox
+        // (reads: read-only; writes: the workspace only; never the network), so
+        // a config key the list above misses still cannot reach outside.
+        let sandbox = crate::sandbox::probe().landlock().then(|| {
+            let mode = if read_only {
+                SandboxMode::ReadOnly
+            } else {
+                SandboxMode::WorkspaceWrite
+            };
+            let mut policy = SandboxPolicy::new().with_mode(mode);
+            if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+                policy = policy
+                    .with_read_path(home.join(".gitconfig"))
+                    .with_read_path(home.join(".config/git"));
+            }
+            Sandbox::new(self.workspace.root(), policy)
+        });
         let sub = args
             .first()
             .map(|a| a.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match process::run(cmd, None, limits, self.cancel).await {
+        match process::run(cmd, sandbox.as_ref(), limits, self.cancel).await {
             Ok(done) if done.exit_code == Some(0) => Ok(done.stdout.text),
             Ok(done) => {
                 let detail = if done.stderr.text.trim().is_empty() {
