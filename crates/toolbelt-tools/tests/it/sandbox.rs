@@ -138,6 +138,14 @@ async fn network_is_denied_by_default_and_allowed_by_policy() {
     if !landlock_or_skip() {
         return;
     }
+    let has_curl = std::process::Command::new("sh")
+        .args(["-c", "command -v curl"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_curl {
+        eprintln!("skipped: curl is not installed");
+        return;
+    }
     if !probe().namespaces && !probe().landlock_network() {
         eprintln!(
             "skipped: neither a network namespace nor Landlock TCP rules here ({})",
