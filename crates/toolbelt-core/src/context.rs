@@ -119,9 +119,27 @@ impl ToolContext {
 }
 
 /// A type-keyed map of shared values; clones share the values.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Extensions {
     map: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// Unique per distinct content: new on creation and on every insert, kept by clones.
+    identity: u64,
+}
+
+/// Source of [`Extensions`] identities (the result cache keys on them).
+static NEXT_EXTENSIONS_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_extensions_id() -> u64 {
+    NEXT_EXTENSIONS_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Default for Extensions {
+    fn default() -> Self {
+        Self {
+            map: Arc::default(),
+            identity: next_extensions_id(),
+        }
+    }
 }
 
 impl fmt::Debug for Extensions {
@@ -141,6 +159,15 @@ impl Extensions {
     /// Inserts `value`, replacing any earlier value of the same type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
         Arc::make_mut(&mut self.map).insert(TypeId::of::<T>(), Arc::new(value));
+        self.identity = next_extensions_id();
+    }
+
+    /// A number unique to this content in this process: two maps share it only
+    /// when one is a clone of the other with no insert since. The result cache
+    /// keys on it, so a cached result never crosses to a context holding other
+    /// values (another agent's info, another workspace).
+    pub fn identity(&self) -> u64 {
+        self.identity
     }
 
     /// The value of type `T`.

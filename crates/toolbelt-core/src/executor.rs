@@ -22,6 +22,7 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::events::ExecEvent;
 use crate::output::ToolOutput;
+use crate::spec::ToolKind;
 use crate::tool::ToolHandle;
 use crate::toolset::Toolset;
 
@@ -74,7 +75,7 @@ struct Shared {
     policy: ApprovalPolicy,
     approver: Option<Arc<dyn Approver>>,
     cache: ResultCache,
-    spill_dir: PathBuf,
+    spill: output::SpillDir,
     events: broadcast::Sender<ExecEvent>,
 }
 
@@ -274,25 +275,35 @@ async fn run_call(
         let key = spec
             .policy
             .cacheable
-            .then(|| ResultCache::key(spec, &call.arguments));
+            .then(|| ResultCache::key(spec, &call.arguments, base));
         if let Some(hit) = key.as_deref().and_then(|k| shared.cache.get(k)) {
             cached = true;
             return Ok(hit);
         }
-        // Taken after approval so that a call waiting for a person holds no slot.
-        let _permit = shared
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| ToolError::Cancelled)?;
+        // Taken after approval so that a call waiting for a person holds no slot;
+        // not taken at all by calls that wait on a person or an inner agent (whose
+        // own calls take permits), so nested agents cannot deadlock the executor.
+        let waits = spec.policy.waits || spec.kind == ToolKind::Agent;
+        let _permit = if waits {
+            None
+        } else {
+            tokio::select! {
+                permit = shared.permits.acquire() => {
+                    Some(permit.map_err(|_| ToolError::Cancelled)?)
+                }
+                // A cancelled call stops waiting for a slot.
+                () = base.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            }
+        };
         let ctx = base.clone().with_call_id(call.id.as_str());
         let (outcome, n) = retry::run_attempts(shared, &tool, &call.arguments, &ctx).await;
         attempts = n;
+        // Error messages obey the output cap too (a failed command's output is in its error).
         let out = output::limit(
-            outcome?,
+            outcome.map_err(|e| output::limit_error(e, spec.policy.max_output_bytes))?,
             &spec.policy,
             spec.name.as_str(),
-            &shared.spill_dir,
+            &shared.spill,
         )
         .await?;
         if let Some(key) = key {
@@ -396,7 +407,7 @@ impl Default for ExecutorBuilder {
             approver: None,
             cache_capacity: 1024,
             cache_ttl: Duration::from_secs(300),
-            spill_dir: std::env::temp_dir().join("toolbelt-spill"),
+            spill_dir: std::env::temp_dir(),
             event_capacity: 1024,
         }
     }
@@ -440,7 +451,11 @@ impl ExecutorBuilder {
         self
     }
 
-    /// Where outputs of [`Overflow::Spill`](crate::Overflow::Spill) tools are written.
+    /// Where outputs of [`Overflow::Spill`](crate::Overflow::Spill) tools are written
+    /// (default: the system temporary directory). The executor makes one private
+    /// directory in it (mode 0700, random name) on the first spill, writes each
+    /// output there under a random name (mode 0600), and deletes the directory
+    /// with everything in it when the last clone of the executor is dropped.
     pub fn spill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.spill_dir = dir.into();
         self
@@ -463,7 +478,7 @@ impl ExecutorBuilder {
                 policy: self.policy,
                 approver: self.approver,
                 cache: ResultCache::new(self.cache_capacity, self.cache_ttl),
-                spill_dir: self.spill_dir,
+                spill: output::SpillDir::new(self.spill_dir),
                 events,
             }),
         }

@@ -67,6 +67,17 @@ pub struct ToolPolicy {
     pub on_overflow: Overflow,
     /// Whether results may be cached by arguments.
     pub cacheable: bool,
+    /// Whether a call mostly waits on something outside the executor (a person,
+    /// an inner agent). Such calls hold no concurrency permit while they run, so
+    /// nested agents sharing one executor cannot exhaust its permits and deadlock.
+    /// Agent tools ([`ToolKind::Agent`]) are treated so whatever this says.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub waits: bool,
+    /// Whether running a mutating call twice has the same effect as once. A
+    /// timed-out attempt of a mutating tool may have done its work, so it is
+    /// retried only when this is set (read-only tools are always idempotent).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
 }
 
 /// Default output cap: 64 KiB, about 16k tokens.
@@ -88,6 +99,8 @@ impl ToolPolicy {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             on_overflow: Overflow::Truncate,
             cacheable: false,
+            waits: false,
+            idempotent: false,
         }
     }
 
@@ -460,6 +473,18 @@ impl ToolSpecBuilder {
     /// Whether results may be cached by arguments.
     pub fn cacheable(mut self, cacheable: bool) -> Self {
         self.policy.cacheable = cacheable;
+        self
+    }
+
+    /// Marks a mutating tool safe to run twice; see [`ToolPolicy::idempotent`].
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.policy.idempotent = idempotent;
+        self
+    }
+
+    /// Marks calls that wait on a person or another agent; see [`ToolPolicy::waits`].
+    pub fn waits(mut self, waits: bool) -> Self {
+        self.policy.waits = waits;
         self
     }
 

@@ -100,7 +100,68 @@ const CONSERVATIVE_KEYS: [&str; 15] = [
 /// assert_eq!(strict["properties"]["limit"]["type"], json!(["integer", "null"]));
 /// assert_eq!(strict["additionalProperties"], json!(false));
 /// ```
+///
+/// `$ref` inlining has a budget ([`MAX_INLINED_NODES`] nodes, [`MAX_SCHEMA_DEPTH`]
+/// levels): past it, the offending subschemas are cut to `{"type": "object"}`
+/// (a warning is logged). [`try_normalize_schema`] reports that as an error instead.
 pub fn normalize_schema(schema: &Value, dialect: SchemaDialect) -> Value {
+    let (root, exceeded) = normalize_within_budget(schema, dialect);
+    if let Some(err) = exceeded {
+        tracing::warn!(error = %err, "tool schema cut to fit the inlining budget");
+    }
+    root
+}
+
+/// Most schema nodes `$ref` inlining may produce: far above any real tool
+/// (hundreds), far below what a `$ref` bomb (definitions referring to others
+/// twice, level after level) would expand to.
+pub const MAX_INLINED_NODES: usize = 20_000;
+
+/// Deepest nesting the normalised schema may have (levels of subschemas).
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// A schema that cannot be normalised within the budget.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// Inlining `$ref`s would produce more than [`MAX_INLINED_NODES`] nodes.
+    #[error(
+        "the schema expands to more than {limit} nodes when its $refs are inlined \
+         (last through `{via}`); a definition referring to others many times over \
+         (a $ref bomb) cannot be sent to a model"
+    )]
+    TooLarge {
+        /// The node budget.
+        limit: usize,
+        /// The `$ref` chain being expanded when the budget ran out (`A -> B -> C`).
+        via: String,
+    },
+    /// The schema (after inlining) nests deeper than [`MAX_SCHEMA_DEPTH`] levels.
+    #[error(
+        "the schema nests deeper than {limit} levels{}",
+        if .via.is_empty() { String::new() } else { format!(" (through $ref `{}`)", .via) }
+    )]
+    TooDeep {
+        /// The depth limit.
+        limit: usize,
+        /// The `$ref` chain at that depth, empty when the nesting is literal.
+        via: String,
+    },
+}
+
+/// [`normalize_schema`], but a schema over the inlining budget is an error
+/// naming the limit and the `$ref` chain, not a loosened schema.
+///
+/// # Errors
+/// [`SchemaError::TooLarge`] or [`SchemaError::TooDeep`].
+pub fn try_normalize_schema(schema: &Value, dialect: SchemaDialect) -> Result<Value, SchemaError> {
+    match normalize_within_budget(schema, dialect) {
+        (root, None) => Ok(root),
+        (_, Some(err)) => Err(err),
+    }
+}
+
+fn normalize_within_budget(schema: &Value, dialect: SchemaDialect) -> (Value, Option<SchemaError>) {
     let mut root = match schema {
         Value::Object(_) => schema.clone(),
         _ => json!({}),
@@ -109,7 +170,7 @@ pub fn normalize_schema(schema: &Value, dialect: SchemaDialect) -> Value {
         obj.remove("$schema");
         obj.remove("$id");
     }
-    let mut root = inline_refs(root, dialect);
+    let (mut root, exceeded) = inline_refs(root, dialect);
     make_root_object(&mut root, dialect);
     rewrite(&mut root, dialect);
     if dialect != SchemaDialect::Conservative
@@ -118,7 +179,7 @@ pub fn normalize_schema(schema: &Value, dialect: SchemaDialect) -> Value {
         obj.entry("properties")
             .or_insert_with(|| Value::Object(Map::new()));
     }
-    root
+    (root, exceeded)
 }
 
 /// Whether OpenAI strict mode can express `schema` without changing its
@@ -238,13 +299,19 @@ struct Inliner {
     /// Definitions referenced recursively, which stay under `$defs`.
     kept: BTreeSet<String>,
     keep_recursive: bool,
+    /// Nodes still allowed in the output.
+    nodes_left: usize,
+    /// Current nesting depth of the output.
+    depth: usize,
+    /// The first budget overrun, if any.
+    exceeded: Option<SchemaError>,
 }
 
 /// Replaces local `$ref`s with the definitions they name. Recursive
 /// references stay (pointing at `#/$defs/..`) unless the dialect has no `$ref`.
-fn inline_refs(mut root: Value, dialect: SchemaDialect) -> Value {
+fn inline_refs(mut root: Value, dialect: SchemaDialect) -> (Value, Option<SchemaError>) {
     let Some(obj) = root.as_object_mut() else {
-        return root;
+        return (root, None);
     };
     let mut defs = BTreeMap::new();
     for key in ["$defs", "definitions"] {
@@ -256,6 +323,9 @@ fn inline_refs(mut root: Value, dialect: SchemaDialect) -> Value {
         defs,
         kept: BTreeSet::new(),
         keep_recursive: dialect != SchemaDialect::Conservative,
+        nodes_left: MAX_INLINED_NODES,
+        depth: 0,
+        exceeded: None,
     };
     let mut root = inliner.resolve(root, &mut Vec::new());
     // Kept definitions are resolved with themselves on the stack, which may keep more.
@@ -273,11 +343,38 @@ fn inline_refs(mut root: Value, dialect: SchemaDialect) -> Value {
     {
         obj.insert("$defs".to_owned(), Value::Object(kept_defs));
     }
-    root
+    (root, inliner.exceeded)
 }
 
 impl Inliner {
+    /// Resolves one node one level deeper, within the node and depth budget;
+    /// past it the node is cut to `{"type": "object"}` and the overrun recorded.
     fn resolve(&mut self, node: Value, stack: &mut Vec<String>) -> Value {
+        if self.nodes_left == 0 || self.depth >= MAX_SCHEMA_DEPTH {
+            if self.exceeded.is_none() {
+                let via = stack.join(" -> ");
+                self.exceeded = Some(if self.nodes_left == 0 {
+                    SchemaError::TooLarge {
+                        limit: MAX_INLINED_NODES,
+                        via,
+                    }
+                } else {
+                    SchemaError::TooDeep {
+                        limit: MAX_SCHEMA_DEPTH,
+                        via,
+                    }
+                });
+            }
+            return json!({"type": "object"});
+        }
+        self.nodes_left -= 1;
+        self.depth += 1;
+        let out = self.resolve_node(node, stack);
+        self.depth -= 1;
+        out
+    }
+
+    fn resolve_node(&mut self, node: Value, stack: &mut Vec<String>) -> Value {
         let mut obj = match node {
             Value::Object(obj) => obj,
             Value::Array(items) => {

@@ -19,6 +19,8 @@ pub(crate) const KNOWN_KEYS: &[&str] = &[
     "needs_approval",
     "parallel",
     "cacheable",
+    "waits",
+    "idempotent",
     "max_output",
     "overflow",
     "kind",
@@ -69,6 +71,8 @@ pub(crate) struct ToolArgs {
     pub(crate) needs_approval: Option<bool>,
     pub(crate) parallel: Option<bool>,
     pub(crate) cacheable: Option<bool>,
+    pub(crate) waits: Option<bool>,
+    pub(crate) idempotent: Option<bool>,
     pub(crate) max_output: Option<usize>,
     pub(crate) overflow: Option<Overflow>,
     pub(crate) kind: Option<Kind>,
@@ -150,6 +154,22 @@ impl ToolArgs {
             "needs_approval" => self.needs_approval = Some(parse_bool(&meta)?),
             "parallel" => self.parallel = Some(parse_bool(&meta)?),
             "discover" => self.discover = Some(parse_bool(&meta)?),
+            "idempotent" => {
+                // A bare flag means `idempotent = true`.
+                self.idempotent = Some(if meta.input.peek(Token![=]) {
+                    parse_bool(&meta)?
+                } else {
+                    true
+                });
+            }
+            "waits" => {
+                // A bare flag means `waits = true`.
+                self.waits = Some(if meta.input.peek(Token![=]) {
+                    parse_bool(&meta)?
+                } else {
+                    true
+                });
+            }
             "cacheable" => {
                 // A bare flag means `cacheable = true`.
                 self.cacheable = Some(if meta.input.peek(Token![=]) {

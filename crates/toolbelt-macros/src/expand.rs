@@ -171,6 +171,12 @@ fn spec_builder(
     if let Some(cacheable) = args.cacheable {
         chain.extend(quote!(.cacheable(#cacheable)));
     }
+    if let Some(waits) = args.waits {
+        chain.extend(quote!(.waits(#waits)));
+    }
+    if let Some(idempotent) = args.idempotent {
+        chain.extend(quote!(.idempotent(#idempotent)));
+    }
     if args.max_output.is_some() || args.overflow.is_some() {
         let bytes = match args.max_output {
             Some(bytes) => quote!(#bytes),

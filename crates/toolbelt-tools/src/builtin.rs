@@ -53,7 +53,12 @@ pub struct BuiltinConfig {
 
 impl BuiltinConfig {
     /// Confines file, shell and git tools to `workspace`; everything else takes its default.
+    ///
+    /// Probes the command sandbox once per process ([`crate::sandbox::probe`]),
+    /// which logs what it found: a warning when the kernel has no Landlock (then
+    /// `shell_exec` refuses commands unless the sandbox mode is `full-access`).
     pub fn new(workspace: Workspace) -> Self {
+        let _ = crate::sandbox::probe();
         Self {
             workspace,
             shell: ShellConfig::default(),

@@ -5,7 +5,7 @@
 
 mod search;
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -35,8 +35,6 @@ pub async fn file_read(
     end_line: Option<u64>,
 ) -> Result<ToolOutput, ToolError> {
     let workspace = Workspace::from_context(ctx)?;
-    let file = workspace.resolve(&path)?;
-    let shown = workspace.display_path(&file);
     let start = start_line.unwrap_or(1);
     if start == 0 {
         return Err(ToolError::invalid_argument(
@@ -54,21 +52,37 @@ pub async fn file_read(
     }
     let cap = workspace.max_read_bytes();
     let ranged = start_line.is_some() || end_line.is_some();
-    blocking(move || read_lines(&file, &shown, start, end_line, ranged, cap)).await
+    let workspace = workspace.clone();
+    // Resolving (canonicalize) and opening are blocking file system work.
+    blocking(move || {
+        let file = workspace.resolve(&path)?;
+        let shown = workspace.display_path(&file);
+        let handle = workspace
+            .open_read(&file)
+            .map_err(|e| io_error("open", &shown, &e))?;
+        read_lines(handle, &shown, start, end_line, ranged, cap)
+    })
+    .await
 }
 
 fn read_lines(
-    file: &Path,
+    handle: std::fs::File,
     shown: &str,
     start: u64,
     end: Option<u64>,
     ranged: bool,
     cap: u64,
 ) -> Result<ToolOutput, ToolError> {
-    let meta = std::fs::metadata(file).map_err(|e| io_error("read", shown, &e))?;
+    let meta = handle.metadata().map_err(|e| io_error("read", shown, &e))?;
     if meta.is_dir() {
         return Err(ToolError::failed(format!(
             "{shown} is a directory; use list_dir to see what it holds"
+        )));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::failed(format!(
+            "{shown} is not a regular file ({}); file_read reads regular files only",
+            kind_of(&meta)
         )));
     }
     let size = meta.len();
@@ -78,9 +92,7 @@ fn read_lines(
              read it in parts with start_line and end_line"
         )));
     }
-    let mut reader = std::io::BufReader::new(
-        std::fs::File::open(file).map_err(|e| io_error("open", shown, &e))?,
-    );
+    let mut reader = std::io::BufReader::new(handle);
     if is_binary(reader.fill_buf().map_err(|e| io_error("read", shown, &e))?) {
         return Err(ToolError::failed(format!(
             "{shown} looks binary ({size} bytes); file_read returns text only"
@@ -91,17 +103,25 @@ fn read_lines(
     let mut number = 0u64;
     let mut more = false;
     loop {
+        if number + 1 < start {
+            // Lines before the range are skipped without being held in memory.
+            if !skip_line(&mut reader).map_err(|e| io_error("read", shown, &e))? {
+                break;
+            }
+            number += 1;
+            continue;
+        }
         line.clear();
-        let n = reader
+        // Never buffer more of one line than could still be returned.
+        let room = cap.saturating_sub(text.len() as u64) + 1;
+        let n = (&mut reader)
+            .take(room)
             .read_until(b'\n', &mut line)
             .map_err(|e| io_error("read", shown, &e))?;
         if n == 0 {
             break;
         }
         number += 1;
-        if number < start {
-            continue;
-        }
         if end.is_some_and(|end| number > end) || text.len() as u64 + n as u64 > cap {
             more = true;
             break;
@@ -142,6 +162,54 @@ fn read_lines(
     Ok(out)
 }
 
+/// Consumes one line (through its `\n`) without keeping it; `false` at end of file.
+fn skip_line<R: BufRead>(reader: &mut R) -> std::io::Result<bool> {
+    let mut any = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        if let Some(i) = buf.iter().position(|&b| b == b'\n') {
+            reader.consume(i + 1);
+            return Ok(true);
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+}
+
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Refuses writes under `.git` unless the workspace allows them.
+fn check_git_write(workspace: &Workspace, resolved: &Path, shown: &str) -> Result<(), ToolError> {
+    if workspace.is_in_git_dir(resolved) && !workspace.allows_git_writes() {
+        return Err(ToolError::Denied {
+            reason: format!(
+                "{shown} is inside a .git directory; file tools do not write there \
+                 (hooks and config in it run code). Use git_write, or the host allows \
+                 it with Workspace::with_git_writes"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Write a text file in the workspace, replacing it if it exists (atomically: a temporary file, then a rename).
 #[tool(tags("file_ops"), mutating, timeout = "30s")]
 pub async fn file_write(
@@ -151,22 +219,28 @@ pub async fn file_write(
     /// The full new content of the file.
     content: String,
 ) -> Result<String, ToolError> {
-    let workspace = Workspace::from_context(ctx)?;
-    let target = workspace.resolve_for_write(&path)?;
-    let shown = workspace.display_path(&target);
-    if target.is_dir() {
-        return Err(ToolError::failed(format!(
-            "{shown} is a directory; give a file path"
-        )));
-    }
-    let existed = target.exists();
+    let workspace = Workspace::from_context(ctx)?.clone();
     let bytes = content.len();
-    blocking(move || write_atomic(&target, &shown, content.as_bytes()).map(|()| shown))
-        .await
-        .map(|shown| {
-            let verb = if existed { "replaced" } else { "created" };
-            format!("{verb} {shown} ({bytes} bytes)")
-        })
+    blocking(move || {
+        let target = workspace.resolve_for_write(&path)?;
+        let shown = workspace.display_path(&target);
+        check_git_write(&workspace, &target, &shown)?;
+        if target.is_dir() {
+            return Err(ToolError::failed(format!(
+                "{shown} is a directory; give a file path"
+            )));
+        }
+        let existed = target.exists();
+        workspace
+            .write_atomic(&target, content.as_bytes())
+            .map_err(|e| io_error("write", &shown, &e))
+            .map(|()| (shown, existed))
+    })
+    .await
+    .map(|(shown, existed)| {
+        let verb = if existed { "replaced" } else { "created" };
+        format!("{verb} {shown} ({bytes} bytes)")
+    })
 }
 
 /// Replace exact text in a file of the workspace.
@@ -199,12 +273,14 @@ pub async fn file_edit(
             "is the same as old_text; nothing would change",
         ));
     }
-    let file = workspace.resolve(&path)?;
-    let shown = workspace.display_path(&file);
     let cap = workspace.max_read_bytes();
     let replace_all = replace_all.unwrap_or(false);
+    let workspace = workspace.clone();
     blocking(move || {
-        let original = read_text(&file, &shown, cap)?;
+        let file = workspace.resolve(&path)?;
+        let shown = workspace.display_path(&file);
+        check_git_write(&workspace, &file, &shown)?;
+        let original = read_text(&workspace, &file, &shown, cap)?;
         let starts: Vec<usize> = original.match_indices(&old_text).map(|(i, _)| i).collect();
         let line_of = |offset: usize| original[..offset].matches('\n').count() + 1;
         match starts.len() {
@@ -227,7 +303,9 @@ pub async fn file_edit(
             n => {
                 let first = line_of(starts[0]);
                 let updated = original.replace(&old_text, &new_text);
-                write_atomic(&file, &shown, updated.as_bytes())?;
+                workspace
+                    .write_atomic(&file, updated.as_bytes())
+                    .map_err(|e| io_error("write", &shown, &e))?;
                 let what = if n == 1 {
                     "1 occurrence".to_owned()
                 } else {
@@ -249,28 +327,37 @@ pub async fn list_dir(
     /// Directory relative to the workspace root (default: the root).
     path: Option<String>,
 ) -> Result<String, ToolError> {
-    let workspace = Workspace::from_context(ctx)?;
-    let dir = workspace.resolve(path.as_deref().unwrap_or("."))?;
-    let shown = workspace.display_path(&dir);
+    let workspace = Workspace::from_context(ctx)?.clone();
     blocking(move || {
-        let entries = std::fs::read_dir(&dir).map_err(|e| io_error("list", &shown, &e))?;
+        use rustix::fs::{AtFlags, FileType};
+        let dir = workspace.resolve(path.as_deref().unwrap_or("."))?;
+        let shown = workspace.display_path(&dir);
+        let fd = workspace
+            .open_dir(&dir)
+            .map_err(|e| io_error("list", &shown, &e))?;
+        let entries =
+            rustix::fs::Dir::read_from(&fd).map_err(|e| io_error("list", &shown, &e.into()))?;
         let mut lines = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| io_error("list", &shown, &e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let kind = entry
-                .file_type()
-                .map_err(|e| io_error("list", &shown, &e))?;
-            lines.push(if kind.is_symlink() {
-                let target = std::fs::read_link(entry.path())
-                    .map(|t| t.display().to_string())
+            let entry = entry.map_err(|e| io_error("list", &shown, &e.into()))?;
+            let raw = entry.file_name();
+            if raw.to_bytes() == b"." || raw.to_bytes() == b".." {
+                continue;
+            }
+            let name = raw.to_string_lossy().into_owned();
+            // Everything about an entry is read relative to the opened directory.
+            let stat = rustix::fs::statat(&fd, raw, AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| io_error("list", &shown, &e.into()))?;
+            let kind = FileType::from_raw_mode(stat.st_mode);
+            lines.push(if kind == FileType::Symlink {
+                let target = rustix::fs::readlinkat(&fd, raw, Vec::new())
+                    .map(|t| t.to_string_lossy().into_owned())
                     .unwrap_or_else(|_| "?".to_owned());
                 format!("{name} -> {target}")
-            } else if kind.is_dir() {
+            } else if kind == FileType::Directory {
                 format!("{name}/")
             } else {
-                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                format!("{name}  ({size} bytes)")
+                format!("{name}  ({} bytes)", stat.st_size)
             });
         }
         lines.sort();
@@ -291,11 +378,25 @@ pub async fn list_dir(
     .await
 }
 
-/// Reads a whole UTF-8 file under the size cap.
-fn read_text(file: &Path, shown: &str, cap: u64) -> Result<String, ToolError> {
+/// Reads a whole UTF-8 regular file under the size cap.
+fn read_text(
+    workspace: &Workspace,
+    file: &Path,
+    shown: &str,
+    cap: u64,
+) -> Result<String, ToolError> {
     let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .map_err(|e| io_error("open", shown, &e))?
+    let handle = workspace
+        .open_read(file)
+        .map_err(|e| io_error("open", shown, &e))?;
+    let meta = handle.metadata().map_err(|e| io_error("read", shown, &e))?;
+    if !meta.is_file() {
+        return Err(ToolError::failed(format!(
+            "{shown} is not a regular file ({}); only regular files can be edited",
+            kind_of(&meta)
+        )));
+    }
+    handle
         .take(cap + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| io_error("read", shown, &e))?;
@@ -314,28 +415,6 @@ fn read_text(file: &Path, shown: &str, cap: u64) -> Result<String, ToolError> {
             "{shown} is not valid UTF-8; it cannot be edited as text"
         ))
     })
-}
-
-/// Writes `bytes` to `target` through a temporary file in the same directory and a rename.
-fn write_atomic(target: &Path, shown: &str, bytes: &[u8]) -> Result<(), ToolError> {
-    let parent = target
-        .parent()
-        .ok_or_else(|| ToolError::failed(format!("{shown} has no parent directory")))?;
-    std::fs::create_dir_all(parent).map_err(|e| io_error("create the directory of", shown, &e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".toolbelt-write-")
-        .tempfile_in(parent)
-        .map_err(|e| io_error("write", shown, &e))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| io_error("write", shown, &e))?;
-    // Keep the mode of the file being replaced (an executable script stays executable).
-    if let Ok(meta) = std::fs::metadata(target) {
-        let _ = tmp.as_file().set_permissions(meta.permissions());
-    }
-    tmp.persist(target)
-        .map_err(|e| io_error("replace", shown, &e.error))?;
-    Ok(())
 }
 
 fn is_binary(head: &[u8]) -> bool {

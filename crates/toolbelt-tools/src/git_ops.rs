@@ -15,6 +15,7 @@ use toolbelt_core::{ToolContext, ToolError, ToolOutput};
 use toolbelt_macros::tool;
 
 use crate::process::{self, Limits, RunError};
+use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use crate::shell::{ShellConfig, error_chain};
 use crate::workspace::Workspace;
 
@@ -64,9 +65,20 @@ pub async fn git(
     let git = Git::open(ctx, repo.as_deref())?;
     let mut args: Vec<OsString> = Vec::new();
     match command {
-        GitQuery::Status => args.extend(os(["status", "--short", "--branch"])),
+        GitQuery::Status => args.extend(os([
+            "status",
+            "--short",
+            "--branch",
+            "--ignore-submodules=all",
+        ])),
         GitQuery::Diff => {
-            args.extend(os(["diff", "--no-color", "--no-ext-diff"]));
+            args.extend(os([
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--ignore-submodules=all",
+            ]));
             if staged.unwrap_or(false) {
                 args.push("--cached".into());
             }
@@ -106,8 +118,10 @@ pub async fn git(
 
 /// Change the workspace's git repository: stage paths (`add`), `commit`, create a branch (`branch`) or switch to one (`checkout`).
 // One argument per schema property: a struct would hide them from `#[tool]`.
+// Not in `file_ops`: a commit writes `.git`, which the file tools refuse, so
+// approving `file_ops` must not approve it (ADR 0019).
 #[allow(clippy::too_many_arguments)]
-#[tool(tags("git_ops", "file_ops"), mutating, timeout = "2m")]
+#[tool(tags("git_ops"), mutating, timeout = "2m")]
 pub async fn git_write(
     ctx: &ToolContext,
     /// `add` (stage `paths`), `commit` (with `message`), `branch` (create branch `name`) or `checkout` (switch to `name`).
@@ -223,35 +237,103 @@ impl<'a> Git<'a> {
             .collect()
     }
 
-    async fn run(&self, args: Vec<OsString>, read_only: bool) -> Result<String, ToolError> {
+    /// A git command with the hardened options and environment, before `args`.
+    ///
+    /// Nothing the repository's own config names is run: hooks go to
+    /// `/dev/null`, fsmonitor, pager, external diff and signing are off, and
+    /// every filter driver the config defines gets empty `clean`/`smudge`/
+    /// `process` commands (see [`Git::filter_overrides`]).
+    fn command(&self, overrides: &[String]) -> tokio::process::Command {
         let mut cmd = self.shell.command("git");
-        cmd.args([
-            "--no-pager",
-            "-c",
-            "color.ui=never",
-            "-c",
-            "core.quotepath=off",
-            "-c",
-            "core.fsmonitor=false",
-        ])
-        .args(&args)
-        .current_dir(&self.dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_EDITOR", ":")
-        .env("GIT_CEILING_DIRECTORIES", ceiling(self.workspace.root()));
-        if read_only {
-            // Keeps `status` from refreshing the index, so reads never write.
-            cmd.env("GIT_OPTIONAL_LOCKS", "0");
+        cmd.args(["--no-pager"]);
+        for setting in HARDENED_CONFIG
+            .iter()
+            .copied()
+            .map(str::to_owned)
+            .chain(overrides.iter().cloned())
+        {
+            cmd.arg("-c").arg(setting);
         }
+        cmd.current_dir(&self.dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", ":")
+            .env("GIT_PAGER", "cat")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CEILING_DIRECTORIES", ceiling(self.workspace.root()));
+        cmd
+    }
+
+    /// `-c filter.<name>.clean=` (and smudge, process, required=false) for every
+    /// filter driver the repository's config defines, so none of them runs.
+    async fn filter_overrides(&self, limits: Limits) -> Result<Vec<String>, ToolError> {
+        let mut cmd = self.command(&[]);
+        cmd.args([
+            "config",
+            "--null",
+            "--name-only",
+            "--get-regexp",
+            r"^filter\.",
+        ]);
+        cmd.env("GIT_OPTIONAL_LOCKS", "0");
+        let done = process::run(cmd, None, limits, self.cancel)
+            .await
+            .map_err(|e| ToolError::failed(format!("git config: {}", error_chain(&e))))?;
+        let names = filter_names(&done.stdout.text);
+        if let Some(bad) = names.iter().find(|n| n.contains('=')) {
+            return Err(ToolError::Denied {
+                reason: format!(
+                    "the repository config defines a filter driver {bad:?} whose name contains \
+                     `=`, which cannot be disabled on the command line; git is not run"
+                ),
+            });
+        }
+        Ok(names
+            .into_iter()
+            .flat_map(|name| {
+                [
+                    format!("filter.{name}.clean="),
+                    format!("filter.{name}.smudge="),
+                    format!("filter.{name}.process="),
+                    format!("filter.{name}.required=false"),
+                ]
+            })
+            .collect())
+    }
+
+    async fn run(&self, args: Vec<OsString>, read_only: bool) -> Result<String, ToolError> {
         let limits = Limits {
             timeout: self.shell.default_timeout,
             max_output_bytes: self.shell.max_output_bytes,
         };
+        let overrides = self.filter_overrides(limits).await?;
+        let mut cmd = self.command(&overrides);
+        cmd.args(&args);
+        if read_only {
+            // Keeps `status` from refreshing the index, so reads never write.
+            cmd.env("GIT_OPTIONAL_LOCKS", "0");
+        }
+        // Defence in depth: where Landlock works, git also runs in the sandbox
+        // (reads: read-only; writes: the workspace only; never the network), so
+        // a config key the list above misses still cannot reach outside.
+        let sandbox = crate::sandbox::probe().landlock().then(|| {
+            let mode = if read_only {
+                SandboxMode::ReadOnly
+            } else {
+                SandboxMode::WorkspaceWrite
+            };
+            let mut policy = SandboxPolicy::new().with_mode(mode);
+            if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+                policy = policy
+                    .with_read_path(home.join(".gitconfig"))
+                    .with_read_path(home.join(".config/git"));
+            }
+            Sandbox::new(self.workspace.root(), policy)
+        });
         let sub = args
             .first()
             .map(|a| a.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match process::run(cmd, limits, self.cancel).await {
+        match process::run(cmd, sandbox.as_ref(), limits, self.cancel).await {
             Ok(done) if done.exit_code == Some(0) => Ok(done.stdout.text),
             Ok(done) => {
                 let detail = if done.stderr.text.trim().is_empty() {
@@ -278,6 +360,41 @@ impl<'a> Git<'a> {
             ))),
         }
     }
+}
+
+/// Settings passed with `-c` to every git run: nothing named by the
+/// repository's config may run a program.
+const HARDENED_CONFIG: &[&str] = &[
+    "color.ui=never",
+    "core.quotepath=off",
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "core.editor=:",
+    "core.sshCommand=false",
+    "core.askPass=",
+    "core.attributesFile=/dev/null",
+    "diff.external=",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "protocol.allow=never",
+    "submodule.recurse=false",
+];
+
+/// Filter driver names from `git config --null --name-only --get-regexp '^filter\.'`
+/// (`filter.<name>.<key>`; the name may itself contain dots).
+fn filter_names(listing: &str) -> Vec<String> {
+    let mut names: Vec<String> = listing
+        .split('\0')
+        .filter_map(|key| {
+            let rest = key.strip_prefix("filter.")?;
+            let (name, _) = rest.rsplit_once('.')?;
+            Some(name.to_owned())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The directory git must not climb into: the parent of the workspace root.

@@ -106,7 +106,7 @@ impl Human {
 static QUESTION_SEQ: AtomicU64 = AtomicU64::new(1);
 
 /// Ask the user a question and wait for the answer; use it when you need a decision or information only they have.
-#[tool(tags("human"), read_only, parallel = false, timeout = "1h")]
+#[tool(tags("human"), read_only, parallel = false, waits, timeout = "1h")]
 pub async fn ask_human(
     ctx: &ToolContext,
     /// The question, self-contained: the user may not have followed the conversation.

@@ -10,6 +10,7 @@ mod human;
 mod memory;
 mod process;
 mod routine;
+pub mod sandbox;
 mod shell;
 mod todo;
 mod web;

@@ -18,6 +18,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
+use crate::sandbox::Sandbox;
+
 /// How long readers may keep draining pipes after the child exited and its
 /// group was killed (a process that left the group may still hold them).
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
@@ -62,6 +64,8 @@ pub(crate) enum RunError {
     },
     #[error("cancelled; its process group was killed")]
     Cancelled,
+    #[error(transparent)]
+    Sandbox(crate::sandbox::SandboxError),
     #[error("waiting for the process failed")]
     Wait(#[source] io::Error),
 }
@@ -89,8 +93,11 @@ impl Drop for GroupGuard {
 }
 
 /// Runs `cmd` to completion under `limits`, stopping early when `cancel` fires.
+///
+/// With a `sandbox`, the command is started under it (see [`crate::sandbox`]).
 pub(crate) async fn run(
     mut cmd: Command,
+    sandbox: Option<&Sandbox>,
     limits: Limits,
     cancel: &CancellationToken,
 ) -> Result<Finished, RunError> {
@@ -100,9 +107,18 @@ pub(crate) async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .map_err(|source| RunError::Spawn { program, source })?;
+    // Holds the sandbox's scratch directory until the run ends.
+    let mut _scratch = None;
+    let mut child = match sandbox {
+        None => cmd
+            .spawn()
+            .map_err(|source| RunError::Spawn { program, source })?,
+        Some(sandbox) => {
+            let spawned = sandbox.spawn(cmd).await.map_err(RunError::Sandbox)?;
+            _scratch = Some(spawned.scratch);
+            spawned.child
+        }
+    };
     let guard = GroupGuard(
         child
             .id()

@@ -9,6 +9,7 @@ use toolbelt_core::{ToolContext, ToolError, ToolOutput};
 use toolbelt_macros::tool;
 
 use crate::process::{self, Finished, Limits, RunError};
+use crate::sandbox::{Sandbox, SandboxPolicy};
 use crate::workspace::Workspace;
 
 /// Environment variables a child process inherits by default; everything else
@@ -46,6 +47,8 @@ pub struct ShellConfig {
     pub max_output_bytes: usize,
     /// The shell that runs the command line with `-c` (default `sh`).
     pub shell: String,
+    /// How `shell_exec` commands are confined (default: workspace-write, no network).
+    pub sandbox: SandboxPolicy,
 }
 
 impl Default for ShellConfig {
@@ -56,6 +59,7 @@ impl Default for ShellConfig {
             max_timeout: Duration::from_secs(600),
             max_output_bytes: 30_000,
             shell: "sh".to_owned(),
+            sandbox: SandboxPolicy::default(),
         }
     }
 }
@@ -97,6 +101,13 @@ impl ShellConfig {
         self
     }
 
+    /// Sets the sandbox policy of `shell_exec`.
+    #[must_use]
+    pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
+
     /// A command with a cleared environment plus the allowed host variables.
     pub(crate) fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
@@ -122,11 +133,15 @@ impl ShellConfig {
 
 /// Run a command line with `sh -c` inside the workspace and return its exit code, stdout and stderr.
 ///
-/// The process gets a minimal environment (PATH, HOME, locale, ...) plus the
+/// The command runs in a sandbox: by default it reads system directories and the
+/// workspace, writes only inside the workspace (and a private TMPDIR), and has no
+/// network. The process gets a minimal environment (PATH, HOME, locale, ...) plus the
 /// variables given in `env`. Output is capped per stream (the middle of long
 /// output is dropped with a marker). On timeout the whole process group is
 /// killed. A non-zero exit code is reported, not treated as a tool failure.
-#[tool(tags("shell", "file_ops", "git_ops"), mutating, timeout = "15m")]
+// Only `shell`: a tag policy such as `file_ops=allow` must never approve a
+// command line, which can do far more than the file tools (ADR 0019).
+#[tool(tags("shell"), mutating, timeout = "15m")]
 pub async fn shell_exec(
     ctx: &ToolContext,
     /// The command line, run by `sh -c` (pipes, redirections and `&&` work).
@@ -156,7 +171,8 @@ pub async fn shell_exec(
         timeout: config.timeout(timeout_secs),
         max_output_bytes: config.max_output_bytes,
     };
-    match process::run(cmd, limits, ctx.cancellation()).await {
+    let sandbox = Sandbox::new(workspace.root(), config.sandbox.clone());
+    match process::run(cmd, Some(&sandbox), limits, ctx.cancellation()).await {
         Ok(done) => Ok(render(&done)),
         Err(RunError::Cancelled) => Err(ToolError::Cancelled),
         Err(RunError::TimedOut { after, partial }) => Err(ToolError::failed(format!(
@@ -166,6 +182,11 @@ pub async fn shell_exec(
             after.as_secs(),
             render(&partial).text
         ))),
+        Err(RunError::Sandbox(err @ crate::sandbox::SandboxError::Unavailable { .. })) => {
+            Err(ToolError::Denied {
+                reason: err.to_string(),
+            })
+        }
         Err(err) => Err(ToolError::failed(error_chain(&err))),
     }
 }

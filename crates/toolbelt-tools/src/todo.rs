@@ -60,6 +60,24 @@ pub enum TodoError {
         /// The id asked for.
         id: u64,
     },
+    /// The list holds as many tasks as the store allows.
+    #[error(
+        "this conversation's list already holds {limit} tasks, the most allowed; finish or reuse existing tasks (todo_update) instead of adding more"
+    )]
+    Full {
+        /// The most tasks per list.
+        limit: usize,
+    },
+    /// A task title longer than the store allows.
+    #[error(
+        "a task title of {chars} characters is longer than the {limit} allowed; keep titles short"
+    )]
+    TitleTooLong {
+        /// The title's length.
+        chars: usize,
+        /// The most characters allowed.
+        limit: usize,
+    },
     /// The storage behind the list failed.
     #[error("the task list could not be read or written")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -96,21 +114,80 @@ pub trait TodoStore: Send + Sync + 'static {
     -> BoxFuture<'a, Result<Vec<TodoItem>, TodoError>>;
 }
 
-/// Task lists in memory, lost when the process ends.
-#[derive(Debug, Default)]
+/// Task lists in memory, lost when the process ends; bounded.
+///
+/// At most [`MemoryTodoStore::with_limits`]' `max_lists` conversations are kept
+/// (the least recently used list is dropped to make room), each with at most
+/// `max_tasks` tasks of at most `max_title_chars` characters. Defaults: 1,000
+/// lists, 200 tasks, 500 characters.
+#[derive(Debug)]
 pub struct MemoryTodoStore {
-    lists: Mutex<HashMap<String, Vec<TodoItem>>>,
+    lists: Mutex<Lists>,
+    max_lists: usize,
+    max_tasks: usize,
+    max_title_chars: usize,
+}
+
+#[derive(Debug, Default)]
+struct Lists {
+    by_conversation: HashMap<String, (u64, Vec<TodoItem>)>,
+    clock: u64,
+}
+
+impl Default for MemoryTodoStore {
+    fn default() -> Self {
+        Self::with_limits(1000, 200, 500)
+    }
 }
 
 impl MemoryTodoStore {
-    /// An empty store.
+    /// An empty store with the default limits.
     pub fn new() -> Self {
         Self::default()
     }
 
-    fn with_list<T>(&self, conversation: &str, f: impl FnOnce(&mut Vec<TodoItem>) -> T) -> T {
+    /// An empty store keeping at most `max_lists` conversations' lists of at most
+    /// `max_tasks` tasks, each title at most `max_title_chars` characters (each at least 1).
+    pub fn with_limits(max_lists: usize, max_tasks: usize, max_title_chars: usize) -> Self {
+        Self {
+            lists: Mutex::new(Lists::default()),
+            max_lists: max_lists.max(1),
+            max_tasks: max_tasks.max(1),
+            max_title_chars: max_title_chars.max(1),
+        }
+    }
+
+    /// Runs `f` on the conversation's list, creating it (and evicting the least
+    /// recently used list when full) only when `create` is set.
+    fn with_list<T>(
+        &self,
+        conversation: &str,
+        create: bool,
+        f: impl FnOnce(&mut Vec<TodoItem>) -> T,
+    ) -> Option<T> {
         let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
-        f(lists.entry(conversation.to_owned()).or_default())
+        lists.clock += 1;
+        let now = lists.clock;
+        if !lists.by_conversation.contains_key(conversation) {
+            if !create {
+                return None;
+            }
+            if lists.by_conversation.len() >= self.max_lists
+                && let Some(oldest) = lists
+                    .by_conversation
+                    .iter()
+                    .min_by_key(|(_, (used, _))| *used)
+                    .map(|(k, _)| k.clone())
+            {
+                lists.by_conversation.remove(&oldest);
+            }
+            lists
+                .by_conversation
+                .insert(conversation.to_owned(), (now, Vec::new()));
+        }
+        let (used, list) = lists.by_conversation.get_mut(conversation)?;
+        *used = now;
+        Some(f(list))
     }
 }
 
@@ -120,18 +197,34 @@ impl TodoStore for MemoryTodoStore {
         conversation: &'a str,
         titles: Vec<String>,
     ) -> BoxFuture<'a, Result<Vec<TodoItem>, TodoError>> {
-        let list = self.with_list(conversation, |list| {
-            let first = list.iter().map(|t| t.id).max().unwrap_or(0) + 1;
-            for (id, title) in (first..).zip(titles) {
-                list.push(TodoItem {
-                    id,
-                    title,
-                    status: TodoStatus::Pending,
-                });
-            }
-            list.clone()
-        });
-        Box::pin(std::future::ready(Ok(list)))
+        if let Some(long) = titles
+            .iter()
+            .map(|t| t.chars().count())
+            .find(|&n| n > self.max_title_chars)
+        {
+            return Box::pin(std::future::ready(Err(TodoError::TitleTooLong {
+                chars: long,
+                limit: self.max_title_chars,
+            })));
+        }
+        let max_tasks = self.max_tasks;
+        let result = self
+            .with_list(conversation, true, |list| {
+                if list.len() + titles.len() > max_tasks {
+                    return Err(TodoError::Full { limit: max_tasks });
+                }
+                let first = list.iter().map(|t| t.id).max().unwrap_or(0) + 1;
+                for (id, title) in (first..).zip(titles) {
+                    list.push(TodoItem {
+                        id,
+                        title,
+                        status: TodoStatus::Pending,
+                    });
+                }
+                Ok(list.clone())
+            })
+            .unwrap_or_else(|| Ok(Vec::new()));
+        Box::pin(std::future::ready(result))
     }
 
     fn set_status<'a>(
@@ -140,14 +233,16 @@ impl TodoStore for MemoryTodoStore {
         id: u64,
         status: TodoStatus,
     ) -> BoxFuture<'a, Result<Vec<TodoItem>, TodoError>> {
-        let result = self.with_list(conversation, |list| {
-            let item = list
-                .iter_mut()
-                .find(|t| t.id == id)
-                .ok_or(TodoError::NotFound { id })?;
-            item.status = status;
-            Ok(list.clone())
-        });
+        let result = self
+            .with_list(conversation, false, |list| {
+                let item = list
+                    .iter_mut()
+                    .find(|t| t.id == id)
+                    .ok_or(TodoError::NotFound { id })?;
+                item.status = status;
+                Ok(list.clone())
+            })
+            .unwrap_or(Err(TodoError::NotFound { id }));
         Box::pin(std::future::ready(result))
     }
 
@@ -155,7 +250,10 @@ impl TodoStore for MemoryTodoStore {
         &'a self,
         conversation: &'a str,
     ) -> BoxFuture<'a, Result<Vec<TodoItem>, TodoError>> {
-        let list = self.with_list(conversation, |list| list.clone());
+        // Listing an unknown conversation creates nothing.
+        let list = self
+            .with_list(conversation, false, |list| list.clone())
+            .unwrap_or_default();
         Box::pin(std::future::ready(Ok(list)))
     }
 }

@@ -1,7 +1,12 @@
 //! [`Workspace`]: the directory file, shell and git tools may touch.
 
+use std::ffi::OsStr;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use toolbelt_core::{ToolContext, ToolError};
 
@@ -89,11 +94,24 @@ impl From<WorkspaceError> for ToolError {
 /// Tools find the workspace with `ctx.get::<Workspace>()`; there is no implicit
 /// default: a host that wants the current directory says so with
 /// [`Workspace::current_dir`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    /// The root, opened once: every file operation resolves beneath this descriptor.
+    root_fd: Arc<OwnedFd>,
     max_read_bytes: u64,
+    allow_git_writes: bool,
 }
+
+impl PartialEq for Workspace {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+            && self.max_read_bytes == other.max_read_bytes
+            && self.allow_git_writes == other.allow_git_writes
+    }
+}
+
+impl Eq for Workspace {}
 
 /// Default cap of [`Workspace::max_read_bytes`]: 1 MiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 1024 * 1024;
@@ -115,9 +133,20 @@ impl Workspace {
         if !root.is_dir() {
             return Err(WorkspaceError::NotADirectory { root });
         }
+        let root_fd = rustix::fs::open(
+            &root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| WorkspaceError::Root {
+            root: root.clone(),
+            source: e.into(),
+        })?;
         Ok(Self {
             root,
+            root_fd: Arc::new(root_fd),
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            allow_git_writes: false,
         })
     }
 
@@ -139,6 +168,19 @@ impl Workspace {
     pub fn with_max_read_bytes(mut self, bytes: u64) -> Self {
         self.max_read_bytes = bytes;
         self
+    }
+
+    /// Lets `file_write` and `file_edit` change files under a `.git` directory
+    /// (refused by default: hooks and config there run code).
+    #[must_use]
+    pub fn with_git_writes(mut self, allow: bool) -> Self {
+        self.allow_git_writes = allow;
+        self
+    }
+
+    /// Whether writes under `.git` are allowed; see [`Workspace::with_git_writes`].
+    pub fn allows_git_writes(&self) -> bool {
+        self.allow_git_writes
     }
 
     /// The canonical root.
@@ -279,6 +321,176 @@ impl Workspace {
             })
         }
     }
+}
+
+/// Opening, creating and replacing files strictly beneath the root.
+///
+/// [`Workspace::resolve`] gives a canonical path for messages and checks; the
+/// file itself is then opened with `openat2(root_fd, relative, RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS)`, so a path component swapped for a symlink (or a
+/// directory moved) between the check and the open makes the open fail instead
+/// of leading outside. Nothing is opened by an absolute path.
+impl Workspace {
+    /// The part of a resolved path below the root (`.` for the root itself).
+    fn below_root<'p>(&self, resolved: &'p Path) -> io::Result<&'p Path> {
+        let rel = resolved.strip_prefix(&self.root).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{} is outside the workspace root", resolved.display()),
+            )
+        })?;
+        Ok(if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        })
+    }
+
+    fn open_rel(&self, rel: &Path, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+        // openat2 refuses O_PATH with any flag but O_DIRECTORY, O_NOFOLLOW, O_CLOEXEC.
+        let extra = if flags.contains(OFlags::PATH) {
+            OFlags::CLOEXEC
+        } else {
+            OFlags::CLOEXEC | OFlags::NOCTTY
+        };
+        rustix::fs::openat2(
+            self.root_fd.as_ref(),
+            rel,
+            flags | extra,
+            mode,
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        )
+        .map_err(|e| {
+            if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::XDEV {
+                io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} changed while being opened (a symlink or a move on the way)",
+                        rel.display()
+                    ),
+                )
+            } else {
+                e.into()
+            }
+        })
+    }
+
+    /// Opens an already resolved path for reading, beneath the root.
+    ///
+    /// Opens non-blocking, so a FIFO does not hang the call (the caller checks
+    /// the file type on the descriptor).
+    pub(crate) fn open_read(&self, resolved: &Path) -> io::Result<std::fs::File> {
+        let rel = self.below_root(resolved)?;
+        let fd = self.open_rel(rel, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())?;
+        Ok(std::fs::File::from(fd))
+    }
+
+    /// Opens an already resolved directory for listing, beneath the root.
+    pub(crate) fn open_dir(&self, resolved: &Path) -> io::Result<OwnedFd> {
+        let rel = self.below_root(resolved)?;
+        self.open_rel(rel, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+    }
+
+    /// Whether a resolved path lies under a `.git` directory of the workspace.
+    pub(crate) fn is_in_git_dir(&self, resolved: &Path) -> bool {
+        resolved.strip_prefix(&self.root).is_ok_and(|rel| {
+            rel.components()
+                .any(|c| matches!(c, Component::Normal(name) if name.eq_ignore_ascii_case(".git")))
+        })
+    }
+
+    /// Replaces (or creates) the file at a resolved path atomically, beneath the root:
+    /// missing directories are made one at a time, the bytes go to a new file with
+    /// an unpredictable name in the same directory, which is then renamed over the
+    /// target. The target's permissions are kept.
+    pub(crate) fn write_atomic(&self, resolved: &Path, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write as _;
+        let rel = self.below_root(resolved)?;
+        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the workspace root itself cannot be written as a file",
+            ));
+        };
+        let dir = self.make_dirs(parent)?;
+        let previous = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok();
+        let (tmp_name, fd) = create_unique(&dir)?;
+        let result = (|| {
+            let mut file = std::fs::File::from(fd);
+            file.write_all(bytes)?;
+            if let Some(st) = previous
+                && rustix::fs::FileType::from_raw_mode(st.st_mode).is_file()
+            {
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(st.st_mode & 0o7777))?;
+            }
+            file.sync_all()?;
+            rustix::fs::renameat(&dir, &tmp_name, &dir, name)?;
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = rustix::fs::unlinkat(&dir, &tmp_name, AtFlags::empty());
+        }
+        result
+    }
+
+    /// Opens (creating as needed) the directory `rel` below the root, one component at a time.
+    fn make_dirs(&self, rel: &Path) -> io::Result<OwnedFd> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        let mut dir = self.open_rel(Path::new("."), flags, Mode::empty())?;
+        for part in rel.components() {
+            let name: &OsStr = match part {
+                Component::Normal(name) => name,
+                Component::CurDir => continue,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!("{} is not a plain relative path", rel.display()),
+                    ));
+                }
+            };
+            match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            dir = rustix::fs::openat2(
+                &dir,
+                name,
+                flags | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+            )
+            .map_err(io::Error::from)?;
+        }
+        Ok(dir)
+    }
+}
+
+/// Creates a new file with an unpredictable name in `dir` (never following a symlink).
+fn create_unique(dir: &OwnedFd) -> io::Result<(String, OwnedFd)> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut last = None;
+    for attempt in 0u32..16 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(attempt);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        let name = format!(".toolbelt-write-{:016x}", h.finish());
+        match rustix::fs::openat(
+            dir,
+            name.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        ) {
+            Ok(fd) => return Ok((name, fd)),
+            Err(rustix::io::Errno::EXIST) => last = Some(rustix::io::Errno::EXIST),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last.unwrap_or(rustix::io::Errno::EXIST).into())
 }
 
 #[cfg(test)]

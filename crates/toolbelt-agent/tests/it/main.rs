@@ -5,6 +5,7 @@
 mod agent_tool;
 mod approval;
 mod limits;
+mod nested_permits;
 mod routing;
 mod session;
 mod streaming;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::context::ToolContext;
 use crate::output::ToolOutput;
 use crate::spec::ToolSpec;
 
@@ -24,9 +25,19 @@ impl ResultCache {
         }
     }
 
-    /// The key: name, version and the arguments with object keys sorted.
-    pub(crate) fn key(spec: &ToolSpec, args: &Value) -> String {
-        let mut key = format!("{}@{}:", spec.name, spec.version);
+    /// The key: name, version, what the tool can read from the context (the
+    /// conversation id, the depth, the identity of the extension values) and the
+    /// arguments with object keys sorted.
+    pub(crate) fn key(spec: &ToolSpec, args: &Value, ctx: &ToolContext) -> String {
+        let mut key = format!(
+            "{}@{}|{}|{}|{}:",
+            spec.name,
+            spec.version,
+            ctx.conversation_id().map_or(0, str::len),
+            ctx.conversation_id().unwrap_or_default(),
+            ctx.depth(),
+        );
+        key.push_str(&format!("ext{}:", ctx.extensions().identity()));
         canonical(args, &mut key);
         key
     }

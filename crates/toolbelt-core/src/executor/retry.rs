@@ -26,8 +26,17 @@ pub(super) async fn run_attempts(
     loop {
         attempt += 1;
         let outcome = super::timeout::run_once(tool, args.clone(), ctx.clone(), timeout).await;
+        // A timed-out attempt of a mutating tool may have done its work: running
+        // it again is safe only for tools that say so.
+        let may_repeat = |err: &ToolError| {
+            !matches!(err, ToolError::Timeout { .. })
+                || spec.policy.is_read_only()
+                || spec.policy.idempotent
+        };
         match outcome {
-            Err(err) if err.is_retryable() && attempt <= spec.retry.max_retries => {
+            Err(err)
+                if err.is_retryable() && may_repeat(&err) && attempt <= spec.retry.max_retries =>
+            {
                 let delay = spec.retry.backoff(attempt);
                 tracing::debug!(tool = %spec.name, attempt, ?delay, error = %err, "retrying");
                 shared.emit(|| ExecEvent::Retrying {

@@ -3,4 +3,6 @@
 
 mod definitions;
 mod executor;
+mod executor_hardening;
+mod properties;
 mod validation;

@@ -10,4 +10,5 @@ mod failures;
 mod normalize;
 mod openai;
 mod parse;
+mod properties;
 mod support;

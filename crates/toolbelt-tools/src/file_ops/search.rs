@@ -65,8 +65,8 @@ pub async fn file_search(
                 .map_err(|e| ToolError::invalid_argument("/pattern", e.to_string()))
         })
         .transpose()?;
-    let (dir, _) = search_root(workspace, path.as_deref())?;
     let query = Query {
+        workspace: workspace.clone(),
         root: workspace.root().to_path_buf(),
         glob,
         matcher,
@@ -76,7 +76,11 @@ pub async fn file_search(
     // Dropping this call (timeout, cancelled run) cancels the token the walk checks.
     let stop = ctx.cancellation().child_token();
     let guard = stop.clone().drop_guard();
-    let found = blocking(move || query.run(&dir, &stop)).await;
+    let found = blocking(move || {
+        let (dir, _) = search_root(&query.workspace, path.as_deref())?;
+        query.run(&dir, &stop)
+    })
+    .await;
     drop(guard);
     let found = found?;
     let mut text = if found.hits.is_empty() {
@@ -96,6 +100,7 @@ pub async fn file_search(
 }
 
 struct Query {
+    workspace: Workspace,
     root: std::path::PathBuf,
     glob: Option<GlobMatcher>,
     matcher: Option<RegexMatcher>,
@@ -164,7 +169,18 @@ impl Query {
                 limited = hits.len() >= self.limit;
                 Ok(!limited)
             });
-            if let Err(e) = searcher.search_path(matcher, path, sink) {
+            // Opened beneath the root without following symlinks (a file swapped
+            // for a link after the walk saw it is not read); only regular files
+            // are searched, so a FIFO cannot hang the walk.
+            let file = match self.workspace.open_read(path) {
+                Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => file,
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::debug!(path = %shown, error = %e, "skipping unreadable file");
+                    continue;
+                }
+            };
+            if let Err(e) = searcher.search_file(matcher, &file, sink) {
                 tracing::debug!(path = %shown, error = %e, "skipping unreadable file");
             }
             if limited {

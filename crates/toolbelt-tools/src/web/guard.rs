@@ -11,12 +11,10 @@ use std::sync::Arc;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-/// An address range in CIDR notation, such as `10.0.0.0/8` or `fd00::/8`.
+/// An address range in CIDR notation, such as `10.0.0.0/8` or `fd00::/8`
+/// (a bare address is a single-host range). Backed by the `ipnet` crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IpNet {
-    addr: IpAddr,
-    prefix: u8,
-}
+pub struct IpNet(ipnet::IpNet);
 
 /// A CIDR string that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,47 +40,27 @@ impl FromStr for IpNet {
             .parse()
             .map_err(|_| err("expected an IPv4 or IPv6 address before `/`"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix =
-            match prefix {
-                Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(|| {
-                    err("the prefix length must be 0-32 for IPv4, 0-128 for IPv6")
-                })?,
-                None => max,
-            };
-        Ok(Self { addr, prefix })
+        let prefix = match prefix {
+            Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max),
+            None => Some(max),
+        }
+        .ok_or_else(|| err("the prefix length must be 0-32 for IPv4, 0-128 for IPv6"))?;
+        ipnet::IpNet::new(addr, prefix)
+            .map(Self)
+            .map_err(|_| err("the prefix length must be 0-32 for IPv4, 0-128 for IPv6"))
     }
 }
 
 impl fmt::Display for IpNet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
+        write!(f, "{}/{}", self.0.addr(), self.0.prefix_len())
     }
 }
 
 impl IpNet {
     /// Whether `ip` is in this range (IPv4-mapped IPv6 addresses count as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, canonical(ip)) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
-            }
-            (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
-            }
-            _ => false,
-        }
-    }
-}
-
-fn prefix_eq(a: &[u8], b: &[u8], prefix: u8) -> bool {
-    let full = usize::from(prefix / 8);
-    let rest = prefix % 8;
-    if a[..full] != b[..full] {
-        return false;
-    }
-    rest == 0 || {
-        let mask = 0xffu8 << (8 - rest);
-        a[full] & mask == b[full] & mask
+        self.0.contains(&canonical(ip))
     }
 }
 
@@ -94,66 +72,87 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// IPv4 ranges refused by default, with the reason shown to the model.
+const FORBIDDEN_V4: &[(&str, &str)] = &[
+    ("0.0.0.0/8", "unspecified (\"this network\")"),
+    ("10.0.0.0/8", "private (RFC 1918)"),
+    ("100.64.0.0/10", "shared address space (CGNAT)"),
+    ("127.0.0.0/8", "loopback"),
+    // 169.254.169.254 is the cloud metadata endpoint.
+    ("169.254.0.0/16", "link-local or cloud metadata"),
+    ("172.16.0.0/12", "private (RFC 1918)"),
+    (
+        "192.0.0.0/24",
+        "reserved for documentation, benchmarking or protocol assignments",
+    ),
+    (
+        "192.0.2.0/24",
+        "reserved for documentation, benchmarking or protocol assignments",
+    ),
+    ("192.88.99.0/24", "6to4 relay anycast (deprecated)"),
+    ("192.168.0.0/16", "private (RFC 1918)"),
+    (
+        "198.18.0.0/15",
+        "reserved for documentation, benchmarking or protocol assignments",
+    ),
+    (
+        "198.51.100.0/24",
+        "reserved for documentation, benchmarking or protocol assignments",
+    ),
+    (
+        "203.0.113.0/24",
+        "reserved for documentation, benchmarking or protocol assignments",
+    ),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+    ("255.255.255.255/32", "broadcast"),
+];
+
+/// IPv6 ranges refused by default (IPv4-mapped, NAT64 and 6to4 addresses are
+/// also judged by the IPv4 address they embed).
+const FORBIDDEN_V6: &[(&str, &str)] = &[
+    ("::/128", "unspecified"),
+    ("::1/128", "loopback"),
+    ("64:ff9b:1::/48", "local-use NAT64 (RFC 8215)"),
+    ("100::/64", "discard-only"),
+    ("2001::/32", "Teredo tunnel"),
+    ("2001:db8::/32", "reserved for documentation"),
+    ("3fff::/20", "reserved for documentation"),
+    ("fc00::/7", "unique local (private)"),
+    ("fe80::/10", "link-local"),
+    ("fec0::/10", "site-local (deprecated private)"),
+    ("ff00::/8", "multicast"),
+];
+
+/// The forbidden ranges, parsed once.
+fn forbidden_table() -> &'static [(ipnet::IpNet, &'static str)] {
+    static TABLE: std::sync::OnceLock<Vec<(ipnet::IpNet, &'static str)>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        FORBIDDEN_V4
+            .iter()
+            .chain(FORBIDDEN_V6)
+            // The table is a constant checked by `every_forbidden_range_parses`.
+            .filter_map(|(net, why)| net.parse().ok().map(|n| (n, *why)))
+            .collect()
+    })
+}
+
 /// Why an address is forbidden by default, or `None` when it is public.
 pub(crate) fn forbidden_reason(ip: IpAddr) -> Option<&'static str> {
-    match canonical(ip) {
-        IpAddr::V4(v4) => forbidden_v4(v4),
-        IpAddr::V6(v6) => forbidden_v6(v6),
+    let ip = canonical(ip);
+    if let Some((_, why)) = forbidden_table().iter().find(|(net, _)| net.contains(&ip)) {
+        return Some(why);
     }
-}
-
-fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, c, _] = ip.octets();
-    if ip.is_loopback() {
-        Some("loopback")
-    } else if ip.is_private() {
-        Some("private (RFC 1918)")
-    } else if ip.is_link_local() {
-        // 169.254.169.254 is the cloud metadata endpoint.
-        Some("link-local or cloud metadata")
-    } else if a == 100 && (64..128).contains(&b) {
-        Some("shared address space (CGNAT)")
-    } else if ip.is_unspecified() || a == 0 {
-        Some("unspecified (\"this network\")")
-    } else if ip.is_broadcast() {
-        Some("broadcast")
-    } else if ip.is_multicast() {
-        Some("multicast")
-    } else if a >= 240 {
-        Some("reserved")
-    } else if ip.is_documentation()
-        || (a == 198 && (b == 18 || b == 19))
-        || (a == 192 && b == 0 && c == 0)
-    {
-        Some("reserved for documentation, benchmarking or protocol assignments")
-    } else {
-        None
-    }
-}
-
-fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let first = ip.segments()[0];
-    if ip.is_loopback() {
-        Some("loopback")
-    } else if ip.is_unspecified() {
-        Some("unspecified")
-    } else if first & 0xffc0 == 0xfe80 {
-        Some("link-local")
-    } else if first & 0xfe00 == 0xfc00 {
-        Some("unique local (private)")
-    } else if ip.is_multicast() {
-        Some("multicast")
-    } else if first & 0xffc0 == 0xfec0 {
-        Some("site-local (deprecated private)")
-    } else if let Some(v4) = embedded_v4(ip) {
+    match ip {
         // NAT64 and 6to4 addresses reach the IPv4 address they embed.
-        forbidden_v4(v4)
-    } else {
-        None
+        IpAddr::V6(v6) => embedded_v4(v6).and_then(|v4| forbidden_reason(IpAddr::V4(v4))),
+        IpAddr::V4(_) => None,
     }
 }
 
-/// The IPv4 address inside NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`) addresses.
+/// The IPv4 address inside NAT64 (`64:ff9b::/96`), 6to4 (`2002::/16`) and
+/// deprecated IPv4-compatible (`::a.b.c.d`) addresses.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let from = |hi: u16, lo: u16| {
@@ -161,13 +160,10 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
         let [c, d] = lo.to_be_bytes();
         Ipv4Addr::new(a, b, c, d)
     };
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..6] == [0, 0, 0, 0, 0, 0] {
         Some(from(s[6], s[7]))
     } else if s[0] == 0x2002 {
         Some(from(s[1], s[2]))
-    } else if s[..6] == [0, 0, 0, 0, 0, 0] {
-        // Deprecated IPv4-compatible form `::a.b.c.d`.
-        Some(from(s[6], s[7]))
     } else {
         None
     }
@@ -273,8 +269,15 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::7f00:1",
+            "64:ff9b:1:ffff::1",
             "2002:7f00:1::",
             "ff02::1",
+            "2001:db8::1",
+            "2001:0:4136:e378::1",
+            "100::1",
+            "192.88.99.1",
+            "::127.0.0.1",
         ] {
             assert!(
                 forbidden_reason(ip(bad)).is_some(),
@@ -290,6 +293,20 @@ mod tests {
         ] {
             assert_eq!(forbidden_reason(ip(good)), None, "{good} should be allowed");
         }
+    }
+
+    #[test]
+    fn every_forbidden_range_parses() {
+        assert_eq!(
+            forbidden_table().len(),
+            FORBIDDEN_V4.len() + FORBIDDEN_V6.len()
+        );
+        assert_eq!(
+            forbidden_reason(ip("64:ff9b:1::1")),
+            Some("local-use NAT64 (RFC 8215)")
+        );
+        // The well-known NAT64 prefix itself is fine when the IPv4 inside is public.
+        assert_eq!(forbidden_reason(ip("64:ff9b::5db8:d822")), None);
     }
 
     #[test]

@@ -34,8 +34,8 @@ fn groups_follow_seed_002() {
         .collect();
     let expected = json!({
         "config": ["config", "self_info"],
-        "file_ops": ["file_edit", "file_read", "file_search", "file_write", "git", "git_write", "list_dir", "shell_exec"],
-        "git_ops": ["git", "git_write", "shell_exec"],
+        "file_ops": ["file_edit", "file_read", "file_search", "file_write", "git", "list_dir"],
+        "git_ops": ["git", "git_write"],
         "human": ["ask_human"],
         "memory": ["memory_forget", "memory_list", "memory_recall", "memory_store"],
         "routine": ["routine"],

@@ -65,6 +65,12 @@ pub(crate) struct RunArgs {
     /// Offer every selected tool instead of routing each request to the few it needs.
     #[arg(long)]
     no_router: bool,
+    /// How `shell_exec` commands are confined: `read-only`, `workspace-write` (default) or `full-access`.
+    #[arg(long, value_name = "MODE", default_value = "workspace-write")]
+    sandbox: toolbelt_tools::sandbox::SandboxMode,
+    /// Let `shell_exec` commands use the network (denied by default).
+    #[arg(long)]
+    sandbox_network: bool,
 }
 
 /// A built-in agent definition.
@@ -147,7 +153,13 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_description(preset.prompt)
         .with_model(model)
         .with_tools(agent.tools().specs());
+    let shell = toolbelt_tools::ShellConfig::new().with_sandbox(
+        toolbelt_tools::sandbox::SandboxPolicy::new()
+            .with_mode(args.sandbox)
+            .with_network(args.sandbox_network),
+    );
     let extensions = BuiltinConfig::new(workspace)
+        .with_shell(shell)
         .with_human(Human::from_arc(terminal.clone()))
         .with_agent_info(info)
         .extensions();

@@ -12,6 +12,7 @@ use toolbelt_core::{
     ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, BoxFuture, Effect, Executor,
     Registry, ToolCall, ToolError, ToolHandle, ToolSpec,
 };
+use toolbelt_tools::sandbox::{SandboxMode, SandboxPolicy};
 use toolbelt_tools::{
     AgentInfo, BUILTIN_GROUPS, BuiltinConfig, EffectiveConfig, HttpConfig, Human, RESERVED_GROUPS,
     ShellConfig, StdinChannel, Workspace,
@@ -63,6 +64,12 @@ pub(crate) struct CallArgs {
     /// Let the HTTP tools reach this address range, e.g. 127.0.0.1/32 (repeatable).
     #[arg(long = "allow-net", value_name = "CIDR")]
     allow_nets: Vec<String>,
+    /// How `shell_exec` commands are confined: `read-only`, `workspace-write` (default) or `full-access`.
+    #[arg(long, value_name = "MODE", default_value = "workspace-write")]
+    sandbox: SandboxMode,
+    /// Let `shell_exec` commands use the network (denied by default).
+    #[arg(long)]
+    sandbox_network: bool,
 }
 
 pub(crate) async fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
@@ -201,7 +208,11 @@ async fn call(registry: &Registry, args: CallArgs) -> anyhow::Result<ExitCode> {
     for net in &args.allow_nets {
         http = http.allow_net(net)?;
     }
-    let shell = ShellConfig::new();
+    let shell = ShellConfig::new().with_sandbox(
+        SandboxPolicy::new()
+            .with_mode(args.sandbox)
+            .with_network(args.sandbox_network),
+    );
     let handles = registry.list();
     let effective = effective_config(&workspace, &shell, &http);
     let cfg = BuiltinConfig::new(workspace)
@@ -339,6 +350,11 @@ fn effective_config(
         "shell": {
             "env_allow": shell.env_allow,
             "default_timeout_secs": shell.default_timeout.as_secs(),
+            "sandbox": {
+                "mode": shell.sandbox.mode.as_str(),
+                "network": shell.sandbox.allow_network,
+                "support": toolbelt_tools::sandbox::probe().summary(),
+            },
             "max_timeout_secs": shell.max_timeout.as_secs(),
             "max_output_bytes": shell.max_output_bytes,
         },

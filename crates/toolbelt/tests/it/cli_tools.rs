@@ -36,9 +36,9 @@ fn list_shows_every_builtin_grouped_with_effect_and_approval() {
     assert_eq!(
         headers,
         [
-            "file_ops (8)",
+            "file_ops (6)",
             "shell (1)",
-            "git_ops (3)",
+            "git_ops (2)",
             "web (2)",
             "todo (3)",
             "human (1)",

@@ -4,6 +4,7 @@ mod cli_memory_routines;
 mod cli_route;
 mod cli_run;
 mod cli_store;
+mod cli_sandbox;
 mod cli_tools;
 mod memory_routines;
 mod stored_agents;
