@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod http;
 mod message;
+mod names;
 mod normalize;
 mod openai;
 mod parse;
@@ -22,6 +23,7 @@ pub use config::{
 };
 pub use error::ProviderError;
 pub use message::Message;
+pub use names::NameMap;
 pub use normalize::{SchemaDialect, is_strict_compatible, normalize_schema};
 pub use openai::{
     DEFAULT_REQUEST_TIMEOUT, OPENAI_BASE_URL, OPENAI_MAX_TOOLS, OpenAiClient, OpenAiClientBuilder,
