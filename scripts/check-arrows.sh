@@ -16,5 +16,6 @@ forbid toolbelt-macros 'toolbelt-[a-z]+'
 forbid toolbelt-router 'sqlx|axum|rmcp|toolbelt-llm|toolbelt-agent|toolbelt-tools'
 forbid toolbelt-llm 'sqlx|axum|rmcp|toolbelt-router|toolbelt-agent|toolbelt-tools'
 forbid toolbelt-tools 'sqlx|axum|rmcp|toolbelt-router|toolbelt-llm|toolbelt-agent'
+forbid toolbelt-mcp 'sqlx|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-tools|toolbelt-store|toolbelt-server'
 [ $fail -eq 0 ] && echo "arrows ok"
 exit $fail

@@ -5,6 +5,7 @@ mod client;
 mod config;
 mod convert;
 mod error;
+mod server;
 
 pub use client::{
     Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ProgressSink, ServerStatus,
@@ -15,9 +16,11 @@ pub use convert::{
     result_from_outcome, tool_definition,
 };
 pub use error::McpError;
+pub use server::{McpServer, McpServerHandler};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<McpClient>();
     assert_send_sync::<McpError>();
+    assert_send_sync::<McpServer>();
 };

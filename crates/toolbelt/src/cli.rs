@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch to one module per subcommand.
 
+mod mcp;
 mod route;
 mod run;
 mod tools;
@@ -25,6 +26,9 @@ enum Command {
     Route(route::RouteArgs),
     /// Run an agent on one input, streaming its answer.
     Run(run::RunArgs),
+    /// Serve tools over MCP, or list the tools of MCP servers.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -51,6 +55,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Tools(cmd) => tools::run(cmd).await,
             Command::Route(args) => route::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Mcp(cmd) => mcp::run(cmd).await,
         }
     });
     match result {

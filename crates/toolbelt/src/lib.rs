@@ -36,6 +36,11 @@ pub mod tools {
     pub use toolbelt_tools::*;
 }
 
+/// MCP both ways (crate `toolbelt-mcp`).
+pub mod mcp {
+    pub use toolbelt_mcp::*;
+}
+
 /// The repository README's code blocks, compiled and run as doc tests.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
