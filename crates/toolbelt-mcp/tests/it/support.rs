@@ -30,18 +30,6 @@ pub(crate) fn npm_server(package: &str) -> Option<PathBuf> {
     }
 }
 
-/// The Python of the venv holding the `mcp` SDK, if installed.
-#[allow(dead_code)] // the server tests use it
-pub(crate) fn python() -> Option<PathBuf> {
-    let path = peers_dir().join("venv/bin/python");
-    if path.exists() {
-        Some(path)
-    } else {
-        println!("skipped: the Python mcp SDK is not installed (run scripts/setup-mcp-peers.sh)");
-        None
-    }
-}
-
 fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))

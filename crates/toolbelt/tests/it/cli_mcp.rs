@@ -219,3 +219,33 @@ fn mcp_tools_lists_the_filesystem_servers_tools_from_an_mcp_servers_file() {
     );
     assert!(stdout.contains("  fs.write_file [mutating"), "{stdout}");
 }
+
+#[test]
+fn toolbelt_imports_the_builtin_tools_another_toolbelt_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"tb": {"command": bin,
+        "args": ["mcp", "serve", "--groups", "file_read,list_dir", "--root", dir.path()]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let output = Command::new(bin)
+        .args(["mcp", "tools", "--json", "--mcp-config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut names: Vec<&str> = report[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["tb.file_read", "tb.list_dir"]);
+    assert_eq!(report[0]["tools"][0]["kind"], json!("mcp"));
+}
