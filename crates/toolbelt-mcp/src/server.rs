@@ -10,12 +10,14 @@
 //! saying so. When the tools come from a [`Registry`], a change to the
 //! registry is announced with `notifications/tools/list_changed`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool as McpToolDef,
+    CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequests,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool as McpToolDef,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::StreamableHttpServerConfig;
@@ -216,12 +218,28 @@ impl McpServer {
         &self,
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> rmcp::model::CallToolResult {
+    ) -> CallToolResponse {
+        let answered = params
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(APPROVAL_KEY))
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        let form = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        let asked = Arc::new(AtomicBool::new(false));
+        let mode = match answered {
+            Some(answer) => Ask::Answered(answer),
+            None if form && modern => Ask::InputRequired(asked.clone()),
+            None if form => Ask::Elicit(context.peer.clone()),
+            None => Ask::Unsupported,
+        };
         let args = params.arguments.map_or_else(|| json!({}), Value::Object);
         let call = ToolCall::new(context.id.to_string(), params.name.to_string(), args);
-        let approver: Arc<dyn Approver> = Arc::new(ElicitingApprover {
-            peer: context.peer.clone(),
-        });
+        let approver: Arc<dyn Approver> = Arc::new(McpApprover { mode });
         let ctx = ToolContext::new()
             .with_extensions(self.inner.extensions.clone())
             .with_call_id(context.id.to_string())
@@ -229,7 +247,61 @@ impl McpServer {
             .with(approver);
         let tools = self.toolset();
         let result = self.inner.executor.execute(&tools, call, &ctx).await;
-        result_from_outcome(&result.outcome)
+        if asked.load(Ordering::SeqCst) {
+            // Protocol 2026-07-28 has no server-to-client requests: the
+            // question goes back as an input-required result, and the client
+            // calls again with the answer.
+            let mut requests = InputRequests::new();
+            let form = approval_form(&result.call.name, &result.call.arguments);
+            requests.insert(
+                APPROVAL_KEY.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(form)),
+            );
+            return CallToolResponse::InputRequired(InputRequiredResult::new(
+                Some(requests),
+                Some(APPROVAL_KEY.to_owned()),
+            ));
+        }
+        CallToolResponse::Complete(result_from_outcome(&result.outcome))
+    }
+}
+
+/// The key of the approval question in input requests and responses.
+const APPROVAL_KEY: &str = "toolbelt_approval";
+
+/// The approval form put to the user.
+fn approval_form(tool: &str, arguments: &Value) -> ElicitRequestParams {
+    let schema: ElicitationSchema = serde_json::from_value(json!({
+        "type": "object",
+        "properties": {"approve": {"type": "boolean", "title": "Run this call?"}},
+        "required": ["approve"]
+    }))
+    .unwrap_or_else(|_| ElicitationSchema::new(Default::default()));
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!("Allow the tool `{tool}` to run with these arguments?\n{arguments}"),
+        requested_schema: schema,
+    }
+}
+
+/// What an elicitation answer means for the call.
+fn decide(tool: &str, answer: &ElicitResult) -> ApprovalResponse {
+    let approved = answer.action == ElicitationAction::Accept
+        && answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+    if approved {
+        ApprovalResponse::Approve
+    } else if answer.action == ElicitationAction::Accept {
+        ApprovalResponse::Reject(format!("the user did not approve `{tool}`"))
+    } else {
+        ApprovalResponse::Reject(format!(
+            "the user answered {:?} to the approval of `{tool}`",
+            answer.action
+        ))
     }
 }
 
@@ -289,9 +361,7 @@ impl ServerHandler for McpServerHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(CallToolResponse::Complete(
-            self.server.call(request, context).await,
-        ))
+        Ok(self.server.call(request, context).await)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -312,65 +382,45 @@ impl ServerHandler for McpServerHandler {
     }
 }
 
-/// Puts approval requests to the MCP client as a form elicitation.
-struct ElicitingApprover {
-    peer: Peer<RoleServer>,
+/// How a call's approval is put to the MCP client.
+enum Ask {
+    /// The client already answered (a retried 2026-07-28 call).
+    Answered(ElicitResult),
+    /// Ask with `elicitation/create` (sessions with an `initialize` handshake).
+    Elicit(Peer<RoleServer>),
+    /// Ask with an input-required result (2026-07-28); the flag records that it was needed.
+    InputRequired(Arc<AtomicBool>),
+    /// The client cannot be asked.
+    Unsupported,
 }
 
-impl Approver for ElicitingApprover {
+/// Answers the executor's approval requests through MCP.
+struct McpApprover {
+    mode: Ask,
+}
+
+impl Approver for McpApprover {
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'_, ApprovalResponse> {
         Box::pin(async move {
             let tool = request.spec.name.to_string();
-            let supports = self
-                .peer
-                .supported_elicitation_modes()
-                .contains(&rmcp::service::ElicitationMode::Form);
-            if !supports {
-                return ApprovalResponse::Reject(format!(
+            match &self.mode {
+                Ask::Answered(answer) => decide(&tool, answer),
+                Ask::InputRequired(asked) => {
+                    asked.store(true, Ordering::SeqCst);
+                    ApprovalResponse::Reject(format!("`{tool}` waits for the user's approval"))
+                }
+                Ask::Unsupported => ApprovalResponse::Reject(format!(
                     "`{tool}` needs approval and this MCP client cannot be asked (it does not support elicitation); approve it in toolbelt's policy or use a client that supports elicitation"
-                ));
-            }
-            let schema: Result<ElicitationSchema, _> = serde_json::from_value(json!({
-                "type": "object",
-                "properties": {"approve": {"type": "boolean", "title": "Run this call?"}},
-                "required": ["approve"]
-            }));
-            let Ok(schema) = schema else {
-                return ApprovalResponse::Reject("could not build the approval form".to_owned());
-            };
-            let message = format!(
-                "Allow the tool `{tool}` to run with these arguments?\n{}",
-                request.call.arguments
-            );
-            let answer = self
-                .peer
-                .create_elicitation(ElicitRequestParams::FormElicitationParams {
-                    meta: None,
-                    message,
-                    requested_schema: schema,
-                })
-                .await;
-            match answer {
-                Ok(result) if result.action == ElicitationAction::Accept => {
-                    let approved = result
-                        .content
-                        .as_ref()
-                        .and_then(|c| c.get("approve"))
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
-                    if approved {
-                        ApprovalResponse::Approve
-                    } else {
-                        ApprovalResponse::Reject(format!("the user did not approve `{tool}`"))
+                )),
+                Ask::Elicit(peer) => {
+                    let form = approval_form(&tool, &request.call.arguments);
+                    match peer.create_elicitation(form).await {
+                        Ok(answer) => decide(&tool, &answer),
+                        Err(e) => ApprovalResponse::Reject(format!(
+                            "could not ask the MCP client to approve `{tool}`: {e}"
+                        )),
                     }
                 }
-                Ok(result) => ApprovalResponse::Reject(format!(
-                    "the user answered {:?} to the approval of `{tool}`",
-                    result.action
-                )),
-                Err(e) => ApprovalResponse::Reject(format!(
-                    "could not ask the MCP client to approve `{tool}`: {e}"
-                )),
             }
         })
     }

@@ -31,6 +31,7 @@ async def main() -> None:
     async with Client(server, **kwargs) as client:
         listed = await client.list_tools()
         out = {
+            "protocol": client.protocol_version,
             "tools": [
                 {"name": t.name, "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else None}
                 for t in listed.tools

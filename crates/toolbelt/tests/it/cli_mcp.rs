@@ -115,31 +115,28 @@ fn python_client_over_stdio_lists_calls_and_gets_validation_errors_as_tool_error
 }
 
 #[test]
-fn approval_is_asked_through_elicitation_when_the_client_supports_it() {
+fn approval_is_asked_through_elicitation_on_2025_11_25_and_input_required_on_2026_07_28() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_toolbelt");
     let target = ["stdio", bin, "mcp", "serve", "--groups", "file_write"];
     let write = json!([["file_write", {"path": "b.txt", "content": "yes"}]]);
-    let declined = py_client(
-        &python,
-        "legacy",
-        "decline",
-        &target,
-        write.clone(),
-        dir.path(),
-    );
-    assert!(texts(&declined)[0].0.contains("Decline"), "{declined}");
-    assert!(!dir.path().join("b.txt").exists());
-    let accepted = py_client(&python, "legacy", "accept", &target, write, dir.path());
-    assert_eq!(
-        texts(&accepted)[0],
-        ("created b.txt (3 bytes)".to_owned(), false)
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
-        "yes"
-    );
+    for (mode, protocol) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let dir = tempfile::tempdir().unwrap();
+        let declined = py_client(&python, mode, "decline", &target, write.clone(), dir.path());
+        assert_eq!(declined["protocol"], json!(protocol));
+        assert!(texts(&declined)[0].0.contains("Decline"), "{declined}");
+        assert!(!dir.path().join("b.txt").exists());
+        let accepted = py_client(&python, mode, "accept", &target, write.clone(), dir.path());
+        assert_eq!(
+            texts(&accepted)[0],
+            ("created b.txt (3 bytes)".to_owned(), false),
+            "{mode}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
+            "yes"
+        );
+    }
 }
 
 #[test]
