@@ -246,3 +246,38 @@ fn toolbelt_imports_the_builtin_tools_another_toolbelt_serves() {
     assert_eq!(names, ["tb.file_read", "tb.list_dir"]);
     assert_eq!(report[0]["tools"][0]["kind"], json!("mcp"));
 }
+
+#[test]
+fn route_sends_the_filesystem_servers_tools_when_the_request_needs_them() {
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    if !entry.exists() {
+        println!("skipped: server-filesystem is not installed (run scripts/setup-mcp-peers.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, dir.path()]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args([
+            "route",
+            "get info about the file metadata of notes.txt",
+            "--format",
+            "json",
+            "--mcp-config",
+        ])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("\"fs.get_file_info\""), "{stdout}");
+    assert!(
+        !stdout.contains("\"fs.write_file\""),
+        "routing keeps unrelated MCP tools out: {stdout}"
+    );
+}
