@@ -1,12 +1,14 @@
 #![doc = include_str!("../README.md")]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod agents;
 mod client;
 mod config;
 mod convert;
 mod error;
 mod server;
 
+pub use agents::agents_router;
 pub use client::{
     Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ProgressSink, ServerStatus,
 };

@@ -85,3 +85,40 @@ async fn remote_validation_errors_come_back_as_tool_errors_with_the_pointer() {
     assert!(err.to_string().contains("at /a"), "{err}");
     task.abort();
 }
+
+#[tokio::test]
+async fn agents_router_serves_each_agents_tools_at_its_own_path() {
+    let served = Arc::new(Registry::new());
+    served.add_tool(add_tool("math.add")).unwrap();
+    let registry = served.clone();
+    let app = toolbelt_mcp::agents_router(
+        move |agent| {
+            (agent == "calc")
+                .then(|| McpServer::from_registry(registry.clone(), None, Executor::new()))
+        },
+        None,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (_client, imported) =
+        start("calc", McpServerConfig::http(format!("{base}/mcp/calc"))).await;
+    assert_eq!(imported.all().names(), ["calc.math.add"]);
+    let missing = raw_post_status(&format!("{base}/mcp/nobody")).await;
+    assert_eq!(missing, 404);
+    task.abort();
+}
+
+/// The status of a bare POST (no MCP body) to `url`.
+async fn raw_post_status(url: &str) -> u16 {
+    let (host, path) = url.trim_start_matches("http://").split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response[9..12].parse().unwrap()
+}
