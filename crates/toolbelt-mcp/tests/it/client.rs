@@ -271,3 +271,39 @@ async fn filesystem_server_reads_lists_and_refuses_paths_outside_its_roots() {
     let write = registry.get("fs.write_file").unwrap();
     assert_eq!(write.spec().policy.effect, Effect::Mutating);
 }
+
+#[tokio::test]
+async fn everything_over_streamable_http_with_headers_and_a_bearer_token() {
+    let Some(entry) = npm_server("server-everything") else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = tokio::process::Command::new("node")
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    eventually(20, "the HTTP server to listen", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    })
+    .await;
+    let mut config = McpServerConfig::http(format!("http://{addr}/mcp"))
+        .with_bearer_token("not-checked-by-this-server");
+    config
+        .headers
+        .insert("X-Team".to_owned(), "toolbelt".to_owned());
+    let (client, registry) = start("remote", config).await;
+    assert!(client.status().is_up());
+    let echo = call(&registry, "remote.echo", json!({"message": "over http"})).await;
+    assert_eq!(echo.outcome.unwrap().text, "Echo: over http");
+    server.kill().await.unwrap();
+}
