@@ -281,3 +281,43 @@ fn route_sends_the_filesystem_servers_tools_when_the_request_needs_them() {
         "routing keeps unrelated MCP tools out: {stdout}"
     );
 }
+
+#[test]
+fn reexported_mcp_tools_keep_images_and_structured_content() {
+    let Some(python) = python() else { return };
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !entry.exists() {
+        println!("skipped: server-everything is not installed (run scripts/setup-mcp-peers.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"ev": {"command": "node", "args": [entry, "stdio"]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let config = config.display().to_string();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let target = [
+        "stdio",
+        bin,
+        "mcp",
+        "serve",
+        "--groups",
+        "mcp:ev",
+        "--mcp-config",
+        &config,
+    ];
+    let calls =
+        json!([["ev.get-tiny-image", {}], ["ev.get-structured-content", {"location": "Chicago"}]]);
+    let report = py_client(&python, "legacy", "none", &target, calls, dir.path());
+    let image = &report["results"][0]["content"];
+    assert!(
+        image
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["type"] == json!("image")),
+        "{image}"
+    );
+    let weather = &report["results"][1]["structuredContent"];
+    assert!(weather["temperature"].is_number(), "{weather}");
+}
