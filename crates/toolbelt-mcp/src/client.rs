@@ -546,21 +546,31 @@ fn sync_registry(shared: &Shared, previous: &[ToolHandle], tools: &[ToolHandle])
     let Some(registry) = &shared.registry else {
         return;
     };
-    let keep: std::collections::HashSet<&str> = tools.iter().map(|t| t.name().as_str()).collect();
-    let gone: Vec<&str> = previous
+    // Two batches (one publish each) rather than one write per tool: remove
+    // the tools this client put there, then add the new list. A name held by
+    // another source (a built-in, another server) is never overwritten.
+    let ours: Vec<&str> = previous
         .iter()
+        .filter(|t| {
+            registry
+                .get(t.name().as_str())
+                .is_some_and(|held| held.ptr_eq(t))
+        })
         .map(|t| t.name().as_str())
-        .filter(|n| !keep.contains(n) && registry.contains(n))
         .collect();
-    if !gone.is_empty()
-        && let Err(e) = registry.remove_tools(gone)
+    if !ours.is_empty()
+        && let Err(e) = registry.remove_tools(ours)
     {
         tracing::warn!(server = %shared.name, error = %e, "could not remove MCP tools");
     }
-    for tool in tools {
-        if let Err(e) = registry.replace(tool.clone()) {
-            tracing::warn!(server = %shared.name, tool = %tool.name(), error = %e, "could not register MCP tool");
-        }
+    let (fresh, taken): (Vec<&ToolHandle>, Vec<&ToolHandle>) = tools
+        .iter()
+        .partition(|t| !registry.contains(t.name().as_str()));
+    for tool in taken {
+        tracing::warn!(server = %shared.name, tool = %tool.name(), "name already registered by another source; MCP tool not added");
+    }
+    if let Err(e) = registry.add_tools(fresh.into_iter().cloned()) {
+        tracing::warn!(server = %shared.name, error = %e, "could not register MCP tools");
     }
 }
 

@@ -122,3 +122,38 @@ async fn raw_post_status(url: &str) -> u16 {
     stream.read_to_string(&mut response).await.unwrap();
     response[9..12].parse().unwrap()
 }
+
+#[tokio::test]
+async fn an_imported_tool_never_overwrites_a_tool_of_another_source() {
+    let served = Arc::new(Registry::new());
+    served.add_tool(add_tool("math.add")).unwrap();
+    served.add_tool(add_tool("math.mul")).unwrap();
+    let (url, task) = serve_http(served).await;
+    let local = Arc::new(Registry::new());
+    let mine = add_tool("math.add");
+    local.add_tool(mine.clone()).unwrap();
+    let client =
+        toolbelt_mcp::McpClient::builder("r", McpServerConfig::http(&url).with_tool_prefix(""))
+            .registry(local.clone())
+            .start()
+            .unwrap();
+    client
+        .ready(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(
+        local.get("math.add").unwrap().ptr_eq(&mine),
+        "the local tool stays"
+    );
+    assert!(local.get("math.mul").unwrap().spec().has_tag("mcp:r"));
+    client.shutdown();
+    eventually(10, "the imported tool to leave", || {
+        !local.contains("math.mul")
+    })
+    .await;
+    assert!(
+        local.contains("math.add"),
+        "shutdown removes only what the client added"
+    );
+    task.abort();
+}
