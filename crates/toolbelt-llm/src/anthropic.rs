@@ -11,6 +11,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use crate::error::ProviderError;
 use crate::http::{self, Endpoint, Transport};
+use crate::names::NameMap;
 use crate::openai::DEFAULT_REQUEST_TIMEOUT;
 use crate::provider::{ChatProvider, ChatStream, ProviderLimits};
 use crate::request::{ChatRequest, ChatResponse};
@@ -116,15 +117,20 @@ impl ChatProvider for AnthropicClient {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = self.body(&request, false)?;
-        self.endpoint.chat(body, wire::parse_response).await
+        let names = NameMap::for_request(&request);
+        let body = self.body(&names.map_request(request), false)?;
+        let response = self.endpoint.chat(body, wire::parse_response).await?;
+        Ok(names.unmap_response(response))
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
-        let body = self.body(&request, true)?;
-        self.endpoint
+        let names = NameMap::for_request(&request);
+        let body = self.body(&names.map_request(request), true)?;
+        let stream = self
+            .endpoint
             .chat_stream(body, wire::parse_response, stream::Assembler::default())
-            .await
+            .await?;
+        Ok(names.unmap_stream(stream))
     }
 }
 

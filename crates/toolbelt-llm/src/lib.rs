@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod http;
 mod message;
+mod names;
 mod normalize;
 mod openai;
 mod parse;
@@ -26,6 +27,7 @@ pub use normalize::{
     MAX_INLINED_NODES, MAX_SCHEMA_DEPTH, SchemaDialect, SchemaError, is_strict_compatible,
     normalize_schema, try_normalize_schema,
 };
+pub use names::NameMap;
 pub use openai::{
     DEFAULT_REQUEST_TIMEOUT, OPENAI_BASE_URL, OPENAI_MAX_TOOLS, OpenAiClient, OpenAiClientBuilder,
 };

@@ -3,6 +3,7 @@
 mod agents;
 mod db;
 mod memory;
+mod mcp;
 mod route;
 mod routines;
 mod run;
@@ -42,6 +43,9 @@ enum Command {
     /// List, search and forget what agents remembered.
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
+    /// Serve tools over MCP, or list the tools of MCP servers.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -72,6 +76,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Agents(cmd) => agents::run(cmd).await,
             Command::Routines(cmd) => routines::run(cmd).await,
             Command::Memory(cmd) => memory::run(cmd).await,
+            Command::Mcp(cmd) => mcp::run(cmd).await,
         }
     });
     match result {

@@ -43,6 +43,11 @@ pub mod store {
 
 pub mod stored;
 
+/// MCP both ways (crate `toolbelt-mcp`).
+pub mod mcp {
+    pub use toolbelt_mcp::*;
+}
+
 /// The repository README's code blocks, compiled and run as doc tests.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]

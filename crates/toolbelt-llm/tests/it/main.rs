@@ -7,6 +7,7 @@
 mod anthropic;
 mod config;
 mod failures;
+mod names;
 mod normalize;
 mod openai;
 mod parse;

@@ -63,6 +63,9 @@ pub(crate) struct RouteArgs {
         requires = "embedder_dir"
     )]
     embedding_weight: f32,
+    /// Also route to the tools of the MCP servers in this `mcpServers` JSON file.
+    #[arg(long, value_name = "FILE")]
+    mcp_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -90,7 +93,14 @@ enum RouterName {
 }
 
 pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
-    let (toolset, builtin) = load_toolset(args.catalog.as_deref())?;
+    let (mut toolset, builtin) = load_toolset(args.catalog.as_deref())?;
+    // Held while routing: dropping the clients stops the MCP servers.
+    let mut _mcp_clients = Vec::new();
+    if let Some(path) = &args.mcp_config {
+        let registry = std::sync::Arc::new(toolbelt_core::Registry::new());
+        _mcp_clients = super::mcp::import(&registry, path).await?;
+        toolset = toolset.with_tools(registry.list());
+    }
     let router = build_router(&args, builtin)?;
     match (&args.queries, &args.text) {
         (Some(_), Some(_)) => bail!("give either a request TEXT or --queries, not both"),

@@ -71,6 +71,9 @@ pub(crate) struct RunArgs {
     /// Let `shell_exec` commands use the network (denied by default).
     #[arg(long)]
     sandbox_network: bool,
+    /// Add the tools of the MCP servers in this `mcpServers` JSON file (Claude Desktop / Cursor shape).
+    #[arg(long, value_name = "FILE")]
+    mcp_config: Option<std::path::PathBuf>,
 }
 
 /// A built-in agent definition.
@@ -116,7 +119,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("setting up the model provider"),
     };
     let preset = find_preset(args.agent.as_deref())?;
-    let registry = Registry::discovered().context("loading the built-in tools")?;
+    let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
+    // Held for the run: dropping the clients stops the MCP servers.
+    let _mcp_clients = match &args.mcp_config {
+        Some(path) => super::mcp::import(&registry, path).await?,
+        None => Vec::new(),
+    };
     let selection = args.groups.as_deref().or(preset.groups);
     let mut tools = match selection {
         Some(expr) => registry.select(expr)?,

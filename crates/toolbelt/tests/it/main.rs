@@ -1,6 +1,7 @@
 //! Integration tests of the `toolbelt` CLI and facade.
 
 mod cli_memory_routines;
+mod cli_mcp;
 mod cli_route;
 mod cli_run;
 mod cli_store;

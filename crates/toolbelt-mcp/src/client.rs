@@ -1,0 +1,708 @@
+//! [`McpClient`]: one supervised connection to an MCP server whose tools are
+//! imported as first-class toolbelt tools.
+//!
+//! A supervisor task connects (stdio or streamable HTTP), lists the tools,
+//! and keeps them in step: it reloads them on `notifications/tools/list_changed`,
+//! and when the server dies it marks the server down, removes its tools from
+//! the attached [`Registry`] (so no model is offered them) and reconnects with
+//! exponential backoff; the tools come back when the server does.
+
+mod handler;
+mod tool;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::model::ProgressToken;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{
+    ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess,
+    streamable_http_client::StreamableHttpClientTransportConfig,
+};
+use rmcp::{Peer, ServiceExt};
+use serde::Serialize;
+use tokio::sync::{Notify, broadcast, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::{Registry, ToolHandle};
+
+use crate::config::{McpServerConfig, Transport};
+use crate::error::McpError;
+use handler::ClientHandlerImpl;
+pub use tool::McpTool;
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerStatus {
+    /// Connecting (first time or after a failure).
+    Connecting,
+    /// Connected; its tools are available.
+    Up {
+        /// Number of tools imported.
+        tools: usize,
+    },
+    /// Not connected; its tools are unavailable until it is back.
+    Down {
+        /// What went wrong.
+        reason: String,
+        /// Consecutive failures so far.
+        failures: u32,
+        /// Wait before the next attempt.
+        retry_in: Duration,
+    },
+    /// Stopped by [`McpClient::shutdown`].
+    Stopped,
+}
+
+impl ServerStatus {
+    /// Whether the server's tools can be called now.
+    pub fn is_up(&self) -> bool {
+        matches!(self, Self::Up { .. })
+    }
+}
+
+impl std::fmt::Display for ServerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connecting => write!(f, "connecting"),
+            Self::Up { tools } => write!(f, "up ({tools} tools)"),
+            Self::Down {
+                reason,
+                failures,
+                retry_in,
+            } => write!(
+                f,
+                "down after {failures} failure(s): {reason}; retrying in {} ms",
+                retry_in.as_millis()
+            ),
+            Self::Stopped => write!(f, "stopped"),
+        }
+    }
+}
+
+/// Something that happened to an MCP client, for event streams and logs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum McpEvent {
+    /// The server's status changed.
+    Status {
+        /// Server name.
+        server: String,
+        /// New status.
+        status: ServerStatus,
+    },
+    /// The server's tool list was (re)loaded.
+    ToolsChanged {
+        /// Server name.
+        server: String,
+        /// The imported names.
+        tools: Vec<String>,
+    },
+    /// A running call reported progress (`notifications/progress`).
+    Progress {
+        /// Server name.
+        server: String,
+        /// The imported tool's name.
+        tool: String,
+        /// The toolbelt call id, when the call had one.
+        call_id: Option<String>,
+        /// Progress so far.
+        progress: f64,
+        /// Total, when known.
+        total: Option<f64>,
+        /// Message, when given.
+        message: Option<String>,
+    },
+}
+
+/// How the supervisor retries a server that fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Backoff {
+    /// First wait.
+    pub initial: Duration,
+    /// Longest wait.
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(250),
+            max: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Backoff {
+    /// The wait after `failures` consecutive failures (doubling, capped).
+    pub fn delay(&self, failures: u32) -> Duration {
+        let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+        self.initial.saturating_mul(factor).min(self.max)
+    }
+}
+
+/// A progress route: which imported call a progress token belongs to.
+#[derive(Debug, Clone)]
+struct ProgressRoute {
+    tool: String,
+    call_id: Option<String>,
+    sink: Option<ProgressSink>,
+}
+
+/// A callback a host puts in a call's [`ToolContext`](toolbelt_core::ToolContext)
+/// to receive that call's MCP progress (`progress`, `total`, `message`).
+#[derive(Clone)]
+pub struct ProgressSink(Arc<ProgressFn>);
+
+type ProgressFn = dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync;
+
+impl ProgressSink {
+    /// A sink calling `f`.
+    pub fn new(f: impl Fn(f64, Option<f64>, Option<String>) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+/// State shared by the client handle, its tools, the rmcp handler and the supervisor.
+pub(crate) struct Shared {
+    name: String,
+    config: McpServerConfig,
+    prefix: String,
+    backoff: Backoff,
+    peer: RwLock<Option<Peer<RoleClient>>>,
+    tools: RwLock<Vec<ToolHandle>>,
+    status: watch::Sender<ServerStatus>,
+    events: broadcast::Sender<McpEvent>,
+    progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
+    list_changed: Notify,
+    registry: Option<Arc<Registry>>,
+    stop: CancellationToken,
+}
+
+impl Shared {
+    fn emit(&self, event: McpEvent) {
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(event);
+        }
+    }
+
+    fn set_status(&self, status: ServerStatus) {
+        self.status.send_replace(status.clone());
+        self.emit(McpEvent::Status {
+            server: self.name.clone(),
+            status,
+        });
+    }
+
+    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.read().ok().and_then(|p| p.clone())
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn status(&self) -> ServerStatus {
+        self.status.borrow().clone()
+    }
+
+    pub(crate) fn on_progress(
+        &self,
+        token: &ProgressToken,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
+        let route = self
+            .progress
+            .lock()
+            .ok()
+            .and_then(|routes| routes.get(token).cloned());
+        let Some(route) = route else {
+            return;
+        };
+        if let Some(sink) = &route.sink {
+            (sink.0)(progress, total, message.clone());
+        }
+        tracing::debug!(server = %self.name, tool = %route.tool, progress, ?total, "mcp progress");
+        self.emit(McpEvent::Progress {
+            server: self.name.clone(),
+            tool: route.tool,
+            call_id: route.call_id,
+            progress,
+            total,
+            message,
+        });
+    }
+
+    pub(crate) fn track_progress(
+        &self,
+        token: ProgressToken,
+        tool: &str,
+        call_id: Option<String>,
+        sink: Option<ProgressSink>,
+    ) {
+        if let Ok(mut routes) = self.progress.lock() {
+            routes.insert(
+                token,
+                ProgressRoute {
+                    tool: tool.to_owned(),
+                    call_id,
+                    sink,
+                },
+            );
+        }
+    }
+
+    pub(crate) fn untrack_progress(&self, token: &ProgressToken) {
+        if let Ok(mut routes) = self.progress.lock() {
+            routes.remove(token);
+        }
+    }
+
+    pub(crate) fn notify_list_changed(&self) {
+        self.list_changed.notify_one();
+    }
+}
+
+/// A supervised connection to one MCP server.
+///
+/// Dropping the last handle stops the supervisor and the server process.
+#[derive(Clone)]
+pub struct McpClient {
+    shared: Arc<Shared>,
+    _supervisor: Arc<Supervisor>,
+}
+
+/// Owns the supervisor task; stops it when dropped.
+struct Supervisor {
+    tasks: Mutex<JoinSet<()>>,
+    stop: CancellationToken,
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.abort_all();
+        }
+    }
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.shared.name)
+            .field("status", &*self.shared.status.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`McpClient`].
+#[derive(Debug)]
+#[must_use]
+pub struct McpClientBuilder {
+    name: String,
+    config: McpServerConfig,
+    backoff: Backoff,
+    registry: Option<Arc<Registry>>,
+}
+
+impl McpClient {
+    /// A builder for the server called `name` (used in tags, prefixes and messages).
+    pub fn builder(name: impl Into<String>, config: McpServerConfig) -> McpClientBuilder {
+        McpClientBuilder {
+            name: name.into(),
+            config,
+            backoff: Backoff::default(),
+            registry: None,
+        }
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Its status now.
+    pub fn status(&self) -> ServerStatus {
+        self.shared.status()
+    }
+
+    /// Watches its status.
+    pub fn watch_status(&self) -> watch::Receiver<ServerStatus> {
+        self.shared.status.subscribe()
+    }
+
+    /// Receives its events (status, tool list changes, progress).
+    pub fn subscribe(&self) -> broadcast::Receiver<McpEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// The imported tools while the server is up; empty while it is down.
+    pub fn tools(&self) -> Vec<ToolHandle> {
+        if !self.status().is_up() {
+            return Vec::new();
+        }
+        self.shared
+            .tools
+            .read()
+            .map(|t| t.clone())
+            .unwrap_or_default()
+    }
+
+    /// Why a tool of this server cannot be used now, or `None` when it can.
+    pub fn why_unavailable(&self) -> Option<String> {
+        match self.status() {
+            ServerStatus::Up { .. } => None,
+            status => Some(format!("MCP server `{}` is {status}", self.shared.name)),
+        }
+    }
+
+    /// The underlying rmcp peer while connected (for resources, prompts, raw calls).
+    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.shared.peer()
+    }
+
+    /// Waits until the server is up (or `timeout` passes).
+    ///
+    /// # Errors
+    /// [`McpError::NotReady`] with the status at the deadline.
+    pub async fn ready(&self, timeout: Duration) -> Result<(), McpError> {
+        let started = Instant::now();
+        let mut status = self.watch_status();
+        let waited = tokio::time::timeout(timeout, status.wait_for(ServerStatus::is_up)).await;
+        match waited {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(McpError::NotReady {
+                server: self.shared.name.clone(),
+                waited_ms: started.elapsed().as_millis(),
+                status: self.status().to_string(),
+            }),
+        }
+    }
+
+    /// Stops the supervisor, closes the connection and removes the tools from the registry.
+    pub fn shutdown(&self) {
+        self.shared.stop.cancel();
+    }
+}
+
+impl McpClientBuilder {
+    /// The retry schedule after failures.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Keeps `registry` in step with the server's tools (added when up,
+    /// replaced on list changes, removed while down).
+    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Checks the configuration and starts the supervisor (it connects in the
+    /// background: use [`McpClient::ready`] to wait).
+    ///
+    /// # Errors
+    /// [`McpError::Config`] when the entry describes no usable transport.
+    pub fn start(self) -> Result<McpClient, McpError> {
+        let transport = self.config.transport_of(&self.name)?;
+        let stop = CancellationToken::new();
+        let (events, _) = broadcast::channel(256);
+        let shared = Arc::new(Shared {
+            prefix: self.config.prefix_for(&self.name),
+            name: self.name,
+            config: self.config,
+            backoff: self.backoff,
+            peer: RwLock::new(None),
+            tools: RwLock::new(Vec::new()),
+            status: watch::Sender::new(ServerStatus::Connecting),
+            events,
+            progress: Mutex::new(HashMap::new()),
+            list_changed: Notify::new(),
+            registry: self.registry,
+            stop: stop.clone(),
+        });
+        let mut tasks = JoinSet::new();
+        tasks.spawn(supervise(Arc::downgrade(&shared), transport, stop.clone()));
+        Ok(McpClient {
+            shared,
+            _supervisor: Arc::new(Supervisor {
+                tasks: Mutex::new(tasks),
+                stop,
+            }),
+        })
+    }
+}
+
+type Running = RunningService<RoleClient, ClientHandlerImpl>;
+
+async fn connect(shared: &Weak<Shared>, transport: &Transport) -> Result<Running, String> {
+    let handler = ClientHandlerImpl::new(shared.clone());
+    match transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let cmd = tokio::process::Command::new(command).configure(|cmd| {
+                cmd.args(args);
+                cmd.envs(env);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                cmd.kill_on_drop(true);
+            });
+            let (child, _stderr) = TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            handler
+                .serve(child)
+                .await
+                .map_err(|e| format!("initialisation failed: {e}"))
+        }
+        Transport::Http {
+            url,
+            headers,
+            bearer_token,
+        } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(token) = bearer_token {
+                config = config.auth_header(token.clone());
+            }
+            config = config.custom_headers(http_headers(headers)?);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("initialisation failed: {e}"))
+        }
+    }
+}
+
+fn http_headers(
+    headers: &BTreeMap<String, String>,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            let name = http::HeaderName::try_from(k.as_str())
+                .map_err(|_| format!("`{k}` is not a valid header name"))?;
+            let value = http::HeaderValue::try_from(v.as_str())
+                .map_err(|_| format!("the value of header `{k}` is not a valid header value"))?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+/// Lists the server's tools and wraps them.
+async fn load_tools(
+    shared: &Arc<Shared>,
+    peer: &Peer<RoleClient>,
+) -> Result<Vec<ToolHandle>, String> {
+    let listed = peer
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    Ok(import_tools(shared, listed))
+}
+
+pub(crate) fn import_tools(
+    shared: &Arc<Shared>,
+    listed: Vec<rmcp::model::Tool>,
+) -> Vec<ToolHandle> {
+    let mut tools = Vec::with_capacity(listed.len());
+    for def in listed {
+        let remote = def.name.to_string();
+        match McpTool::new(Arc::downgrade(shared), &shared.prefix, &shared.config, def)
+            .and_then(ToolHandle::new)
+        {
+            Ok(handle) => tools.push(handle),
+            Err(e) => {
+                tracing::warn!(server = %shared.name, tool = %remote, error = %e, "MCP tool skipped");
+            }
+        }
+    }
+    tools
+}
+
+/// Puts `tools` in the registry in place of `previous`.
+fn sync_registry(shared: &Shared, previous: &[ToolHandle], tools: &[ToolHandle]) {
+    let Some(registry) = &shared.registry else {
+        return;
+    };
+    // Two batches (one publish each) rather than one write per tool: remove
+    // the tools this client put there, then add the new list. A name held by
+    // another source (a built-in, another server) is never overwritten.
+    let ours: Vec<&str> = previous
+        .iter()
+        .filter(|t| {
+            registry
+                .get(t.name().as_str())
+                .is_some_and(|held| held.ptr_eq(t))
+        })
+        .map(|t| t.name().as_str())
+        .collect();
+    if !ours.is_empty()
+        && let Err(e) = registry.remove_tools(ours)
+    {
+        tracing::warn!(server = %shared.name, error = %e, "could not remove MCP tools");
+    }
+    let (fresh, taken): (Vec<&ToolHandle>, Vec<&ToolHandle>) = tools
+        .iter()
+        .partition(|t| !registry.contains(t.name().as_str()));
+    for tool in taken {
+        tracing::warn!(server = %shared.name, tool = %tool.name(), "name already registered by another source; MCP tool not added");
+    }
+    if let Err(e) = registry.add_tools(fresh.into_iter().cloned()) {
+        tracing::warn!(server = %shared.name, error = %e, "could not register MCP tools");
+    }
+}
+
+fn set_tools(shared: &Shared, tools: Vec<ToolHandle>) {
+    let previous = shared
+        .tools
+        .write()
+        .map(|mut t| std::mem::replace(&mut *t, tools.clone()))
+        .unwrap_or_default();
+    sync_registry(shared, &previous, &tools);
+    shared.emit(McpEvent::ToolsChanged {
+        server: shared.name.clone(),
+        tools: tools.iter().map(|t| t.name().to_string()).collect(),
+    });
+}
+
+fn go_down(shared: &Shared) {
+    if let Ok(mut peer) = shared.peer.write() {
+        *peer = None;
+    }
+    let previous = shared.tools.read().map(|t| t.clone()).unwrap_or_default();
+    // Tools stay known (for `why_unavailable`) but leave the registry.
+    sync_registry(shared, &previous, &[]);
+}
+
+async fn supervise(weak: Weak<Shared>, transport: Transport, stop: CancellationToken) {
+    let mut failures = 0u32;
+    loop {
+        let Some(shared) = weak.upgrade() else { return };
+        shared.set_status(ServerStatus::Connecting);
+        let reason = match connect(&weak, &transport).await {
+            Ok(running) => {
+                let reason = run_connected(&shared, running, &stop).await;
+                if stop.is_cancelled() {
+                    go_down(&shared);
+                    shared.set_status(ServerStatus::Stopped);
+                    return;
+                }
+                reason.map(|(reason, was_up)| {
+                    if was_up {
+                        failures = 0;
+                    }
+                    reason
+                })
+            }
+            Err(e) => Some(e),
+        };
+        let reason = reason.unwrap_or_else(|| "connection closed".to_owned());
+        failures += 1;
+        let retry_in = shared.backoff.delay(failures);
+        tracing::warn!(server = %shared.name, %reason, ?retry_in, "MCP server down");
+        go_down(&shared);
+        shared.set_status(ServerStatus::Down {
+            reason,
+            failures,
+            retry_in,
+        });
+        drop(shared);
+        tokio::select! {
+            () = stop.cancelled() => {
+                if let Some(shared) = weak.upgrade() {
+                    shared.set_status(ServerStatus::Stopped);
+                }
+                return;
+            }
+            () = tokio::time::sleep(retry_in) => {}
+        }
+    }
+}
+
+/// Serves one connection until it ends; returns why, and whether it got up.
+async fn run_connected(
+    shared: &Arc<Shared>,
+    running: Running,
+    stop: &CancellationToken,
+) -> Option<(String, bool)> {
+    let peer = running.peer().clone();
+    let closer = running.cancellation_token();
+    let tools = match load_tools(shared, &peer).await {
+        Ok(tools) => tools,
+        Err(e) => {
+            closer.cancel();
+            return Some((e, false));
+        }
+    };
+    if let Ok(mut slot) = shared.peer.write() {
+        *slot = Some(peer.clone());
+    }
+    let count = tools.len();
+    set_tools(shared, tools);
+    shared.set_status(ServerStatus::Up { tools: count });
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    loop {
+        tokio::select! {
+            quit = &mut waiting => {
+                let reason = match quit {
+                    Ok(reason) => format!("connection ended ({reason:?})"),
+                    Err(e) => format!("connection task failed: {e}"),
+                };
+                return Some((reason, true));
+            }
+            () = shared.list_changed.notified() => {
+                match load_tools(shared, &peer).await {
+                    Ok(tools) => {
+                        let count = tools.len();
+                        set_tools(shared, tools);
+                        shared.set_status(ServerStatus::Up { tools: count });
+                    }
+                    Err(e) => tracing::warn!(server = %shared.name, error = %e, "tools reload failed"),
+                }
+            }
+            () = stop.cancelled() => {
+                closer.cancel();
+                let _ = (&mut waiting).await;
+                return None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let b = Backoff {
+            initial: Duration::from_millis(100),
+            max: Duration::from_millis(500),
+        };
+        let delays: Vec<u128> = (1..=5).map(|n| b.delay(n).as_millis()).collect();
+        assert_eq!(delays, [100, 200, 400, 500, 500]);
+    }
+}

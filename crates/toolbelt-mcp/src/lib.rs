@@ -1,0 +1,28 @@
+#![doc = include_str!("../README.md")]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod agents;
+mod client;
+mod config;
+mod convert;
+mod error;
+mod server;
+
+pub use agents::agents_router;
+pub use client::{
+    Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ProgressSink, ServerStatus,
+};
+pub use config::{McpConfig, McpServerConfig, Transport};
+pub use convert::{
+    MCP_METADATA_KEY, annotations_from_policy, output_from_result, policy_from_annotations,
+    result_from_outcome, tool_definition,
+};
+pub use error::McpError;
+pub use server::{McpServer, McpServerHandler};
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<McpClient>();
+    assert_send_sync::<McpError>();
+    assert_send_sync::<McpServer>();
+};

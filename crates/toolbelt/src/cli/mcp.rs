@@ -1,0 +1,192 @@
+//! `toolbelt mcp`: serve a toolset as an MCP server, or list what MCP servers offer.
+//!
+//! `toolbelt mcp serve --groups file_ops` speaks MCP on stdin/stdout (what
+//! Claude Desktop, Cursor and other clients start); `--http 127.0.0.1:8931`
+//! serves streamable HTTP at `/mcp` instead. `toolbelt mcp tools --mcp-config
+//! servers.json` connects to the servers of an `mcpServers` file and lists
+//! the tools they would add.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::json;
+use toolbelt_core::{ApprovalPolicy, Effect, Executor, Registry, Selection};
+use toolbelt_mcp::{McpClient, McpConfig, McpServer};
+use toolbelt_tools::{BuiltinConfig, Workspace};
+
+/// How long `toolbelt mcp tools` and `--mcp-config` wait for each server to start.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Subcommands of `toolbelt mcp`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum McpCommand {
+    /// Serve tools over MCP (stdio by default, streamable HTTP with --http).
+    Serve(ServeArgs),
+    /// Connect to the servers of an `mcpServers` file and list their tools.
+    Tools(ToolsArgs),
+}
+
+/// Arguments of `toolbelt mcp serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Tool groups or tools to serve, e.g. "file_ops,web,-web_fetch" (default: all).
+    #[arg(long, value_name = "SELECTION")]
+    groups: Option<String>,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// Workspace root the file, shell and git tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Also serve the tools of the MCP servers in this `mcpServers` JSON file.
+    #[arg(long, value_name = "FILE")]
+    mcp_config: Option<PathBuf>,
+    /// Run calls that need approval without asking (otherwise the client is asked through elicitation).
+    #[arg(long, short = 'y')]
+    yes: bool,
+}
+
+/// Arguments of `toolbelt mcp tools`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ToolsArgs {
+    /// The `mcpServers` JSON file (Claude Desktop / Cursor shape).
+    #[arg(long, value_name = "FILE")]
+    mcp_config: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        McpCommand::Serve(args) => serve(args).await,
+        McpCommand::Tools(args) => tools(args).await,
+    }
+}
+
+/// Starts a client for every enabled server of `path`, keeping `registry` in
+/// step, and waits for each (a server that does not start is reported and
+/// retried in the background).
+pub(crate) async fn import(
+    registry: &Arc<Registry>,
+    path: &Path,
+) -> anyhow::Result<Vec<McpClient>> {
+    let config = McpConfig::from_file(path)?;
+    let mut clients = Vec::new();
+    for (name, server) in config.enabled() {
+        let client = McpClient::builder(name.clone(), server.clone())
+            .registry(registry.clone())
+            .start()?;
+        clients.push(client);
+    }
+    for client in &clients {
+        if let Err(e) = client.ready(READY_TIMEOUT).await {
+            eprintln!("warning: {e}; its tools are unavailable until it starts");
+        }
+    }
+    Ok(clients)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
+    let _clients = match &args.mcp_config {
+        Some(path) => import(&registry, path).await?,
+        None => Vec::new(),
+    };
+    let selection = args
+        .groups
+        .as_deref()
+        .map(Selection::parse)
+        .transpose()
+        .context("--groups")?;
+    if let Some(selection) = &selection {
+        registry.resolve(selection).context("--groups")?;
+    }
+    let policy = if args.yes {
+        ApprovalPolicy::allow_all()
+    } else {
+        ApprovalPolicy::new()
+    };
+    let workspace = match &args.root {
+        Some(root) => Workspace::new(root),
+        None => Workspace::current_dir(),
+    }
+    .context("opening the workspace root")?;
+    let server = McpServer::from_registry(
+        registry,
+        selection,
+        Executor::builder().policy(policy).build(),
+    )
+    .with_extensions(BuiltinConfig::new(workspace).extensions());
+    match &args.http {
+        None => server.serve_stdio().await?,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            let local = listener.local_addr()?;
+            let hosts = vec![
+                "localhost".to_owned(),
+                "127.0.0.1".to_owned(),
+                "::1".to_owned(),
+                local.ip().to_string(),
+                local.to_string(),
+            ];
+            let app = axum::Router::new().nest_service("/mcp", server.http_service(Some(hosts)));
+            eprintln!("serving MCP (streamable HTTP) at http://{local}/mcp");
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
+    let registry = Arc::new(Registry::new());
+    let clients = import(&registry, &args.mcp_config).await?;
+    let mut out = std::io::stdout().lock();
+    use std::io::Write;
+    if args.json {
+        let servers: Vec<_> = clients
+            .iter()
+            .map(|c| {
+                json!({
+                    "server": c.name(),
+                    "status": c.status(),
+                    "tools": c.tools().iter().map(|t| t.spec().clone()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&servers)?)?;
+    } else {
+        for client in &clients {
+            writeln!(out, "{} ({})", client.name(), client.status())?;
+            for tool in client.tools() {
+                let spec = tool.spec();
+                let effect = match spec.policy.effect {
+                    Effect::ReadOnly => "read-only",
+                    Effect::Mutating => "mutating",
+                };
+                let approval = if spec.policy.needs_approval {
+                    ", asks"
+                } else {
+                    ""
+                };
+                let line = spec.description.lines().next().unwrap_or_default();
+                writeln!(out, "  {} [{effect}{approval}] {line}", spec.name)?;
+            }
+        }
+    }
+    let all_up = clients.iter().all(|c| c.status().is_up());
+    Ok(if all_up {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,323 @@
+//! `toolbelt mcp serve` with the official Python MCP SDK as the client, over
+//! stdio and streamable HTTP; `toolbelt mcp tools` against the filesystem server.
+
+// Helpers outside `#[test]` functions fail loudly too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::run_with_stdin;
+
+fn peers() -> PathBuf {
+    std::env::var_os("TOOLBELT_MCP_PEERS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
+        PathBuf::from,
+    )
+}
+
+fn python() -> Option<PathBuf> {
+    let python = peers().join("venv/bin/python");
+    if python.exists() {
+        Some(python)
+    } else {
+        println!("skipped: the Python mcp SDK is not installed (run scripts/setup-mcp-peers.sh)");
+        None
+    }
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../toolbelt-mcp/tests/peers/py_client.py")
+}
+
+/// Runs the Python client with `calls` and returns its JSON report.
+fn py_client(
+    python: &PathBuf,
+    mode: &str,
+    elicit: &str,
+    target: &[&str],
+    calls: Value,
+    dir: &std::path::Path,
+) -> Value {
+    let mut command = Command::new(python);
+    command
+        .arg(script())
+        .args([mode, elicit])
+        .args(target)
+        .current_dir(dir);
+    let output = run_with_stdin(&mut command, &calls.to_string());
+    assert!(
+        output.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn texts(report: &Value) -> Vec<(String, bool)> {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["content"][0]["text"].as_str().unwrap().to_owned(),
+                r["isError"] == json!(true),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn python_client_over_stdio_lists_calls_and_gets_validation_errors_as_tool_errors() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let target = [
+        "stdio",
+        bin,
+        "mcp",
+        "serve",
+        "--groups",
+        "file_read,file_write",
+    ];
+    let calls = json!([["file_read", {"path": "a.txt"}], ["file_read", {"path": 5}], ["file_write", {"path": "b.txt", "content": "x"}]]);
+    let report = py_client(&python, "legacy", "none", &target, calls, dir.path());
+    let names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["file_write", "file_read"]);
+    assert_eq!(
+        report["tools"][1]["annotations"]["readOnlyHint"],
+        json!(true)
+    );
+    let results = texts(&report);
+    assert_eq!(results[0], ("hello\n".to_owned(), false));
+    assert!(
+        results[1].1 && results[1].0.contains("at /path"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].1 && results[2].0.contains("does not support elicitation"),
+        "{:?}",
+        results[2]
+    );
+    assert!(!dir.path().join("b.txt").exists());
+}
+
+#[test]
+fn approval_is_asked_through_elicitation_on_2025_11_25_and_input_required_on_2026_07_28() {
+    let Some(python) = python() else { return };
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let target = ["stdio", bin, "mcp", "serve", "--groups", "file_write"];
+    let write = json!([["file_write", {"path": "b.txt", "content": "yes"}]]);
+    for (mode, protocol) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let dir = tempfile::tempdir().unwrap();
+        let declined = py_client(&python, mode, "decline", &target, write.clone(), dir.path());
+        assert_eq!(declined["protocol"], json!(protocol));
+        assert!(texts(&declined)[0].0.contains("Decline"), "{declined}");
+        assert!(!dir.path().join("b.txt").exists());
+        let accepted = py_client(&python, mode, "accept", &target, write.clone(), dir.path());
+        assert_eq!(
+            texts(&accepted)[0],
+            ("created b.txt (3 bytes)".to_owned(), false),
+            "{mode}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
+            "yes"
+        );
+    }
+}
+
+#[test]
+fn python_client_over_streamable_http() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "over http\n").unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["mcp", "serve", "--groups", "file_read", "--http", &addr])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://{addr}/mcp");
+    let calls = json!([["file_read", {"path": "a.txt"}], ["file_read", {}]]);
+    for mode in ["legacy", "auto"] {
+        let report = py_client(
+            &python,
+            mode,
+            "none",
+            &[url.as_str()],
+            calls.clone(),
+            dir.path(),
+        );
+        let results = texts(&report);
+        assert_eq!(results[0], ("over http\n".to_owned(), false), "mode {mode}");
+        assert!(
+            results[1].1 && results[1].0.contains("path"),
+            "mode {mode}: {:?}",
+            results[1]
+        );
+    }
+    server.kill().unwrap();
+    let _ = server.wait();
+}
+
+#[test]
+fn mcp_tools_lists_the_filesystem_servers_tools_from_an_mcp_servers_file() {
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    if !entry.exists() {
+        println!("skipped: server-filesystem is not installed (run scripts/setup-mcp-peers.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, dir.path()]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["mcp", "tools", "--mcp-config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.starts_with("fs (up ("), "{stdout}");
+    assert!(
+        stdout.contains("  fs.read_text_file [read-only]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  fs.write_file [mutating"), "{stdout}");
+}
+
+#[test]
+fn toolbelt_imports_the_builtin_tools_another_toolbelt_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"tb": {"command": bin,
+        "args": ["mcp", "serve", "--groups", "file_read,list_dir", "--root", dir.path()]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let output = Command::new(bin)
+        .args(["mcp", "tools", "--json", "--mcp-config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut names: Vec<&str> = report[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["tb.file_read", "tb.list_dir"]);
+    assert_eq!(report[0]["tools"][0]["kind"], json!("mcp"));
+}
+
+#[test]
+fn route_sends_the_filesystem_servers_tools_when_the_request_needs_them() {
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    if !entry.exists() {
+        println!("skipped: server-filesystem is not installed (run scripts/setup-mcp-peers.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, dir.path()]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args([
+            "route",
+            "get info about the file metadata of notes.txt",
+            "--format",
+            "json",
+            "--mcp-config",
+        ])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("\"fs.get_file_info\""), "{stdout}");
+    assert!(
+        !stdout.contains("\"fs.write_file\""),
+        "routing keeps unrelated MCP tools out: {stdout}"
+    );
+}
+
+#[test]
+fn reexported_mcp_tools_keep_images_and_structured_content() {
+    let Some(python) = python() else { return };
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !entry.exists() {
+        println!("skipped: server-everything is not installed (run scripts/setup-mcp-peers.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"ev": {"command": "node", "args": [entry, "stdio"]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let config = config.display().to_string();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let target = [
+        "stdio",
+        bin,
+        "mcp",
+        "serve",
+        "--groups",
+        "mcp:ev",
+        "--mcp-config",
+        &config,
+    ];
+    let calls =
+        json!([["ev.get-tiny-image", {}], ["ev.get-structured-content", {"location": "Chicago"}]]);
+    let report = py_client(&python, "legacy", "none", &target, calls, dir.path());
+    let image = &report["results"][0]["content"];
+    assert!(
+        image
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["type"] == json!("image")),
+        "{image}"
+    );
+    let weather = &report["results"][1]["structuredContent"];
+    assert!(weather["temperature"].is_number(), "{weather}");
+}
