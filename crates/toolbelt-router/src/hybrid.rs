@@ -64,6 +64,9 @@ pub struct HybridConfig {
     pub min_lexical_score: f32,
     /// What to do when nothing is confident.
     pub low_confidence: LowConfidence,
+    /// Weight of the earlier turns of a conversation ([`RouteRequest::recent`]) in the
+    /// lexical ranking, relative to the latest turn's 1 (default 0.4; 0 ignores them).
+    pub context_weight: f32,
 }
 
 impl Default for HybridConfig {
@@ -82,6 +85,7 @@ impl Default for HybridConfig {
             expand_groups: None,
             min_lexical_score: 1.0,
             low_confidence: LowConfidence::AllTools,
+            context_weight: 0.4,
         }
     }
 }
@@ -141,6 +145,13 @@ impl HybridConfig {
     #[must_use]
     pub fn with_min_lexical_score(mut self, score: f32) -> Self {
         self.min_lexical_score = score;
+        self
+    }
+
+    /// Sets the weight of earlier conversation turns (0 ignores them).
+    #[must_use]
+    pub fn with_context_weight(mut self, weight: f32) -> Self {
+        self.context_weight = weight.max(0.0);
         self
     }
 
@@ -234,6 +245,25 @@ impl HybridRouter {
 
     /// The fused ranking of up to `k` tools, without the adaptive cut or extras.
     pub async fn rank(&self, toolset: &Toolset, input: &str, k: usize) -> Ranking {
+        self.rank_with_context(toolset, input, &[], k).await
+    }
+
+    /// Like [`HybridRouter::rank`] for a whole request: the latest turn
+    /// (`request.input`) ranks as in `rank`, and the earlier turns
+    /// (`request.recent`) add a lexical ranking weighted by
+    /// [`HybridConfig::context_weight`].
+    pub async fn rank_request(&self, request: &RouteRequest, k: usize) -> Ranking {
+        self.rank_with_context(&request.toolset, &request.input, &request.recent, k)
+            .await
+    }
+
+    async fn rank_with_context(
+        &self,
+        toolset: &Toolset,
+        input: &str,
+        recent: &[String],
+        k: usize,
+    ) -> Ranking {
         let cfg = &self.config;
         let n = cfg.candidates.max(k);
         let lexical = self.lexical.search(toolset, input, n);
@@ -295,10 +325,15 @@ impl HybridRouter {
         } else {
             cfg.lexical_weight * 0.5
         };
+        let context = self.context_ranking(toolset, recent, n);
+        if let Some(t) = context.first() {
+            reason.push_str(&format!("; earlier turns best {} {:.2}", t.name, t.score));
+        }
         let mut fused = self.fuse(&[
             (&lexical, lexical_weight),
             (&keyword, cfg.keyword_weight),
             (&embedding, cfg.embedding_weight),
+            (&context, cfg.lexical_weight * cfg.context_weight),
         ]);
         fused.truncate(k);
         Ranking {
@@ -306,6 +341,33 @@ impl HybridRouter {
             groups,
             confident: lexical_ok || !keyword.is_empty() || embedding_ok,
             reason,
+        }
+    }
+
+    /// BM25 over the earlier turns, newest last, capped at the query size limit from the newest back.
+    fn context_ranking(&self, toolset: &Toolset, recent: &[String], n: usize) -> Vec<ScoredTool> {
+        if self.config.context_weight <= 0.0 || recent.is_empty() {
+            return Vec::new();
+        }
+        let mut text = String::new();
+        for turn in recent.iter().rev() {
+            if text.len() + turn.len() > crate::text::MAX_QUERY_BYTES {
+                break;
+            }
+            text.push_str(turn);
+            text.push('\n');
+        }
+        if text.trim().is_empty() {
+            return Vec::new();
+        }
+        let hits = self.lexical.search(toolset, &text, n);
+        if hits
+            .first()
+            .is_some_and(|t| t.score >= self.config.min_lexical_score)
+        {
+            hits
+        } else {
+            Vec::new()
         }
     }
 
@@ -362,7 +424,7 @@ impl HybridRouter {
                 ..Ranking::default()
             }
         } else {
-            self.rank(toolset, &request.input, cfg.max_k.max(cfg.candidates))
+            self.rank_request(request, cfg.max_k.max(cfg.candidates))
                 .await
         };
         let mut tools = ranking.tools;

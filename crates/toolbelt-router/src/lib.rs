@@ -16,7 +16,10 @@ mod text;
 mod tokens;
 mod tool_text;
 
-pub use catalog::{CatalogError, CatalogTool, catalog_toolset, read_catalog};
+pub use catalog::{
+    Catalog, CatalogError, CatalogNote, CatalogOptions, CatalogReport, CatalogTool,
+    catalog_toolset, load_catalog, load_catalog_file, read_catalog,
+};
 pub use decision::{RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
 #[cfg(feature = "openai-embeddings")]
 pub use embedding::OpenAiEmbedder;

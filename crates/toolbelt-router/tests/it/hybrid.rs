@@ -117,3 +117,36 @@ fn a_failing_embedder_does_not_fail_routing() {
     assert_eq!(d.tool_names()[0], "shell_exec");
     assert!(d.reason.contains("embedding failed"), "{}", d.reason);
 }
+
+#[test]
+fn earlier_turns_count_less_than_the_latest_one() {
+    let toolset = eval_catalog();
+    let req = toolbelt_router::RouteRequest::new("what's the weather in Paris tomorrow", toolset)
+        .with_recent(vec!["send an email to Bob about the launch".to_owned()]);
+    let names = |router: &HybridRouter| -> Vec<String> {
+        block_on(router.rank_request(&req, 10))
+            .tools
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    let with = names(&HybridRouter::default());
+    assert!(with[0].starts_with("weather_"), "{with:?}");
+    let email = with
+        .iter()
+        .position(|n| n.contains("email") || n.contains("mail_send"));
+    assert!(
+        email.is_some(),
+        "the earlier turn's tool is still ranked: {with:?}"
+    );
+    assert!(email > Some(0));
+    let without = names(
+        &HybridRouter::default().with_config(HybridConfig::default().with_context_weight(0.0)),
+    );
+    assert!(
+        !without
+            .iter()
+            .any(|n| n.contains("email") || n.contains("mail_send")),
+        "{without:?}"
+    );
+}

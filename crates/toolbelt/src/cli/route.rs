@@ -6,13 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::Toolset;
 use toolbelt_router::{
-    AnyRouter, ChineseMode, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter,
-    LexicalConfig, LexicalRouter, Lexicon, RouteDecision, RouteOutcome, RouteRequest, SearchTools,
-    TokenSavings, catalog_toolset, read_catalog,
+    AnyRouter, CatalogOptions, ChineseMode, EmbeddingRouter, HybridConfig, HybridRouter,
+    KeywordRouter, LexicalConfig, LexicalRouter, Lexicon, RouteDecision, RouteOutcome,
+    RouteRequest, SearchTools, TokenSavings, catalog_toolset, load_catalog_file,
 };
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
@@ -22,10 +21,19 @@ use toolbelt_tools as _;
 pub(crate) struct RouteArgs {
     /// The request to route (omit with --queries).
     text: Option<String>,
-    /// Route against the tools of this JSONL catalog (`{"name","description","parameters","tags"?}` per line) instead of the built-in tools.
-    #[arg(long, value_name = "CATALOG.jsonl")]
+    /// Route against the tools of this catalog instead of the built-in tools: JSON or JSON Lines of
+    /// bare `{"name","description","parameters"}`, OpenAI `{"type":"function","function":{..}}`,
+    /// Anthropic `input_schema` or MCP `inputSchema` tools, or an MCP `tools/list` response.
+    /// Python-ish types are mapped, repeats and gaps become warnings (summary on stderr).
+    #[arg(long, value_name = "CATALOG")]
     catalog: Option<PathBuf>,
-    /// Batch mode: route every `{"id","query"}` line of this file.
+    /// Refuse a catalog that needs any normalising (repeated names, missing descriptions,
+    /// non-JSON-Schema types, empty schemas) instead of warning.
+    #[arg(long, requires = "catalog")]
+    strict: bool,
+    /// Batch mode: route every line of this file: `{"id", "query"}` where the query is a string or a
+    /// conversation (a list of `{"role","content"}` messages, or of turns that are such lists);
+    /// the latest user turn weighs most.
     #[arg(long, value_name = "QUERIES.jsonl")]
     queries: Option<PathBuf>,
     /// At most this many tools per decision (batch default 10).
@@ -90,7 +98,7 @@ enum RouterName {
 }
 
 pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
-    let (toolset, builtin) = load_toolset(args.catalog.as_deref())?;
+    let (toolset, builtin) = load_toolset(args.catalog.as_deref(), args.strict)?;
     let router = build_router(&args, builtin)?;
     match (&args.queries, &args.text) {
         (Some(_), Some(_)) => bail!("give either a request TEXT or --queries, not both"),
@@ -102,13 +110,20 @@ pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn load_toolset(catalog: Option<&Path>) -> anyhow::Result<(Toolset, bool)> {
+fn load_toolset(catalog: Option<&Path>, strict: bool) -> anyhow::Result<(Toolset, bool)> {
     if let Some(path) = catalog {
-        let file =
-            File::open(path).with_context(|| format!("cannot open catalog {}", path.display()))?;
-        let specs =
-            read_catalog(BufReader::new(file)).with_context(|| format!("in {}", path.display()))?;
-        return Ok((catalog_toolset(specs), false));
+        let options = if strict {
+            CatalogOptions::strict()
+        } else {
+            CatalogOptions::lenient()
+        };
+        let catalog = load_catalog_file(path, options)
+            .with_context(|| format!("cannot load catalog {}", path.display()))?;
+        if !catalog.report.is_clean() {
+            let mut err = std::io::stderr().lock();
+            write!(err, "{}", catalog.report.summary())?;
+        }
+        return Ok((catalog_toolset(catalog.specs), false));
     }
     let tools = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
     let toolset = Toolset::from_tools(tools);
@@ -308,10 +323,104 @@ fn print_text(
     Ok(())
 }
 
-#[derive(Deserialize)]
+/// One line of `--queries`: an id, the latest user turn and the earlier turns.
 struct Query {
     id: Value,
-    query: String,
+    input: String,
+    recent: Vec<String>,
+}
+
+/// The text of a message's `content`: a string, or a list of `{"type": "text", "text"}` parts.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| match p {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(o) => o.get("text").and_then(Value::as_str),
+                    _ => None,
+                })
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// The user turns of a conversation, oldest first: a string, a list of messages
+/// (`{"role", "content"}` or strings), or a list of turns that are lists of messages.
+fn user_turns(value: &Value, out: &mut Vec<String>) -> Result<(), String> {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => {
+            for item in items {
+                user_turns(item, out)?;
+            }
+        }
+        Value::Object(message) => {
+            let role = message
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("user");
+            // What the user asked is what needs tools; assistant, system and tool messages are not requests.
+            if role == "user" || role == "human" {
+                let content = message
+                    .get("content")
+                    .or_else(|| message.get("text"))
+                    .or_else(|| message.get("parts"))
+                    .ok_or_else(|| "a message has no `content`".to_owned())?;
+                if let Some(text) = content_text(content) {
+                    out.push(text);
+                }
+            }
+        }
+        other => {
+            return Err(format!(
+                "expected a string or a list of messages, found {other}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_query(line: &str, line_no: usize) -> Result<Query, String> {
+    let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let Value::Object(obj) = value else {
+        return Err("expected a JSON object".to_owned());
+    };
+    let id = ["id", "question_id", "task_id"]
+        .iter()
+        .find_map(|k| obj.get(*k).cloned())
+        .unwrap_or_else(|| json!(line_no));
+    let keys = [
+        "query",
+        "messages",
+        "conversation",
+        "turns",
+        "question",
+        "input",
+        "prompt",
+        "text",
+    ];
+    let Some(request) = keys.iter().find_map(|k| obj.get(*k)) else {
+        return Err(format!(
+            "no request: expected one of the fields {}",
+            keys.join(", ")
+        ));
+    };
+    let mut turns = Vec::new();
+    user_turns(request, &mut turns)?;
+    turns.retain(|t| !t.trim().is_empty());
+    let Some(input) = turns.pop() else {
+        return Err("the conversation has no user message".to_owned());
+    };
+    Ok(Query {
+        id,
+        input,
+        recent: turns,
+    })
 }
 
 fn read_queries(path: &Path) -> anyhow::Result<Vec<Query>> {
@@ -323,9 +432,9 @@ fn read_queries(path: &Path) -> anyhow::Result<Vec<Query>> {
         if line.trim().is_empty() {
             continue;
         }
-        let q: Query = serde_json::from_str(&line).map_err(|e| {
+        let q = parse_query(&line, i + 1).map_err(|e| {
             anyhow::anyhow!(
-                "{} line {}: expected {{\"id\", \"query\"}}: {e}",
+                "{} line {}: {e} (a line is {{\"id\", \"query\"}} with a string or a list of {{\"role\", \"content\"}} messages)",
                 path.display(),
                 i + 1
             )
@@ -349,18 +458,18 @@ async fn batch(
     let any = router.any();
     router.prepare(toolset).await?;
     let mut out = BufWriter::new(std::io::stdout().lock());
-    for q in &queries {
+    for q in queries {
+        let request = RouteRequest::new(q.input, toolset.clone()).with_recent(q.recent);
         let tools: Vec<String> = match router {
             // The top-K ranking without the adaptive cut: what recall@K measures.
             Built::Hybrid(h, _) if !args.adaptive => h
-                .rank(toolset, &q.query, k)
+                .rank_request(&request, k)
                 .await
                 .tools
                 .into_iter()
                 .map(|t| t.name)
                 .collect(),
             _ => {
-                let request = RouteRequest::new(q.query.clone(), toolset.clone());
                 let mut names = any.route_or_fallback(&request).await.tool_names();
                 if !args.adaptive {
                     names.truncate(k);
