@@ -265,6 +265,8 @@ impl HybridRouter {
         k: usize,
     ) -> Ranking {
         let cfg = &self.config;
+        // A first (or changed) toolset is indexed on the blocking pool.
+        self.lexical.prepare_async(toolset).await;
         let n = cfg.candidates.max(k);
         let lexical = self.lexical.search(toolset, input, n);
         let lexical_ok = lexical

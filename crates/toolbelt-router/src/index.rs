@@ -93,7 +93,7 @@ struct Posting {
     tf: f32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Doc {
     name: Arc<str>,
     terms: Vec<u32>,
@@ -118,7 +118,7 @@ thread_local! {
 /// Terms have integer ids; each term has a postings list of `(doc, weighted tf)`;
 /// a search adds scores into a dense per-thread buffer and partially sorts
 /// the touched documents, so it allocates only for the hits it returns.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LexicalIndex {
     config: LexicalConfig,
     analyzer: Analyzer,
