@@ -2,13 +2,14 @@
 
 use toolbelt_core::Toolset;
 
-use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
+use crate::decision::{BoundedFallback, RouteDecision, RouteRequest, ScoredTool};
 use crate::embedding::EmbeddingRouter;
 use crate::error::RouteError;
 use crate::index::FastMap;
 use crate::keyword::KeywordRouter;
 use crate::lexical::LexicalRouter;
 use crate::router::Router;
+use crate::search_tools::SearchTools;
 
 /// How rankings are combined.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,7 +28,9 @@ pub enum Fusion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LowConfidence {
-    /// Send every tool (seed 002's fallback).
+    /// Send every tool (seed 002's fallback) while the toolset has at most
+    /// [`HybridConfig::all_tools_limit`] tools; above it, send the best
+    /// [`HybridConfig::bounded_top`] plus `search_tools` (a bounded fallback).
     AllTools,
     /// Send this many best tools (plus pinned ones) instead of the adaptive cut.
     TopK(usize),
@@ -64,6 +67,11 @@ pub struct HybridConfig {
     pub min_lexical_score: f32,
     /// What to do when nothing is confident.
     pub low_confidence: LowConfidence,
+    /// Most tools sent whole on a low-confidence fallback (default 64; providers refuse
+    /// more than 128 tools, and a large catalog's schemas cost more than the request).
+    pub all_tools_limit: usize,
+    /// Ranked tools sent on a bounded fallback (default 20), plus `search_tools`.
+    pub bounded_top: usize,
     /// Weight of the earlier turns of a conversation ([`RouteRequest::recent`]) in the
     /// lexical ranking, relative to the latest turn's 1 (default 0.4; 0 ignores them).
     pub context_weight: f32,
@@ -85,6 +93,8 @@ impl Default for HybridConfig {
             expand_groups: None,
             min_lexical_score: 1.0,
             low_confidence: LowConfidence::AllTools,
+            all_tools_limit: 64,
+            bounded_top: 20,
             context_weight: 0.4,
         }
     }
@@ -145,6 +155,15 @@ impl HybridConfig {
     #[must_use]
     pub fn with_min_lexical_score(mut self, score: f32) -> Self {
         self.min_lexical_score = score;
+        self
+    }
+
+    /// Sends every tool on a low-confidence fallback only up to `limit` tools;
+    /// above it sends the best `top` plus `search_tools`.
+    #[must_use]
+    pub fn with_bounded_fallback(mut self, limit: usize, top: usize) -> Self {
+        self.all_tools_limit = limit;
+        self.bounded_top = top.max(1);
         self
     }
 
@@ -426,7 +445,7 @@ impl HybridRouter {
                 ..Ranking::default()
             }
         } else {
-            self.rank_request(request, cfg.max_k.max(cfg.candidates))
+            self.rank_request(request, cfg.max_k.max(cfg.candidates).max(cfg.bounded_top))
                 .await
         };
         let mut tools = ranking.tools;
@@ -437,6 +456,37 @@ impl HybridRouter {
             reason = format!("hybrid: sent {k} ranked ({reason})");
         } else {
             match cfg.low_confidence {
+                LowConfidence::AllTools if toolset.len() > cfg.all_tools_limit => {
+                    let n = cfg.bounded_top;
+                    tools.truncate(n);
+                    let sent = tools.len();
+                    let search = toolset.contains(SearchTools::NAME);
+                    if search && !tools.iter().any(|t| t.name == SearchTools::NAME) {
+                        tools.push(ScoredTool {
+                            name: SearchTools::NAME.to_owned(),
+                            score: 0.0,
+                        });
+                    }
+                    self.add_extras(request, &mut tools);
+                    let mut d = RouteDecision::tools(
+                        "hybrid",
+                        tools,
+                        format!(
+                            "hybrid: not confident ({reason}); {} tools is above the fallback limit of {}: sent top {sent}{}",
+                            toolset.len(),
+                            cfg.all_tools_limit,
+                            if search { " and search_tools" } else { "" }
+                        ),
+                    );
+                    d.groups = ranking.groups;
+                    d.bounded_fallback = Some(BoundedFallback {
+                        toolset_size: toolset.len(),
+                        limit: cfg.all_tools_limit,
+                        sent,
+                        search_tools: search,
+                    });
+                    return d;
+                }
                 LowConfidence::AllTools => {
                     let mut d = RouteDecision::fallback(
                         "hybrid",

@@ -20,7 +20,7 @@ pub use catalog::{
     Catalog, CatalogError, CatalogNote, CatalogOptions, CatalogReport, CatalogTool,
     catalog_toolset, load_catalog, load_catalog_file, read_catalog,
 };
-pub use decision::{RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
+pub use decision::{BoundedFallback, RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
 #[cfg(feature = "openai-embeddings")]
 pub use embedding::OpenAiEmbedder;
 pub use embedding::{Embedder, EmbeddingRouter};

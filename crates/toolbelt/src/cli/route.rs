@@ -54,6 +54,13 @@ pub(crate) struct RouteArgs {
     /// Batch mode: print each decision (adaptive k, every tool on fallback) instead of the top-K ranking.
     #[arg(long)]
     adaptive: bool,
+    /// When unsure, send every tool only up to this many; above it send the best
+    /// --fallback-top plus search_tools (when present).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    fallback_limit: usize,
+    /// Ranked tools sent on a bounded fallback.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    fallback_top: usize,
     /// Tools always sent (repeatable).
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
@@ -231,11 +238,14 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
                 pinned.push(SearchTools::NAME.to_owned());
             }
             let defaults = HybridConfig::default();
-            let hybrid_config = HybridConfig::default().with_pinned(pinned).with_weights(
-                defaults.lexical_weight,
-                defaults.keyword_weight,
-                args.embedding_weight,
-            );
+            let hybrid_config = HybridConfig::default()
+                .with_pinned(pinned)
+                .with_bounded_fallback(args.fallback_limit, args.fallback_top)
+                .with_weights(
+                    defaults.lexical_weight,
+                    defaults.keyword_weight,
+                    args.embedding_weight,
+                );
             let mut router =
                 HybridRouter::new(LexicalRouter::new(config)).with_config(hybrid_config);
             if let Some(groups) = groups {
@@ -291,6 +301,15 @@ fn print_text(
     writeln!(out, "router:   {}", d.router)?;
     let outcome = match &d.outcome {
         RouteOutcome::Tools if d.fallback => "all tools (fallback)".to_owned(),
+        RouteOutcome::Tools if d.bounded_fallback.is_some() => format!(
+            "{} of {all} tools (unsure; bounded fallback: best ranked{})",
+            d.tools.len(),
+            if d.bounded_fallback.is_some_and(|b| b.search_tools) {
+                " + search_tools"
+            } else {
+                ""
+            }
+        ),
         RouteOutcome::Tools => format!("{} of {all} tools", d.tools.len()),
         RouteOutcome::Direct => "answer directly, no tools".to_owned(),
         RouteOutcome::Clarify { question } => format!("ask the user: {question}"),

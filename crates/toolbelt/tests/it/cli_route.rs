@@ -173,6 +173,12 @@ fn single_mode_shows_tools_and_tokens_saved() {
         "{out}"
     );
     let (_, out, _) = route(&["--catalog", CATALOG, "你好"]);
+    assert!(
+        out.contains("0 of 322 tools (unsure; bounded fallback: best ranked)")
+            && out.contains("above the fallback limit of 64"),
+        "{out}"
+    );
+    let (_, out, _) = route(&["--catalog", CATALOG, "--fallback-limit", "400", "你好"]);
     assert!(out.contains("all tools (fallback)"), "{out}");
 }
 
