@@ -9,6 +9,7 @@ mod lexical;
 mod llm;
 #[cfg(feature = "local-embed")]
 mod local_embed;
+mod near_duplicates;
 #[cfg(feature = "openai-embeddings")]
 mod openai;
 mod search_tools;
