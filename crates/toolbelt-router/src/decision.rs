@@ -92,6 +92,9 @@ pub struct RouteDecision {
     pub tools: Vec<ScoredTool>,
     /// The groups (tags) chosen, if the router works by group.
     pub groups: Vec<String>,
+    /// Skills chosen for this turn, best first: the agent adds their instructions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<ScoredTool>,
     /// Whether the router was unsure and sent every tool.
     pub fallback: bool,
     /// Set when the router was unsure but the toolset was too large to send whole:
@@ -115,6 +118,7 @@ impl RouteDecision {
             outcome: RouteOutcome::Tools,
             tools,
             groups: Vec::new(),
+            skills: Vec::new(),
             fallback: false,
             bounded_fallback: None,
             router: router.into(),

@@ -10,6 +10,7 @@ use crate::keyword::KeywordRouter;
 use crate::lexical::LexicalRouter;
 use crate::router::Router;
 use crate::search_tools::SearchTools;
+use crate::skills::SkillSet;
 
 /// How rankings are combined.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,6 +76,9 @@ pub struct HybridConfig {
     /// Weight of the earlier turns of a conversation ([`RouteRequest::recent`]) in the
     /// lexical ranking, relative to the latest turn's 1 (default 0.4; 0 ignores them).
     pub context_weight: f32,
+    /// Most skills chosen per turn (default 2); a skill needs a BM25 score of at least
+    /// `min_lexical_score` and at least `relative_cutoff` of the best skill's.
+    pub max_skills: usize,
 }
 
 impl Default for HybridConfig {
@@ -96,6 +100,7 @@ impl Default for HybridConfig {
             all_tools_limit: 64,
             bounded_top: 20,
             context_weight: 0.4,
+            max_skills: 2,
         }
     }
 }
@@ -196,6 +201,7 @@ impl HybridConfig {
 #[derive(Debug, Clone)]
 pub struct HybridRouter {
     lexical: LexicalRouter,
+    skills: Option<SkillSet>,
     keyword: Option<KeywordRouter>,
     embedding: Option<EmbeddingRouter>,
     config: HybridConfig,
@@ -225,6 +231,7 @@ impl HybridRouter {
     pub fn new(lexical: LexicalRouter) -> Self {
         Self {
             lexical,
+            skills: None,
             keyword: None,
             embedding: None,
             config: HybridConfig::default(),
@@ -236,6 +243,33 @@ impl HybridRouter {
     pub fn with_keyword(mut self, keyword: KeywordRouter) -> Self {
         self.keyword = Some(keyword);
         self
+    }
+
+    /// Routes `skills` beside the tools: each decision lists the chosen ones.
+    #[must_use]
+    pub fn with_skills(mut self, skills: SkillSet) -> Self {
+        self.skills = Some(skills);
+        self
+    }
+
+    /// The skills routed beside tools, if any.
+    pub fn skills(&self) -> Option<&SkillSet> {
+        self.skills.as_ref()
+    }
+
+    /// The skills for `input`: at most `max_skills`, each confidently matched.
+    pub fn choose_skills(&self, input: &str) -> Vec<ScoredTool> {
+        let cfg = &self.config;
+        let Some(skills) = &self.skills else {
+            return Vec::new();
+        };
+        if cfg.max_skills == 0 || input.trim().is_empty() {
+            return Vec::new();
+        }
+        let mut hits = skills.rank(input, cfg.max_skills);
+        let best = hits.first().map_or(0.0, |h| h.score);
+        hits.retain(|h| h.score >= cfg.min_lexical_score && h.score >= best * cfg.relative_cutoff);
+        hits
     }
 
     /// Adds an embedding ranking.
@@ -434,8 +468,18 @@ impl HybridRouter {
         above.clamp(cfg.min_k, cfg.max_k).min(ranked.len())
     }
 
-    /// The decision for `request`.
+    /// The decision for `request`, with the chosen skills.
     pub async fn decide(&self, request: &RouteRequest) -> RouteDecision {
+        let mut d = self.decide_tools(request).await;
+        d.skills = self.choose_skills(&request.input);
+        if !d.skills.is_empty() {
+            let names: Vec<&str> = d.skills.iter().map(|s| s.name.as_str()).collect();
+            d.reason.push_str(&format!("; skills {}", names.join(",")));
+        }
+        d
+    }
+
+    async fn decide_tools(&self, request: &RouteRequest) -> RouteDecision {
         let cfg = &self.config;
         let toolset = &request.toolset;
         let empty = request.input.trim().is_empty();

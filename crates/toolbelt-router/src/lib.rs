@@ -12,6 +12,7 @@ mod lexical;
 mod llm;
 mod router;
 mod search_tools;
+mod skills;
 mod text;
 mod tokens;
 mod tool_text;
@@ -34,6 +35,7 @@ pub use lexical::LexicalRouter;
 pub use llm::{Completer, LlmAnswer, LlmRouter};
 pub use router::{AnyRouter, Router};
 pub use search_tools::SearchTools;
+pub use skills::{MAX_SKILL_DESCRIPTION, MAX_SKILL_NAME, Skill, SkillError, SkillSet};
 pub use text::{ChineseMode, Lexicon, MAX_QUERY_BYTES};
 pub use tokens::{TokenSavings, schema_tokens};
 pub use tool_text::ToolText;
@@ -47,6 +49,7 @@ const _: () = {
     assert_send_sync::<EmbeddingRouter>();
     assert_send_sync::<LlmRouter>();
     assert_send_sync::<SearchTools>();
+    assert_send_sync::<SkillSet>();
     #[cfg(feature = "local-embed")]
     assert_send_sync::<LocalEmbedder>();
 };

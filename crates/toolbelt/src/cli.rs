@@ -2,6 +2,7 @@
 
 mod route;
 mod run;
+mod skills;
 mod tools;
 
 use std::process::ExitCode;
@@ -25,6 +26,9 @@ enum Command {
     Route(route::RouteArgs),
     /// Run an agent on one input, streaming its answer.
     Run(run::RunArgs),
+    /// List or show skills (folders with a SKILL.md).
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -51,6 +55,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Tools(cmd) => tools::run(cmd).await,
             Command::Route(args) => route::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Skills(cmd) => skills::run(cmd).await,
         }
     });
     match result {

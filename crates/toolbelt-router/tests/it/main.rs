@@ -14,6 +14,7 @@ mod near_duplicates;
 mod openai;
 mod search_tools;
 mod seed;
+mod skills;
 
 use serde_json::json;
 use toolbelt_core::{ToolHandle, Toolset};

@@ -61,6 +61,10 @@ pub(crate) struct RouteArgs {
     /// Ranked tools sent on a bounded fallback.
     #[arg(long, value_name = "N", default_value_t = 20)]
     fallback_top: usize,
+    /// Route the skills in this folder beside the tools (each a folder with SKILL.md); the
+    /// decision lists the chosen ones.
+    #[arg(long, value_name = "DIR")]
+    skills: Option<PathBuf>,
     /// Tools always sent (repeatable).
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
@@ -332,6 +336,11 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             if let Some(e) = &embedding {
                 router = router.with_embedding(e.clone());
             }
+            if let Some(dir) = &args.skills {
+                let skills = toolbelt_router::SkillSet::load_dir(dir)
+                    .with_context(|| format!("cannot load skills from {}", dir.display()))?;
+                router = router.with_skills(skills);
+            }
             Built::Hybrid(Box::new(router), embedding)
         }
     })
@@ -396,6 +405,14 @@ fn print_text(
     writeln!(out, "outcome:  {outcome}")?;
     if !d.groups.is_empty() {
         writeln!(out, "groups:   {}", d.groups.join(", "))?;
+    }
+    if !d.skills.is_empty() {
+        let skills: Vec<String> = d
+            .skills
+            .iter()
+            .map(|s| format!("{} ({:.2})", s.name, s.score))
+            .collect();
+        writeln!(out, "skills:   {}", skills.join(", "))?;
     }
     writeln!(out, "fallback: {}", if d.fallback { "yes" } else { "no" })?;
     writeln!(out, "reason:   {}", d.reason)?;
@@ -574,7 +591,18 @@ async fn batch(
                 names
             }
         };
-        serde_json::to_writer(&mut out, &json!({"id": q.id, "tools": tools}))?;
+        let mut line = json!({"id": q.id, "tools": tools});
+        if let Built::Hybrid(h, _) = router
+            && h.skills().is_some()
+        {
+            let skills: Vec<String> = h
+                .choose_skills(&request.input)
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
+            line["skills"] = json!(skills);
+        }
+        serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;
     }
     out.flush()?;

@@ -200,3 +200,49 @@ fn the_embedding_router_names_what_it_lacks() {
     };
     assert!(!ok && err.contains(&expected), "{err}");
 }
+
+#[test]
+fn skills_are_listed_shown_and_routed() {
+    let skills = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../toolbelt-router/tests/fixtures/skills"
+    );
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (ok, out, err) = run(&["skills", "ls", "--skills", skills]);
+    assert!(ok, "{err}");
+    let names: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names, ["brand-voice", "pdf-forms", "release-notes"]);
+    let (ok, out, _) = run(&["skills", "show", "pdf-forms", "--skills", skills]);
+    assert!(
+        ok && out.contains("files:       fields.py") && out.contains("# Filling PDF forms"),
+        "{out}"
+    );
+    let (ok, _, err) = run(&["skills", "show", "nope", "--skills", skills]);
+    assert!(
+        !ok && err.contains("no skill named `nope`")
+            && err.contains("known: brand-voice, pdf-forms, release-notes"),
+        "{err}"
+    );
+    let (ok, out, err) = route(&[
+        "--catalog",
+        CATALOG,
+        "--skills",
+        skills,
+        "fill in the PDF form",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("skills:   pdf-forms ("), "{out}");
+}
