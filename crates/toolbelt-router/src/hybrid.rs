@@ -7,6 +7,7 @@ use crate::embedding::EmbeddingRouter;
 use crate::error::RouteError;
 use crate::index::FastMap;
 use crate::keyword::KeywordRouter;
+use crate::learn::{LearnedUsage, RequestIndex};
 use crate::lexical::LexicalRouter;
 use crate::router::Router;
 use crate::search_tools::SearchTools;
@@ -79,6 +80,10 @@ pub struct HybridConfig {
     /// Most skills chosen per turn (default 2); a skill needs a BM25 score of at least
     /// `min_lexical_score` and at least `relative_cutoff` of the best skill's.
     pub max_skills: usize,
+    /// Weight of the ranking voted by similar past requests (learning from use; default 0.5).
+    pub learned_weight: f32,
+    /// Past requests consulted per query (default 5).
+    pub learned_neighbours: usize,
 }
 
 impl Default for HybridConfig {
@@ -101,6 +106,8 @@ impl Default for HybridConfig {
             bounded_top: 20,
             context_weight: 0.4,
             max_skills: 2,
+            learned_weight: 0.5,
+            learned_neighbours: 5,
         }
     }
 }
@@ -172,6 +179,13 @@ impl HybridConfig {
         self
     }
 
+    /// Sets the weight of the ranking voted by similar past requests.
+    #[must_use]
+    pub fn with_learned_weight(mut self, weight: f32) -> Self {
+        self.learned_weight = weight.max(0.0);
+        self
+    }
+
     /// Sets the weight of earlier conversation turns (0 ignores them).
     #[must_use]
     pub fn with_context_weight(mut self, weight: f32) -> Self {
@@ -201,6 +215,7 @@ impl HybridConfig {
 #[derive(Debug, Clone)]
 pub struct HybridRouter {
     lexical: LexicalRouter,
+    learned: Option<std::sync::Arc<RequestIndex>>,
     skills: Option<SkillSet>,
     keyword: Option<KeywordRouter>,
     embedding: Option<EmbeddingRouter>,
@@ -231,6 +246,7 @@ impl HybridRouter {
     pub fn new(lexical: LexicalRouter) -> Self {
         Self {
             lexical,
+            learned: None,
             skills: None,
             keyword: None,
             embedding: None,
@@ -242,6 +258,17 @@ impl HybridRouter {
     #[must_use]
     pub fn with_keyword(mut self, keyword: KeywordRouter) -> Self {
         self.keyword = Some(keyword);
+        self
+    }
+
+    /// Learning from use (opt-in): the past requests in `usage` vote for the tools that
+    /// served them; a request like one of them ranks those tools higher (weight
+    /// [`HybridConfig::learned_weight`]). Tools' own documents are not changed.
+    #[must_use]
+    pub fn with_learned_usage(mut self, usage: &LearnedUsage) -> Self {
+        let config = self.lexical.config().clone();
+        self.learned =
+            (!usage.is_empty()).then(|| std::sync::Arc::new(RequestIndex::new(usage, config)));
         self
     }
 
@@ -381,6 +408,14 @@ impl HybridRouter {
             cfg.lexical_weight * 0.5
         };
         let context = self.context_ranking(toolset, recent, n);
+        let mut learned = match &self.learned {
+            Some(index) => index.vote(input, cfg.learned_neighbours, cfg.min_lexical_score),
+            None => Vec::new(),
+        };
+        learned.retain(|t| toolset.contains(&t.name));
+        if let Some(t) = learned.first() {
+            reason.push_str(&format!("; past requests best {} {:.2}", t.name, t.score));
+        }
         if let Some(t) = context.first() {
             reason.push_str(&format!("; earlier turns best {} {:.2}", t.name, t.score));
         }
@@ -389,12 +424,13 @@ impl HybridRouter {
             (&keyword, cfg.keyword_weight),
             (&embedding, cfg.embedding_weight),
             (&context, cfg.lexical_weight * cfg.context_weight),
+            (&learned, cfg.learned_weight),
         ]);
         fused.truncate(k);
         Ranking {
             tools: fused,
             groups,
-            confident: lexical_ok || !keyword.is_empty() || embedding_ok,
+            confident: lexical_ok || !keyword.is_empty() || embedding_ok || !learned.is_empty(),
             reason,
         }
     }

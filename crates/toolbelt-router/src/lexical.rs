@@ -8,7 +8,9 @@ use toolbelt_core::{ToolHandle, Toolset};
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
 use crate::index::{FastMap, LexicalConfig, LexicalIndex};
+use crate::learn::{LearnedUsage, SharedUsage};
 use crate::router::Router;
+use crate::tool_text::ToolText;
 
 /// One index and the toolset it was built for; never changed once published.
 #[derive(Debug, Clone)]
@@ -16,6 +18,8 @@ struct State {
     index: LexicalIndex,
     /// The tools indexed, in the order of the toolset they came from.
     order: Vec<ToolHandle>,
+    /// The learned examples indexed with them.
+    learned: Option<SharedUsage>,
 }
 
 /// Indexes kept for different toolsets at once (e.g. agents with different views).
@@ -35,11 +39,22 @@ struct Shared {
     /// Held while an index is built, so two requests do not build the same one.
     building: Mutex<()>,
     clock: AtomicU64,
+    /// Learned example requests (opt-in), indexed with each tool.
+    learned: RwLock<Option<SharedUsage>>,
+}
+
+fn same_usage(a: Option<&SharedUsage>, b: Option<&SharedUsage>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
 }
 
 impl State {
-    fn matches(&self, toolset: &Toolset) -> bool {
-        self.order.len() == toolset.len()
+    fn matches(&self, toolset: &Toolset, learned: Option<&SharedUsage>) -> bool {
+        same_usage(self.learned.as_ref(), learned)
+            && self.order.len() == toolset.len()
             && self
                 .order
                 .iter()
@@ -57,8 +72,9 @@ impl State {
             .count()
     }
 
-    /// Brings the index in line with `toolset`, touching only tools that changed.
-    fn sync(&mut self, toolset: &Toolset) {
+    /// Brings the index in line with `toolset` (and `learned`), touching only tools that changed.
+    fn sync(&mut self, toolset: &Toolset, learned: Option<&SharedUsage>) {
+        let relearn = !same_usage(self.learned.as_ref(), learned);
         let old: FastMap<&str, &ToolHandle> =
             self.order.iter().map(|t| (t.name().as_str(), t)).collect();
         let stale: Vec<String> = self
@@ -72,12 +88,19 @@ impl State {
         }
         let (mut added, mut kept) = (0usize, 0usize);
         for tool in toolset.iter() {
-            if old
-                .get(tool.name().as_str())
-                .is_some_and(|t| t.ptr_eq(tool))
+            if !relearn
+                && old
+                    .get(tool.name().as_str())
+                    .is_some_and(|t| t.ptr_eq(tool))
             {
                 kept += 1;
-            } else if self.index.upsert(tool.spec()) {
+                continue;
+            }
+            let mut text = ToolText::from_spec(tool.spec());
+            if let Some(learned) = learned {
+                text.examples = learned.examples(tool.name().as_str()).to_vec();
+            }
+            if self.index.upsert_text(&text) {
                 added += 1;
             }
         }
@@ -88,13 +111,24 @@ impl State {
             "lexical index synced with toolset"
         );
         self.order = toolset.iter().cloned().collect();
+        self.learned = learned.cloned();
     }
 }
 
 impl Shared {
+    fn learned(&self) -> Option<SharedUsage> {
+        self.learned
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn find(&self, toolset: &Toolset) -> Option<Arc<State>> {
+        let learned = self.learned();
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
-        let slot = slots.iter().find(|s| s.state.matches(toolset))?;
+        let slot = slots
+            .iter()
+            .find(|s| s.state.matches(toolset, learned.as_ref()))?;
         slot.last_used.store(
             self.clock.fetch_add(1, Ordering::Relaxed),
             Ordering::Relaxed,
@@ -126,9 +160,10 @@ impl Shared {
             None => State {
                 index: LexicalIndex::new(self.config.clone()),
                 order: Vec::new(),
+                learned: None,
             },
         };
-        state.sync(toolset);
+        state.sync(toolset, self.learned().as_ref());
         let state = Arc::new(state);
         let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
         if slots.len() >= SLOTS
@@ -182,6 +217,7 @@ impl LexicalRouter {
                 slots: RwLock::new(Vec::new()),
                 building: Mutex::new(()),
                 clock: AtomicU64::new(0),
+                learned: RwLock::new(None),
             }),
             top_k: 5,
             min_score: 0.0,
@@ -200,6 +236,27 @@ impl LexicalRouter {
     pub fn with_min_score(mut self, score: f32) -> Self {
         self.min_score = score;
         self
+    }
+
+    /// The index configuration.
+    pub fn config(&self) -> &LexicalConfig {
+        &self.shared.config
+    }
+
+    /// Indexes `usage`'s example requests with each tool (learning from use; opt-in).
+    #[must_use]
+    pub fn with_learned_usage(self, usage: LearnedUsage) -> Self {
+        self.set_learned_usage(Some(usage));
+        self
+    }
+
+    /// Replaces (or with `None` removes) the learned examples; indexes are re-synced on next use.
+    pub fn set_learned_usage(&self, usage: Option<LearnedUsage>) {
+        *self
+            .shared
+            .learned
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = usage.map(Arc::new);
     }
 
     /// Indexes `toolset` now (routing does it on first use otherwise).

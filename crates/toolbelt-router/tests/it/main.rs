@@ -5,6 +5,7 @@ mod catalog;
 mod embedding;
 mod hybrid;
 mod input;
+mod learn;
 mod lexical;
 mod llm;
 #[cfg(feature = "local-embed")]

@@ -65,6 +65,37 @@ pub(crate) struct RouteArgs {
     /// decision lists the chosen ones.
     #[arg(long, value_name = "DIR")]
     skills: Option<PathBuf>,
+    /// Learning from use: a run log export (JSONL of `{"tool", "request", "at", "outcome"}`,
+    /// outcome `succeeded`/`failed`/`denied`, `at` in seconds since the epoch); requests of
+    /// successful calls are indexed with their tool (bounded per tool, decaying with age).
+    #[arg(long, value_name = "RUNLOG.jsonl")]
+    learn_from: Option<PathBuf>,
+    /// "Now" for the decay of learned requests, in seconds since the epoch (default: the clock).
+    #[arg(long, value_name = "SECS", requires = "learn_from")]
+    learn_now: Option<u64>,
+    /// How learned requests route: `documents` (each request's words join its tool's BM25
+    /// document; the only way for the bm25 routers) or `votes` (hybrid: past requests like this
+    /// one vote for their tools). See docs/ROUTING.md for both measured.
+    #[arg(long, value_enum, default_value_t = LearnInto::Documents, requires = "learn_from")]
+    learn_into: LearnInto,
+    /// With `--learn-into votes`, the weight of the voted ranking (lexical weighs 1); with
+    /// `documents`, the weight of learned requests' terms in a tool's document (the description
+    /// weighs 1).
+    #[arg(
+        long,
+        value_name = "W",
+        default_value_t = 0.25,
+        requires = "learn_from"
+    )]
+    learn_weight: f32,
+    /// Age at which a learned request counts half, in days.
+    #[arg(
+        long,
+        value_name = "DAYS",
+        default_value_t = 30,
+        requires = "learn_from"
+    )]
+    learn_half_life_days: u64,
     /// Tools always sent (repeatable).
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
@@ -87,6 +118,14 @@ pub(crate) struct RouteArgs {
     /// Weight of the embedding ranking in the hybrid router (lexical and keyword weigh 1; 1.5 was best on the eval dev split).
     #[arg(long, value_name = "W", default_value_t = 1.5)]
     embedding_weight: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LearnInto {
+    /// Similar past requests vote for the tools that served them (hybrid router).
+    Votes,
+    /// Past requests are indexed with their tools.
+    Documents,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -285,23 +324,40 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             args.chinese
         )
     })?;
-    let config = LexicalConfig::default().with_chinese(chinese);
+    let config = LexicalConfig::default()
+        .with_chinese(chinese)
+        .with_example_weight(args.learn_weight);
     let groups = match &args.groups {
         Some(path) => Some(KeywordRouter::from_file(path)?),
         None if builtin || args.router == RouterName::Keyword => Some(KeywordRouter::builtin()),
         None => None,
     };
     let top_k = args.top_k.unwrap_or(10).max(1);
+    let learned = match &args.learn_from {
+        Some(path) => Some(read_run_log(
+            path,
+            args.learn_now,
+            args.learn_half_life_days,
+        )?),
+        None => None,
+    };
+    let lexical = |config: LexicalConfig| {
+        let router = LexicalRouter::new(config);
+        let into_documents =
+            args.learn_into == LearnInto::Documents || args.router != RouterName::Hybrid;
+        match &learned {
+            Some(usage) if into_documents => router.with_learned_usage(usage.clone()),
+            _ => router,
+        }
+    };
     let embedding = match args.router {
         RouterName::Hybrid | RouterName::Embedding => local_embedding(args)?,
         RouterName::Bm25 | RouterName::Bm25Plain | RouterName::Keyword => None,
     };
     Ok(match args.router {
-        RouterName::Bm25 => {
-            Built::Other(AnyRouter::new(LexicalRouter::new(config).with_top_k(top_k)))
-        }
+        RouterName::Bm25 => Built::Other(AnyRouter::new(lexical(config).with_top_k(top_k))),
         RouterName::Bm25Plain => Built::Other(AnyRouter::new(
-            LexicalRouter::new(config.with_lexicon(Lexicon::empty())).with_top_k(top_k),
+            lexical(config.with_lexicon(Lexicon::empty())).with_top_k(top_k),
         )),
         RouterName::Keyword => Built::Other(AnyRouter::new(
             groups.unwrap_or_else(KeywordRouter::builtin),
@@ -323,18 +379,23 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             let hybrid_config = HybridConfig::default()
                 .with_pinned(pinned)
                 .with_bounded_fallback(args.fallback_limit, args.fallback_top)
+                .with_learned_weight(args.learn_weight)
                 .with_weights(
                     defaults.lexical_weight,
                     defaults.keyword_weight,
                     args.embedding_weight,
                 );
-            let mut router =
-                HybridRouter::new(LexicalRouter::new(config)).with_config(hybrid_config);
+            let mut router = HybridRouter::new(lexical(config)).with_config(hybrid_config);
             if let Some(groups) = groups {
                 router = router.with_keyword(groups);
             }
             if let Some(e) = &embedding {
                 router = router.with_embedding(e.clone());
+            }
+            if let Some(usage) = &learned
+                && args.learn_into == LearnInto::Votes
+            {
+                router = router.with_learned_usage(usage);
             }
             if let Some(dir) = &args.skills {
                 let skills = toolbelt_router::SkillSet::load_dir(dir)
@@ -435,6 +496,38 @@ fn print_text(
         tokens.saved()
     )?;
     Ok(())
+}
+
+/// Reads a run log export for `--learn-from`.
+fn read_run_log(
+    path: &Path,
+    now: Option<u64>,
+    half_life_days: u64,
+) -> anyhow::Result<toolbelt_router::LearnedUsage> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read run log {}", path.display()))?;
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: toolbelt_router::UseRecord = serde_json::from_str(line).map_err(|e| {
+            anyhow::anyhow!(
+                "{} line {}: expected {{\"tool\", \"request\", \"at\", \"outcome\": \"succeeded\"|\"failed\"|\"denied\"}}: {e}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        records.push(record);
+    }
+    let now = now.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    let cfg = toolbelt_router::LearnConfig::default()
+        .with_half_life(half_life_days.saturating_mul(24 * 3600));
+    Ok(toolbelt_router::LearnedUsage::learn(records, now, &cfg))
 }
 
 /// One line of `--queries`: an id, the latest user turn and the earlier turns.
