@@ -239,3 +239,55 @@ fn an_empty_catalog_is_an_error() {
     let err = load_catalog("[]", CatalogOptions::lenient()).unwrap_err();
     assert_eq!(err.to_string(), "the catalog holds no tool");
 }
+
+/// The `tools/list` responses of real MCP servers from npm (`python3 eval/mcp_catalogs.py`).
+#[test]
+fn real_mcp_tool_lists_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/eval/mcp");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(".tools.json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if files.is_empty() {
+        println!(
+            "skipped: no MCP tool lists in {} (run python3 eval/mcp_catalogs.py)",
+            dir.display()
+        );
+        return;
+    }
+    files.sort();
+    let mut loaded = 0;
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let raw: Value = serde_json::from_str(&text).unwrap();
+        let listed = raw["result"]["tools"].as_array().unwrap().len();
+        let catalog = load_catalog(&text, CatalogOptions::lenient()).unwrap();
+        assert_eq!(catalog.specs.len(), listed, "{}", path.display());
+        assert_eq!(
+            catalog.report.shapes.get("mcp"),
+            Some(&listed),
+            "{}",
+            path.display()
+        );
+        assert!(
+            catalog.report.skipped.is_empty(),
+            "{}: {:?}",
+            path.display(),
+            catalog.report.skipped
+        );
+        for (spec, tool) in catalog
+            .specs
+            .iter()
+            .zip(raw["result"]["tools"].as_array().unwrap())
+        {
+            assert_eq!(spec.name.as_str(), tool["name"].as_str().unwrap());
+            assert_eq!(spec.parameters["type"], "object");
+        }
+        loaded += listed;
+    }
+    assert!(loaded > 0);
+}
