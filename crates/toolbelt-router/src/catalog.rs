@@ -277,10 +277,23 @@ pub fn load_catalog(text: &str, options: CatalogOptions) -> Result<Catalog, Cata
                 }
                 lines += 1;
                 let at = format!("line {}", i + 1);
-                let value: Value = serde_json::from_str(line).map_err(|e| CatalogError::Json {
-                    at: at.clone(),
-                    message: e.to_string(),
-                })?;
+                let value: Value = match serde_json::from_str(line) {
+                    Ok(v) => v,
+                    // Not even the first line is JSON: a (pretty-printed) document with an
+                    // error inside; serde's message for the whole text says where.
+                    Err(_) if lines == 1 => {
+                        return Err(CatalogError::Json {
+                            at: "document".to_owned(),
+                            message: whole.to_string(),
+                        });
+                    }
+                    Err(e) => {
+                        return Err(CatalogError::Json {
+                            at: at.clone(),
+                            message: e.to_string(),
+                        });
+                    }
+                };
                 loader.collect(&value, at)?;
             }
             if lines <= 1 {

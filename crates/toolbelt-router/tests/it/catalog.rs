@@ -235,6 +235,18 @@ fn duplicates_missing_descriptions_and_empty_schemas_are_warnings() {
 }
 
 #[test]
+fn a_broken_json_document_is_named_by_line_and_column() {
+    let text = "[\n  {\"name\": \"a\", \"description\": \"A\"},\n  {\"name\": \"b\" \"description\": \"B\"}\n]\n";
+    let err = load_catalog(text, CatalogOptions::lenient())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("catalog document: expected `,` or `}` at line 3 column"),
+        "{err}"
+    );
+}
+
+#[test]
 fn an_empty_catalog_is_an_error() {
     let err = load_catalog("[]", CatalogOptions::lenient()).unwrap_err();
     assert_eq!(err.to_string(), "the catalog holds no tool");
