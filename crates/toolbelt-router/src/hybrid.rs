@@ -2,13 +2,16 @@
 
 use toolbelt_core::Toolset;
 
-use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
+use crate::decision::{BoundedFallback, RouteDecision, RouteRequest, ScoredTool};
 use crate::embedding::EmbeddingRouter;
 use crate::error::RouteError;
 use crate::index::FastMap;
 use crate::keyword::KeywordRouter;
+use crate::learn::{LearnedUsage, RequestIndex};
 use crate::lexical::LexicalRouter;
 use crate::router::Router;
+use crate::search_tools::SearchTools;
+use crate::skills::SkillSet;
 
 /// How rankings are combined.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,7 +30,9 @@ pub enum Fusion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LowConfidence {
-    /// Send every tool (seed 002's fallback).
+    /// Send every tool (seed 002's fallback) while the toolset has at most
+    /// [`HybridConfig::all_tools_limit`] tools; above it, send the best
+    /// [`HybridConfig::bounded_top`] plus `search_tools` (a bounded fallback).
     AllTools,
     /// Send this many best tools (plus pinned ones) instead of the adaptive cut.
     TopK(usize),
@@ -64,6 +69,21 @@ pub struct HybridConfig {
     pub min_lexical_score: f32,
     /// What to do when nothing is confident.
     pub low_confidence: LowConfidence,
+    /// Most tools sent whole on a low-confidence fallback (default 64; providers refuse
+    /// more than 128 tools, and a large catalog's schemas cost more than the request).
+    pub all_tools_limit: usize,
+    /// Ranked tools sent on a bounded fallback (default 20), plus `search_tools`.
+    pub bounded_top: usize,
+    /// Weight of the earlier turns of a conversation ([`RouteRequest::recent`]) in the
+    /// lexical ranking, relative to the latest turn's 1 (default 0.4; 0 ignores them).
+    pub context_weight: f32,
+    /// Most skills chosen per turn (default 2); a skill needs a BM25 score of at least
+    /// `min_lexical_score` and at least `relative_cutoff` of the best skill's.
+    pub max_skills: usize,
+    /// Weight of the ranking voted by similar past requests (learning from use; default 0.5).
+    pub learned_weight: f32,
+    /// Past requests consulted per query (default 5).
+    pub learned_neighbours: usize,
 }
 
 impl Default for HybridConfig {
@@ -82,6 +102,12 @@ impl Default for HybridConfig {
             expand_groups: None,
             min_lexical_score: 1.0,
             low_confidence: LowConfidence::AllTools,
+            all_tools_limit: 64,
+            bounded_top: 20,
+            context_weight: 0.4,
+            max_skills: 2,
+            learned_weight: 0.5,
+            learned_neighbours: 5,
         }
     }
 }
@@ -144,6 +170,29 @@ impl HybridConfig {
         self
     }
 
+    /// Sends every tool on a low-confidence fallback only up to `limit` tools;
+    /// above it sends the best `top` plus `search_tools`.
+    #[must_use]
+    pub fn with_bounded_fallback(mut self, limit: usize, top: usize) -> Self {
+        self.all_tools_limit = limit;
+        self.bounded_top = top.max(1);
+        self
+    }
+
+    /// Sets the weight of the ranking voted by similar past requests.
+    #[must_use]
+    pub fn with_learned_weight(mut self, weight: f32) -> Self {
+        self.learned_weight = weight.max(0.0);
+        self
+    }
+
+    /// Sets the weight of earlier conversation turns (0 ignores them).
+    #[must_use]
+    pub fn with_context_weight(mut self, weight: f32) -> Self {
+        self.context_weight = weight.max(0.0);
+        self
+    }
+
     /// Sets the weights of the lexical, keyword and embedding rankings.
     #[must_use]
     pub fn with_weights(mut self, lexical: f32, keyword: f32, embedding: f32) -> Self {
@@ -166,6 +215,8 @@ impl HybridConfig {
 #[derive(Debug, Clone)]
 pub struct HybridRouter {
     lexical: LexicalRouter,
+    learned: Option<std::sync::Arc<RequestIndex>>,
+    skills: Option<SkillSet>,
     keyword: Option<KeywordRouter>,
     embedding: Option<EmbeddingRouter>,
     config: HybridConfig,
@@ -195,6 +246,8 @@ impl HybridRouter {
     pub fn new(lexical: LexicalRouter) -> Self {
         Self {
             lexical,
+            learned: None,
+            skills: None,
             keyword: None,
             embedding: None,
             config: HybridConfig::default(),
@@ -206,6 +259,44 @@ impl HybridRouter {
     pub fn with_keyword(mut self, keyword: KeywordRouter) -> Self {
         self.keyword = Some(keyword);
         self
+    }
+
+    /// Learning from use (opt-in): the past requests in `usage` vote for the tools that
+    /// served them; a request like one of them ranks those tools higher (weight
+    /// [`HybridConfig::learned_weight`]). Tools' own documents are not changed.
+    #[must_use]
+    pub fn with_learned_usage(mut self, usage: &LearnedUsage) -> Self {
+        let config = self.lexical.config().clone();
+        self.learned =
+            (!usage.is_empty()).then(|| std::sync::Arc::new(RequestIndex::new(usage, config)));
+        self
+    }
+
+    /// Routes `skills` beside the tools: each decision lists the chosen ones.
+    #[must_use]
+    pub fn with_skills(mut self, skills: SkillSet) -> Self {
+        self.skills = Some(skills);
+        self
+    }
+
+    /// The skills routed beside tools, if any.
+    pub fn skills(&self) -> Option<&SkillSet> {
+        self.skills.as_ref()
+    }
+
+    /// The skills for `input`: at most `max_skills`, each confidently matched.
+    pub fn choose_skills(&self, input: &str) -> Vec<ScoredTool> {
+        let cfg = &self.config;
+        let Some(skills) = &self.skills else {
+            return Vec::new();
+        };
+        if cfg.max_skills == 0 || input.trim().is_empty() {
+            return Vec::new();
+        }
+        let mut hits = skills.rank(input, cfg.max_skills);
+        let best = hits.first().map_or(0.0, |h| h.score);
+        hits.retain(|h| h.score >= cfg.min_lexical_score && h.score >= best * cfg.relative_cutoff);
+        hits
     }
 
     /// Adds an embedding ranking.
@@ -234,7 +325,28 @@ impl HybridRouter {
 
     /// The fused ranking of up to `k` tools, without the adaptive cut or extras.
     pub async fn rank(&self, toolset: &Toolset, input: &str, k: usize) -> Ranking {
+        self.rank_with_context(toolset, input, &[], k).await
+    }
+
+    /// Like [`HybridRouter::rank`] for a whole request: the latest turn
+    /// (`request.input`) ranks as in `rank`, and the earlier turns
+    /// (`request.recent`) add a lexical ranking weighted by
+    /// [`HybridConfig::context_weight`].
+    pub async fn rank_request(&self, request: &RouteRequest, k: usize) -> Ranking {
+        self.rank_with_context(&request.toolset, &request.input, &request.recent, k)
+            .await
+    }
+
+    async fn rank_with_context(
+        &self,
+        toolset: &Toolset,
+        input: &str,
+        recent: &[String],
+        k: usize,
+    ) -> Ranking {
         let cfg = &self.config;
+        // A first (or changed) toolset is indexed on the blocking pool.
+        self.lexical.prepare_async(toolset).await;
         let n = cfg.candidates.max(k);
         let lexical = self.lexical.search(toolset, input, n);
         let lexical_ok = lexical
@@ -295,17 +407,58 @@ impl HybridRouter {
         } else {
             cfg.lexical_weight * 0.5
         };
+        let context = self.context_ranking(toolset, recent, n);
+        let mut learned = match &self.learned {
+            Some(index) => index.vote(input, cfg.learned_neighbours, cfg.min_lexical_score),
+            None => Vec::new(),
+        };
+        learned.retain(|t| toolset.contains(&t.name));
+        if let Some(t) = learned.first() {
+            reason.push_str(&format!("; past requests best {} {:.2}", t.name, t.score));
+        }
+        if let Some(t) = context.first() {
+            reason.push_str(&format!("; earlier turns best {} {:.2}", t.name, t.score));
+        }
         let mut fused = self.fuse(&[
             (&lexical, lexical_weight),
             (&keyword, cfg.keyword_weight),
             (&embedding, cfg.embedding_weight),
+            (&context, cfg.lexical_weight * cfg.context_weight),
+            (&learned, cfg.learned_weight),
         ]);
         fused.truncate(k);
         Ranking {
             tools: fused,
             groups,
-            confident: lexical_ok || !keyword.is_empty() || embedding_ok,
+            confident: lexical_ok || !keyword.is_empty() || embedding_ok || !learned.is_empty(),
             reason,
+        }
+    }
+
+    /// BM25 over the earlier turns, newest last, capped at the query size limit from the newest back.
+    fn context_ranking(&self, toolset: &Toolset, recent: &[String], n: usize) -> Vec<ScoredTool> {
+        if self.config.context_weight <= 0.0 || recent.is_empty() {
+            return Vec::new();
+        }
+        let mut text = String::new();
+        for turn in recent.iter().rev() {
+            if text.len() + turn.len() > crate::text::MAX_QUERY_BYTES {
+                break;
+            }
+            text.push_str(turn);
+            text.push('\n');
+        }
+        if text.trim().is_empty() {
+            return Vec::new();
+        }
+        let hits = self.lexical.search(toolset, &text, n);
+        if hits
+            .first()
+            .is_some_and(|t| t.score >= self.config.min_lexical_score)
+        {
+            hits
+        } else {
+            Vec::new()
         }
     }
 
@@ -351,8 +504,18 @@ impl HybridRouter {
         above.clamp(cfg.min_k, cfg.max_k).min(ranked.len())
     }
 
-    /// The decision for `request`.
+    /// The decision for `request`, with the chosen skills.
     pub async fn decide(&self, request: &RouteRequest) -> RouteDecision {
+        let mut d = self.decide_tools(request).await;
+        d.skills = self.choose_skills(&request.input);
+        if !d.skills.is_empty() {
+            let names: Vec<&str> = d.skills.iter().map(|s| s.name.as_str()).collect();
+            d.reason.push_str(&format!("; skills {}", names.join(",")));
+        }
+        d
+    }
+
+    async fn decide_tools(&self, request: &RouteRequest) -> RouteDecision {
         let cfg = &self.config;
         let toolset = &request.toolset;
         let empty = request.input.trim().is_empty();
@@ -362,7 +525,7 @@ impl HybridRouter {
                 ..Ranking::default()
             }
         } else {
-            self.rank(toolset, &request.input, cfg.max_k.max(cfg.candidates))
+            self.rank_request(request, cfg.max_k.max(cfg.candidates).max(cfg.bounded_top))
                 .await
         };
         let mut tools = ranking.tools;
@@ -373,6 +536,37 @@ impl HybridRouter {
             reason = format!("hybrid: sent {k} ranked ({reason})");
         } else {
             match cfg.low_confidence {
+                LowConfidence::AllTools if toolset.len() > cfg.all_tools_limit => {
+                    let n = cfg.bounded_top;
+                    tools.truncate(n);
+                    let sent = tools.len();
+                    let search = toolset.contains(SearchTools::NAME);
+                    if search && !tools.iter().any(|t| t.name == SearchTools::NAME) {
+                        tools.push(ScoredTool {
+                            name: SearchTools::NAME.to_owned(),
+                            score: 0.0,
+                        });
+                    }
+                    self.add_extras(request, &mut tools);
+                    let mut d = RouteDecision::tools(
+                        "hybrid",
+                        tools,
+                        format!(
+                            "hybrid: not confident ({reason}); {} tools is above the fallback limit of {}: sent top {sent}{}",
+                            toolset.len(),
+                            cfg.all_tools_limit,
+                            if search { " and search_tools" } else { "" }
+                        ),
+                    );
+                    d.groups = ranking.groups;
+                    d.bounded_fallback = Some(BoundedFallback {
+                        toolset_size: toolset.len(),
+                        limit: cfg.all_tools_limit,
+                        sent,
+                        search_tools: search,
+                    });
+                    return d;
+                }
                 LowConfidence::AllTools => {
                     let mut d = RouteDecision::fallback(
                         "hybrid",

@@ -31,6 +31,8 @@ pub struct LexicalConfig {
     pub parameter_description_weight: f32,
     /// Weight of terms from tags.
     pub tag_weight: f32,
+    /// Weight of terms from learned example requests ([`crate::LearnedUsage`]).
+    pub example_weight: f32,
     /// How Chinese text is cut.
     pub chinese: ChineseMode,
     /// Weight of concept terms relative to the word that produced them.
@@ -49,6 +51,7 @@ impl Default for LexicalConfig {
             parameter_name_weight: 0.6,
             parameter_description_weight: 0.4,
             tag_weight: 1.5,
+            example_weight: 0.25,
             chinese: ChineseMode::default(),
             concept_weight: 1.0,
             lexicon: Arc::new(Lexicon::builtin()),
@@ -57,6 +60,13 @@ impl Default for LexicalConfig {
 }
 
 impl LexicalConfig {
+    /// Sets the weight of learned example requests (default 0.25).
+    #[must_use]
+    pub fn with_example_weight(mut self, weight: f32) -> Self {
+        self.example_weight = weight.max(0.0);
+        self
+    }
+
     /// Sets how Chinese text is cut.
     #[must_use]
     pub fn with_chinese(mut self, mode: ChineseMode) -> Self {
@@ -93,7 +103,7 @@ struct Posting {
     tf: f32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Doc {
     name: Arc<str>,
     terms: Vec<u32>,
@@ -118,7 +128,7 @@ thread_local! {
 /// Terms have integer ids; each term has a postings list of `(doc, weighted tf)`;
 /// a search adds scores into a dense per-thread buffer and partially sorts
 /// the touched documents, so it allocates only for the hits it returns.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LexicalIndex {
     config: LexicalConfig,
     analyzer: Analyzer,
@@ -222,7 +232,8 @@ impl LexicalIndex {
 
     fn insert(&mut self, text: &ToolText, fingerprint: u64) {
         let cfg = &self.config;
-        let fields: [(&[String], f32); 4] = [
+        let fields: [(&[String], f32); 5] = [
+            (&text.examples, cfg.example_weight),
             (&text.parameter_names, cfg.parameter_name_weight),
             (
                 &text.parameter_descriptions,

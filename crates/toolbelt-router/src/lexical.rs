@@ -1,25 +1,60 @@
 //! [`LexicalRouter`]: BM25 routing over an index kept in step with the toolset.
 
-use std::future::{Future, ready};
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use toolbelt_core::{ToolHandle, Toolset};
 
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
 use crate::index::{FastMap, LexicalConfig, LexicalIndex};
+use crate::learn::{LearnedUsage, SharedUsage};
 use crate::router::Router;
+use crate::tool_text::ToolText;
 
-#[derive(Debug)]
+/// One index and the toolset it was built for; never changed once published.
+#[derive(Debug, Clone)]
 struct State {
     index: LexicalIndex,
     /// The tools indexed, in the order of the toolset they came from.
     order: Vec<ToolHandle>,
+    /// The learned examples indexed with them.
+    learned: Option<SharedUsage>,
+}
+
+/// Indexes kept for different toolsets at once (e.g. agents with different views).
+const SLOTS: usize = 4;
+
+#[derive(Debug)]
+struct Slot {
+    state: Arc<State>,
+    last_used: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: LexicalConfig,
+    /// Published indexes; searched under a read lock, replaced whole.
+    slots: RwLock<Vec<Slot>>,
+    /// Held while an index is built, so two requests do not build the same one.
+    building: Mutex<()>,
+    clock: AtomicU64,
+    /// Learned example requests (opt-in), indexed with each tool.
+    learned: RwLock<Option<SharedUsage>>,
+}
+
+fn same_usage(a: Option<&SharedUsage>, b: Option<&SharedUsage>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
 }
 
 impl State {
-    fn matches(&self, toolset: &Toolset) -> bool {
-        self.order.len() == toolset.len()
+    fn matches(&self, toolset: &Toolset, learned: Option<&SharedUsage>) -> bool {
+        same_usage(self.learned.as_ref(), learned)
+            && self.order.len() == toolset.len()
             && self
                 .order
                 .iter()
@@ -27,8 +62,19 @@ impl State {
                 .all(|(a, b)| a.ptr_eq(b))
     }
 
-    /// Brings the index in line with `toolset`, touching only tools that changed.
-    fn sync(&mut self, toolset: &Toolset) {
+    /// How many of `toolset`'s tools this state already holds as they are.
+    fn overlap(&self, toolset: &Toolset) -> usize {
+        let old: FastMap<&str, &ToolHandle> =
+            self.order.iter().map(|t| (t.name().as_str(), t)).collect();
+        toolset
+            .iter()
+            .filter(|t| old.get(t.name().as_str()).is_some_and(|o| o.ptr_eq(t)))
+            .count()
+    }
+
+    /// Brings the index in line with `toolset` (and `learned`), touching only tools that changed.
+    fn sync(&mut self, toolset: &Toolset, learned: Option<&SharedUsage>) {
+        let relearn = !same_usage(self.learned.as_ref(), learned);
         let old: FastMap<&str, &ToolHandle> =
             self.order.iter().map(|t| (t.name().as_str(), t)).collect();
         let stale: Vec<String> = self
@@ -42,12 +88,19 @@ impl State {
         }
         let (mut added, mut kept) = (0usize, 0usize);
         for tool in toolset.iter() {
-            if old
-                .get(tool.name().as_str())
-                .is_some_and(|t| t.ptr_eq(tool))
+            if !relearn
+                && old
+                    .get(tool.name().as_str())
+                    .is_some_and(|t| t.ptr_eq(tool))
             {
                 kept += 1;
-            } else if self.index.upsert(tool.spec()) {
+                continue;
+            }
+            let mut text = ToolText::from_spec(tool.spec());
+            if let Some(learned) = learned {
+                text.examples = learned.examples(tool.name().as_str()).to_vec();
+            }
+            if self.index.upsert_text(&text) {
                 added += 1;
             }
         }
@@ -58,18 +111,93 @@ impl State {
             "lexical index synced with toolset"
         );
         self.order = toolset.iter().cloned().collect();
+        self.learned = learned.cloned();
+    }
+}
+
+impl Shared {
+    fn learned(&self) -> Option<SharedUsage> {
+        self.learned
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn find(&self, toolset: &Toolset) -> Option<Arc<State>> {
+        let learned = self.learned();
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        let slot = slots
+            .iter()
+            .find(|s| s.state.matches(toolset, learned.as_ref()))?;
+        slot.last_used.store(
+            self.clock.fetch_add(1, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        Some(Arc::clone(&slot.state))
+    }
+
+    /// The index for exactly `toolset`: a published one, or one built now from
+    /// the closest published index and published in place of the least recently used.
+    fn synced(&self, toolset: &Toolset) -> Arc<State> {
+        if let Some(state) = self.find(toolset) {
+            return state;
+        }
+        let _building = self.building.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(state) = self.find(toolset) {
+            return state;
+        }
+        let base = {
+            let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+            slots
+                .iter()
+                .map(|s| (s.state.overlap(toolset), &s.state))
+                .filter(|(n, _)| *n > 0)
+                .max_by_key(|(n, _)| *n)
+                .map(|(_, s)| Arc::clone(s))
+        };
+        let mut state = match base {
+            Some(base) => State::clone(&base),
+            None => State {
+                index: LexicalIndex::new(self.config.clone()),
+                order: Vec::new(),
+                learned: None,
+            },
+        };
+        state.sync(toolset, self.learned().as_ref());
+        let state = Arc::new(state);
+        let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        if slots.len() >= SLOTS
+            && let Some(lru) = slots
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.last_used.load(Ordering::Relaxed))
+                .map(|(i, _)| i)
+        {
+            slots.swap_remove(lru);
+        }
+        slots.push(Slot {
+            state: Arc::clone(&state),
+            last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
+        });
+        state
     }
 }
 
 /// Routes with BM25 over tool names, descriptions, parameters and tags.
 ///
 /// The index follows the toolset of each request: the first request indexes
-/// every tool; later ones re-index only tools added, removed or changed
-/// (checked by handle identity, then by a fingerprint of the text). Cloning
-/// shares the index.
+/// every tool; a request with another toolset gets an index made from the
+/// closest one kept, re-indexing only tools added, removed or changed
+/// (checked by handle identity, then by a fingerprint of the text). Up to
+/// four indexes are kept, one per toolset, so requests over different
+/// toolsets (agents with different views) can be routed at the same time:
+/// every search runs on an index built for exactly its own toolset, never
+/// one being changed for another. Cloning shares the indexes. Routing
+/// through [`Router::route`] inside a Tokio runtime builds a missing index on
+/// the blocking pool (`spawn_blocking`).
 #[derive(Debug, Clone)]
 pub struct LexicalRouter {
-    state: Arc<RwLock<State>>,
+    shared: Arc<Shared>,
     top_k: usize,
     min_score: f32,
 }
@@ -84,10 +212,13 @@ impl LexicalRouter {
     /// A router with `config` and 5 tools per decision.
     pub fn new(config: LexicalConfig) -> Self {
         Self {
-            state: Arc::new(RwLock::new(State {
-                index: LexicalIndex::new(config),
-                order: Vec::new(),
-            })),
+            shared: Arc::new(Shared {
+                config,
+                slots: RwLock::new(Vec::new()),
+                building: Mutex::new(()),
+                clock: AtomicU64::new(0),
+                learned: RwLock::new(None),
+            }),
             top_k: 5,
             min_score: 0.0,
         }
@@ -107,6 +238,27 @@ impl LexicalRouter {
         self
     }
 
+    /// The index configuration.
+    pub fn config(&self) -> &LexicalConfig {
+        &self.shared.config
+    }
+
+    /// Indexes `usage`'s example requests with each tool (learning from use; opt-in).
+    #[must_use]
+    pub fn with_learned_usage(self, usage: LearnedUsage) -> Self {
+        self.set_learned_usage(Some(usage));
+        self
+    }
+
+    /// Replaces (or with `None` removes) the learned examples; indexes are re-synced on next use.
+    pub fn set_learned_usage(&self, usage: Option<LearnedUsage>) {
+        *self
+            .shared
+            .learned
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = usage.map(Arc::new);
+    }
+
     /// Indexes `toolset` now (routing does it on first use otherwise).
     pub fn prepare(&self, toolset: &Toolset) {
         drop(self.synced(toolset));
@@ -122,20 +274,30 @@ impl LexicalRouter {
         f(&self.synced(toolset).index)
     }
 
-    fn synced(&self, toolset: &Toolset) -> RwLockReadGuard<'_, State> {
-        {
-            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
-            if state.matches(toolset) {
-                return state;
-            }
+    fn synced(&self, toolset: &Toolset) -> Arc<State> {
+        self.shared.synced(toolset)
+    }
+
+    /// Whether an index for exactly `toolset` is ready (routing it builds nothing).
+    pub fn is_prepared(&self, toolset: &Toolset) -> bool {
+        self.shared.find(toolset).is_some()
+    }
+
+    /// Like [`LexicalRouter::prepare`], on Tokio's blocking pool when called
+    /// inside a runtime and the index must be built (so async workers are not held).
+    pub async fn prepare_async(&self, toolset: &Toolset) {
+        if self.is_prepared(toolset) {
+            return;
         }
-        {
-            let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
-            if !state.matches(toolset) {
-                state.sync(toolset);
-            }
+        if tokio::runtime::Handle::try_current().is_err() {
+            self.prepare(toolset);
+            return;
         }
-        self.state.read().unwrap_or_else(PoisonError::into_inner)
+        let (this, set) = (self.clone(), toolset.clone());
+        if let Err(e) = tokio::task::spawn_blocking(move || this.prepare(&set)).await {
+            tracing::warn!(error = %e, "building the lexical index failed on the blocking pool; building inline");
+            self.prepare(toolset);
+        }
     }
 
     /// The decision for `request`, computed synchronously.
@@ -175,10 +337,8 @@ impl Router for LexicalRouter {
         self.name_str()
     }
 
-    fn route(
-        &self,
-        request: &RouteRequest,
-    ) -> impl Future<Output = Result<RouteDecision, RouteError>> + Send {
-        ready(Ok(self.decide(request)))
+    async fn route(&self, request: &RouteRequest) -> Result<RouteDecision, RouteError> {
+        self.prepare_async(&request.toolset).await;
+        Ok(self.decide(request))
     }
 }

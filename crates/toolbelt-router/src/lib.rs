@@ -8,16 +8,21 @@ mod error;
 mod hybrid;
 mod index;
 mod keyword;
+mod learn;
 mod lexical;
 mod llm;
 mod router;
 mod search_tools;
+mod skills;
 mod text;
 mod tokens;
 mod tool_text;
 
-pub use catalog::{CatalogError, CatalogTool, catalog_toolset, read_catalog};
-pub use decision::{RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
+pub use catalog::{
+    Catalog, CatalogError, CatalogNote, CatalogOptions, CatalogReport, CatalogTool,
+    catalog_toolset, load_catalog, load_catalog_file, read_catalog,
+};
+pub use decision::{BoundedFallback, RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
 #[cfg(feature = "openai-embeddings")]
 pub use embedding::OpenAiEmbedder;
 pub use embedding::{Embedder, EmbeddingRouter};
@@ -27,10 +32,12 @@ pub use error::RouteError;
 pub use hybrid::{Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
 pub use index::{LexicalConfig, LexicalIndex};
 pub use keyword::{KeywordGroup, KeywordRouter};
+pub use learn::{CallOutcome, LearnConfig, LearnedUsage, RunLog, UseRecord};
 pub use lexical::LexicalRouter;
 pub use llm::{Completer, LlmAnswer, LlmRouter};
 pub use router::{AnyRouter, Router};
 pub use search_tools::SearchTools;
+pub use skills::{MAX_SKILL_DESCRIPTION, MAX_SKILL_NAME, Skill, SkillError, SkillSet};
 pub use text::{ChineseMode, Lexicon, MAX_QUERY_BYTES};
 pub use tokens::{TokenSavings, schema_tokens};
 pub use tool_text::ToolText;
@@ -44,6 +51,7 @@ const _: () = {
     assert_send_sync::<EmbeddingRouter>();
     assert_send_sync::<LlmRouter>();
     assert_send_sync::<SearchTools>();
+    assert_send_sync::<SkillSet>();
     #[cfg(feature = "local-embed")]
     assert_send_sync::<LocalEmbedder>();
 };

@@ -50,7 +50,7 @@ impl ChineseMode {
 }
 
 /// Reusable buffers for [`Analyzer::analyze`].
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct AnalyzeBuf {
     word: String,
     chars: Vec<usize>,

@@ -16,6 +16,8 @@ pub struct ToolText {
     pub parameter_descriptions: Vec<String>,
     /// Tags (groups).
     pub tags: Vec<String>,
+    /// Requests this tool served successfully before ([`crate::LearnedUsage`]); empty unless learned.
+    pub examples: Vec<String>,
 }
 
 impl ToolText {
@@ -83,6 +85,7 @@ impl ToolText {
             &self.parameter_names,
             &self.parameter_descriptions,
             &self.tags,
+            &self.examples,
         ] {
             h.write("\u{1}");
             for s in part {

@@ -8,6 +8,7 @@ mod route;
 mod routines;
 mod run;
 mod stored_tools;
+mod skills;
 mod tools;
 
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ enum Command {
     /// Serve tools over MCP, or list the tools of MCP servers.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// List or show skills (folders with a SKILL.md).
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -77,6 +81,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Routines(cmd) => routines::run(cmd).await,
             Command::Memory(cmd) => memory::run(cmd).await,
             Command::Mcp(cmd) => mcp::run(cmd).await,
+            Command::Skills(cmd) => skills::run(cmd).await,
         }
     });
     match result {

@@ -1,6 +1,7 @@
 //! [`LocalEmbedder`]: an in-process [`Embedder`] running a BERT sentence model with candle.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -74,20 +75,28 @@ pub enum LocalEmbedError {
 /// [`EmbeddingRouter`]: crate::EmbeddingRouter
 /// [`HybridRouter`]: crate::HybridRouter
 ///
-/// Inference runs on the CPU inside the returned future (about 10 ms per short
-/// text for MiniLM-L6): a server that routes many requests at once should call
-/// it from a blocking-friendly task.
+/// Inference runs on the CPU (about 10 ms per short text for MiniLM-L6). Through
+/// [`Embedder::embed`] inside a Tokio runtime it runs on the blocking pool
+/// (`spawn_blocking`), so the async workers go on serving; outside one it runs
+/// in the calling thread. Clones share the loaded model.
+#[derive(Clone)]
 pub struct LocalEmbedder {
-    model: BertModel,
-    tokenizer: Tokenizer,
+    /// The loaded model, shared by clones (a clone runs inference off the async workers).
+    loaded: Arc<Loaded>,
     tokenizer_path: PathBuf,
-    device: Device,
     id: String,
     max_tokens: usize,
     /// The model's limit (position embeddings).
     max_positions: usize,
     batch_size: usize,
     multilingual: bool,
+}
+
+/// What `from_dir` loads: read-only afterwards.
+struct Loaded {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -146,10 +155,12 @@ impl LocalEmbedder {
         let model = BertModel::load(vb, &config).map_err(model_error)?;
         let max_tokens = DEFAULT_MAX_TOKENS.min(config.max_position_embeddings);
         Ok(Self {
-            model,
-            tokenizer,
+            loaded: Arc::new(Loaded {
+                model,
+                tokenizer,
+                device,
+            }),
             tokenizer_path,
-            device,
             id,
             max_tokens,
             max_positions: config.max_position_embeddings,
@@ -192,6 +203,7 @@ impl LocalEmbedder {
                 continue;
             }
             let encoding = self
+                .loaded
                 .tokenizer
                 .encode(text.as_str(), true)
                 .map_err(|source| LocalEmbedError::Tokenizer {
@@ -238,10 +250,10 @@ impl LocalEmbedder {
             mask.resize(mask.len() + width - tokens.len(), 0);
         }
         let shape = (batch.len(), width);
-        let input = Tensor::from_vec(input, shape, &self.device)?;
-        let mask = Tensor::from_vec(mask, shape, &self.device)?;
+        let input = Tensor::from_vec(input, shape, &self.loaded.device)?;
+        let mask = Tensor::from_vec(mask, shape, &self.loaded.device)?;
         let types = input.zeros_like()?;
-        let hidden = self.model.forward(&input, &types, Some(&mask))?;
+        let hidden = self.loaded.model.forward(&input, &types, Some(&mask))?;
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
         let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
@@ -285,10 +297,22 @@ impl Embedder for LocalEmbedder {
         texts: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
         Box::pin(async move {
-            self.embed_blocking(texts).map_err(|e| RouteError::Backend {
+            let to_route_error = |e: LocalEmbedError| RouteError::Backend {
                 backend: "local embedder",
                 message: error_chain(&e),
-            })
+            };
+            if tokio::runtime::Handle::try_current().is_err() {
+                return self.embed_blocking(texts).map_err(to_route_error);
+            }
+            let this = self.clone();
+            let texts = texts.to_vec();
+            tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
+                .await
+                .map_err(|e| RouteError::Backend {
+                    backend: "local embedder",
+                    message: format!("the embedding task failed: {e}"),
+                })?
+                .map_err(to_route_error)
         })
     }
 }

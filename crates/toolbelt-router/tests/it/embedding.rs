@@ -111,3 +111,43 @@ fn an_empty_query_vector_matches_no_tool() {
     assert!(d.fallback);
     assert_eq!(d.reason, "embedding: no tool reaches similarity 0.00");
 }
+
+#[test]
+fn a_disk_cache_means_a_restart_embeds_nothing_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = Toolset::from_tools([tool("weather", "sky sky", "w"), tool("bank", "money", "m")]);
+    let progress = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&progress);
+    let first = EmbeddingRouter::new(Markers::default())
+        .with_disk_cache(dir.path())
+        .with_batch_size(1)
+        .with_progress(move |done, total| seen.lock().unwrap().push((done, total)));
+    block_on(first.prepare(&tools)).unwrap();
+    assert_eq!(first.computed(), 2);
+    assert_eq!(*progress.lock().unwrap(), [(0, 2), (1, 2), (2, 2)]);
+    assert!(dir.path().join("markers-v1.vectors").is_file());
+
+    // A new process (a new router) reads the vectors back and embeds no tool.
+    let counter = Markers::default();
+    let second = EmbeddingRouter::new(counter.clone()).with_disk_cache(dir.path());
+    let hits = block_on(second.rank(&tools, "sky", 2)).unwrap();
+    assert_eq!(hits[0].name, "weather");
+    assert_eq!(
+        (second.computed(), counter.0.load(Ordering::SeqCst)),
+        (0, 1),
+        "only the query is embedded"
+    );
+
+    // A changed tool is embedded and appended; a torn last record is ignored.
+    let changed =
+        Toolset::from_tools([tool("weather", "sky code", "w"), tool("bank", "money", "m")]);
+    block_on(second.prepare(&changed)).unwrap();
+    assert_eq!(second.computed(), 1);
+    let path = dir.path().join("markers-v1.vectors");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&[1, 2, 3]);
+    std::fs::write(&path, bytes).unwrap();
+    let third = EmbeddingRouter::new(Markers::default()).with_disk_cache(dir.path());
+    block_on(third.prepare(&changed)).unwrap();
+    assert_eq!(third.computed(), 0);
+}

@@ -66,7 +66,8 @@ fn pinned_and_used_tools_are_always_sent() {
 #[test]
 fn low_confidence_sends_all_tools_or_a_larger_k() {
     let tools = eval_catalog();
-    let all = block_on(hybrid(HybridConfig::default()).route_or_fallback(&request("你好", &tools)));
+    let unbounded = HybridConfig::default().with_bounded_fallback(usize::MAX, 20);
+    let all = block_on(hybrid(unbounded).route_or_fallback(&request("你好", &tools)));
     assert!(all.fallback && all.tools.len() == tools.len());
     let config = HybridConfig::default()
         .with_low_confidence(LowConfidence::TopK(15))
@@ -116,4 +117,74 @@ fn a_failing_embedder_does_not_fail_routing() {
     let d = block_on(router.route_or_fallback(&request("run a shell command", &builtins())));
     assert_eq!(d.tool_names()[0], "shell_exec");
     assert!(d.reason.contains("embedding failed"), "{}", d.reason);
+}
+
+#[test]
+fn earlier_turns_count_less_than_the_latest_one() {
+    let toolset = eval_catalog();
+    let req = toolbelt_router::RouteRequest::new("what's the weather in Paris tomorrow", toolset)
+        .with_recent(vec!["send an email to Bob about the launch".to_owned()]);
+    let names = |router: &HybridRouter| -> Vec<String> {
+        block_on(router.rank_request(&req, 10))
+            .tools
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    let with = names(&HybridRouter::default());
+    assert!(with[0].starts_with("weather_"), "{with:?}");
+    let email = with
+        .iter()
+        .position(|n| n.contains("email") || n.contains("mail_send"));
+    assert!(
+        email.is_some(),
+        "the earlier turn's tool is still ranked: {with:?}"
+    );
+    assert!(email > Some(0));
+    let without = names(
+        &HybridRouter::default().with_config(HybridConfig::default().with_context_weight(0.0)),
+    );
+    assert!(
+        !without
+            .iter()
+            .any(|n| n.contains("email") || n.contains("mail_send")),
+        "{without:?}"
+    );
+}
+
+#[test]
+fn low_confidence_on_a_large_toolset_sends_a_bounded_set_with_search_tools() {
+    use toolbelt_router::{RouteRequest, SearchTools};
+    let catalog = eval_catalog();
+    let search = SearchTools::new(LexicalRouter::default(), catalog.clone())
+        .into_handle()
+        .unwrap();
+    let toolset = catalog.with_tools([search]);
+    assert!(toolset.len() > 64);
+    let router = HybridRouter::default();
+    let unsure = RouteRequest::new("zzqx blorp", toolset.clone());
+    let d = block_on(router.decide(&unsure));
+    assert!(!d.fallback, "{}", d.reason);
+    let bounded = d.bounded_fallback.expect("a bounded fallback");
+    assert_eq!(
+        (bounded.toolset_size, bounded.limit, bounded.search_tools),
+        (toolset.len(), 64, true)
+    );
+    assert!(bounded.sent <= 20);
+    assert!(d.tool_names().contains(&SearchTools::NAME.to_owned()));
+    assert!(d.tools.len() <= 21, "{}", d.tools.len());
+    assert!(
+        d.reason.contains("above the fallback limit of 64"),
+        "{}",
+        d.reason
+    );
+    // Raising the limit above the toolset's size restores seed 002's send-everything.
+    let all = HybridRouter::default()
+        .with_config(HybridConfig::default().with_bounded_fallback(10_000, 20));
+    let d = block_on(all.decide(&unsure));
+    assert!(d.fallback && d.bounded_fallback.is_none());
+    assert_eq!(d.tools.len(), toolset.len());
+    // A small toolset still gets every tool.
+    let d = block_on(router.decide(&RouteRequest::new("zzqx blorp", builtins())));
+    assert!(d.fallback && d.bounded_fallback.is_none());
 }

@@ -8,11 +8,24 @@ fn hybrid() -> AnyRouter {
     AnyRouter::new(HybridRouter::default())
 }
 
+/// The hybrid router with seed 002's unbounded fallback (every tool, whatever the size).
+fn hybrid_unbounded() -> AnyRouter {
+    AnyRouter::new(HybridRouter::default().with_config(
+        toolbelt_router::HybridConfig::default().with_bounded_fallback(usize::MAX, 20),
+    ))
+}
+
 #[test]
 fn empty_input_falls_back_to_every_tool() {
     let tools = eval_catalog();
+    let d = block_on(hybrid().route_or_fallback(&request("   ", &tools)));
+    assert!(
+        !d.fallback && d.bounded_fallback.is_some() && d.tools.is_empty(),
+        "322 tools are above the bounded fallback's limit: {}",
+        d.reason
+    );
     for router in [
-        hybrid(),
+        hybrid_unbounded(),
         AnyRouter::new(LexicalRouter::default()),
         AnyRouter::new(KeywordRouter::builtin()),
     ] {

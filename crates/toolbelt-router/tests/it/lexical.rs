@@ -39,3 +39,60 @@ fn names_split_at_case_and_underscores() {
     );
     assert_eq!(router.search(&tools, "HTTP", 1)[0].name, "http_request");
 }
+
+/// Two toolsets with the same tool names but different texts, routed from
+/// many tasks at once through one router: each search must see its own index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_toolsets_never_share_an_index() {
+    use toolbelt_router::{RouteRequest, Router};
+    let router = LexicalRouter::default();
+    let mut sets = Vec::new();
+    for (i, topic) in ["weather forecast rain", "invoice payment refund"]
+        .iter()
+        .enumerate()
+    {
+        let mut tools = vec![tool(&format!("only_in_set_{i}"), topic, "x")];
+        for j in 0..200 {
+            tools.push(tool(
+                &format!("shared_{j}"),
+                &format!(
+                    "filler {i} tool number {j} {}",
+                    if i == 0 { "alpha" } else { "beta" }
+                ),
+                "x",
+            ));
+        }
+        sets.push(Toolset::from_tools(tools));
+    }
+    let mut tasks = Vec::new();
+    for n in 0..400usize {
+        let router = router.clone();
+        let set = sets[n % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let query = if n % 2 == 0 {
+                "will it rain"
+            } else {
+                "refund the invoice"
+            };
+            let d = router
+                .route(&RouteRequest::new(query, set.clone()))
+                .await
+                .unwrap();
+            let word = if n % 2 == 0 { "alpha" } else { "beta" };
+            let hits = router.search(&set, word, 5);
+            (n % 2, d.tool_names(), hits)
+        }));
+    }
+    for task in tasks {
+        let (i, names, hits) = task.await.unwrap();
+        assert_eq!(names[0], format!("only_in_set_{i}"), "{names:?}");
+        assert!(
+            !names.contains(&format!("only_in_set_{}", 1 - i)),
+            "{names:?}"
+        );
+        // The filler words exist only in their own toolset's texts.
+        assert_eq!(hits.len(), 5, "set {i} searched another set's index");
+    }
+    // Both indexes are kept side by side.
+    assert!(router.is_prepared(&sets[0]) && router.is_prepared(&sets[1]));
+}

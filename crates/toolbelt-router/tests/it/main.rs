@@ -5,14 +5,17 @@ mod catalog;
 mod embedding;
 mod hybrid;
 mod input;
+mod learn;
 mod lexical;
 mod llm;
 #[cfg(feature = "local-embed")]
 mod local_embed;
+mod near_duplicates;
 #[cfg(feature = "openai-embeddings")]
 mod openai;
 mod search_tools;
 mod seed;
+mod skills;
 
 use serde_json::json;
 use toolbelt_core::{ToolHandle, Toolset};

