@@ -136,10 +136,10 @@ fn bad_definitions_are_refused_with_the_culprit_named() {
         matches!(pin, BuildError::UnknownPinned { ref name, .. } if name == "div"),
         "{pin}"
     );
-    let name = math_agent(&script).name("my agent").build().unwrap_err();
+    let name = math_agent(&script).name("my,agent").build().unwrap_err();
     assert!(
         name.to_string()
-            .starts_with("invalid agent name `my agent`"),
+            .starts_with("invalid agent name `my,agent`"),
         "{name}"
     );
 }
