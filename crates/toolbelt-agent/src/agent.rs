@@ -271,7 +271,13 @@ impl AgentBuilder {
         self
     }
 
-    /// Most tokens per answer.
+    /// Sampling seed (for repeatable runs on servers that honour it).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = Some(seed);
+        self
+    }
+
+    /// Most tokens per answer (default: the model profile's).
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.options.max_tokens = Some(max_tokens);
         self

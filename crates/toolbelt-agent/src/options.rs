@@ -27,6 +27,8 @@ pub struct AgentOptions {
     pub model: Option<String>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Sampling seed (for repeatable runs on servers that honour it).
+    pub seed: Option<u64>,
     /// Most tokens per answer, sent as the provider's `max_tokens` field
     /// (`None`: the model profile's default).
     pub max_tokens: Option<u32>,
@@ -69,6 +71,7 @@ impl Default for AgentOptions {
             run_timeout: None,
             model: None,
             temperature: None,
+            seed: None,
             max_tokens: None,
             text_tool_calls: None,
             max_identical_calls: 2,

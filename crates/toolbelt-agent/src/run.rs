@@ -291,7 +291,12 @@ impl Run<'_> {
             let turn = self.classify(&response, parse_text, iteration);
             let (content, calls) = match &turn {
                 Turn::Calls(prose, calls) => (prose.clone(), calls.clone()),
-                Turn::Text(_) | Turn::Bad(_) => (response.content.clone(), Vec::new()),
+                // An empty answer stays in the conversation as "" (not null,
+                // which some servers refuse without tool calls).
+                Turn::Text(_) | Turn::Bad(_) => (
+                    Some(response.content.clone().unwrap_or_default()),
+                    Vec::new(),
+                ),
             };
             self.transcript.usage += response.usage;
             self.transcript.messages.push(Message::assistant_tool_calls(
@@ -405,6 +410,7 @@ impl Run<'_> {
         }
         request.model.clone_from(&options.model);
         request.temperature = options.temperature;
+        request.seed = options.seed;
         request.max_tokens = Some(self.max_tokens);
         request
     }
