@@ -259,3 +259,42 @@ async fn approval_prompts_carry_run_scoped_ids() {
         "the same call id in two runs gets two prompt ids"
     );
 }
+
+#[tokio::test]
+async fn a_stream_the_server_broke_is_asked_again_whole() {
+    let broke = toolbelt_llm::ProviderError::StreamEnded {
+        provider: "scripted",
+        message: "closed".to_owned(),
+    };
+    let script = ScriptedProvider::new()
+        .then_error(broke)
+        .then_text("whole answer")
+        .then_text("second answer");
+    let agent = math_agent(&script).build().unwrap();
+    let events: Vec<AgentEvent> = agent.run_stream("hi").collect().await;
+    let text: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    // Asked again without streaming: the answer comes as one text event.
+    assert_eq!(text, ["whole answer"]);
+    assert_eq!(script.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_not_retried_without_streaming() {
+    let refused = toolbelt_llm::ProviderError::Transport {
+        provider: "scripted",
+        message: "connection refused".to_owned(),
+    };
+    let script = ScriptedProvider::new()
+        .then_error(refused)
+        .then_text("never");
+    let agent = math_agent(&script).build().unwrap();
+    let err = agent.run_stream("hi").finish().await.unwrap_err();
+    assert!(matches!(err, AgentError::Provider { .. }), "{err}");
+    assert_eq!(script.requests().len(), 1);
+}
