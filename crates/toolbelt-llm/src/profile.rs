@@ -130,7 +130,7 @@ impl Fields {
 ///   "default": {"max_tools": 16, "native_tool_calls": true, "text_tool_calls": false,
 ///               "max_tokens": 4096, "context_tokens": null},
 ///   "profiles": [
-///     {"match": "*qwen2.5*1.5b*", "max_tools": 2, "text_tool_calls": true, "max_tokens": 1024}
+///     {"match": "*qwen2.5*1.5b*", "max_tools": 3, "text_tool_calls": true, "max_tokens": 1024}
 ///   ]
 /// }
 /// ```
@@ -144,7 +144,7 @@ impl Fields {
 /// use toolbelt_llm::ModelProfiles;
 ///
 /// let mut profiles = ModelProfiles::builtin();
-/// assert_eq!(profiles.find("qwen2.5-coder-1.5b-instruct").max_tools, 2);
+/// assert_eq!(profiles.find("qwen2.5-coder-1.5b-instruct").max_tools, 3);
 /// assert!(!profiles.find("gpt-4o").text_tool_calls);
 /// profiles.prepend(ModelProfiles::from_json(
 ///     r#"{"profiles": [{"match": "my-model*", "max_tools": 3}]}"#,

@@ -150,7 +150,11 @@ async fn the_model_profile_caps_the_routed_tools_best_first() {
         })
         .collect();
     let decision = RouteDecision::tools("fixed", ranked, "math");
-    let profile = toolbelt_llm::ModelProfiles::builtin().find("qwen2.5-coder-0.5b-instruct");
+    let profile = toolbelt_llm::ModelProfiles::from_json(
+        r#"{"profiles": [{"match": "tiny*", "max_tools": 1}]}"#,
+    )
+    .unwrap()
+    .find("tiny-model");
     assert_eq!(profile.max_tools, 1);
     routed(&script, Some(decision))
         .profile(profile)
