@@ -195,7 +195,7 @@ fn model_profiles_are_data_users_can_extend() {
     let small = builtin.find("Qwen2.5-Coder-1.5B-Instruct");
     assert_eq!(
         (small.max_tools, small.text_tool_calls, small.max_tokens),
-        (2, true, 1024)
+        (3, true, 1024)
     );
     let frontier = builtin.find("gpt-4o");
     assert_eq!(
