@@ -10,7 +10,8 @@
 #             calls come back as ```json text for the client to parse) (default native)
 # Env: REAL_LLM_DIR (default ../shared/real-llm from the repo root), TOOLBELT (a built binary; default
 #      target/debug/toolbelt, built if missing), KEEP=1 keeps the work directories,
-#      TOOLBELT_REAL_LLM_URL (use a server already running there instead of starting one).
+#      TOOLBELT_REAL_LLM_URL (use a server already running there instead of starting one),
+#      RUN_TIMEOUT (seconds per run, default 540: a run still going then counts as failed).
 # Success per run: exit code 0, the expected fact in stdout, no tool-call text in stdout, and for the
 # edit task the file changed as asked. Routing is on (no --no-router, no hand-picked groups).
 set -euo pipefail
@@ -71,7 +72,8 @@ for task in "${tasks[@]}"; do
     start=$(date +%s.%N)
     set +e
     (cd "$ws" && printf "$input" | OPENAI_BASE_URL="$url" OPENAI_API_KEY=x TOOLBELT_MODEL="$model" \
-      timeout 600 "$bin" run --seed "$seed" --temperature 0.7 --timeout 540 "${extra[@]}" "$prompt" \
+      timeout $((${RUN_TIMEOUT:-540} + 30)) "$bin" run --seed "$seed" --temperature 0.7 \
+      --timeout "${RUN_TIMEOUT:-540}" "${extra[@]}" "$prompt" \
       >"$ws.out" 2>"$ws.err")
     code=$?
     set -e

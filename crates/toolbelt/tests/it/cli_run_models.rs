@@ -276,3 +276,30 @@ fn the_same_call_repeated_is_refused_then_the_run_stops() {
         "{told}"
     );
 }
+
+#[test]
+fn a_real_call_cut_mid_stream_leaves_only_the_prose_on_stdout() {
+    // Recorded from Qwen2.5-Coder-1.5B on llama-server (its own template):
+    // prose, then a fenced call, then the connection ended mid-call.
+    let dir = workspace();
+    let (url, server) = fake_openai(vec![fixture("qwen1.5b-real-text-call-cut.sse")]);
+    let args = [
+        "--no-router",
+        "--groups",
+        "file_read",
+        "Read hello.txt and notes.md",
+    ];
+    let out = toolbelt_run(dir.path(), &env(&url), &args, "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stdout,
+        "Here are the results of reading the files and displaying their contents:\n\n"
+    );
+    assert!(
+        stderr.contains("answered 200 but the stream ended"),
+        "{stderr}"
+    );
+    server.join().unwrap();
+}
