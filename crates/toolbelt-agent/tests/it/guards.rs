@@ -298,3 +298,16 @@ async fn a_refused_connection_is_not_retried_without_streaming() {
     assert!(matches!(err, AgentError::Provider { .. }), "{err}");
     assert_eq!(script.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn conversation_and_run_ids_are_uuid_v7() {
+    let script = ScriptedProvider::new().then_text("a");
+    let agent = math_agent(&script).build().unwrap();
+    let (one, two) = (agent.session(), agent.session());
+    let id = uuid::Uuid::parse_str(&one.conversation().id).unwrap();
+    assert_eq!(id.get_version_num(), 7);
+    assert_ne!(one.conversation().id, two.conversation().id);
+    let out = agent.run("x").await.unwrap();
+    let run = uuid::Uuid::parse_str(&out.transcript.run_id).unwrap();
+    assert_eq!(run.get_version_num(), 7);
+}
