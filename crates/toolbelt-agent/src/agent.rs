@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolbelt_core::{Executor, IntoToolHandle, ToolHandle, ToolKind, ToolName, Toolset};
-use toolbelt_llm::{Provider, ToolChoice};
+use toolbelt_llm::{ModelProfile, ModelProfiles, Provider, ToolChoice};
 use toolbelt_router::AnyRouter;
 
 use crate::error::{AgentError, BuildError};
@@ -92,6 +92,11 @@ impl Agent {
     /// The options it runs with.
     pub fn options(&self) -> &AgentOptions {
         &self.inner.options
+    }
+
+    /// The model profile it runs with (set, or found by model id when built).
+    pub fn profile(&self) -> ModelProfile {
+        self.inner.options.profile.clone().unwrap_or_default()
     }
 
     /// The executor its tool calls go through.
@@ -266,15 +271,52 @@ impl AgentBuilder {
         self
     }
 
-    /// Most tokens per answer.
+    /// Sampling seed (for repeatable runs on servers that honour it).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = Some(seed);
+        self
+    }
+
+    /// Most tokens per answer (default: the model profile's).
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.options.max_tokens = Some(max_tokens);
         self
     }
 
-    /// Whether tool calls written as text are parsed and run (default true).
+    /// Whether tool calls written as text are parsed and run (default: as
+    /// the model profile says).
     pub fn text_tool_calls(mut self, enabled: bool) -> Self {
-        self.options.text_tool_calls = enabled;
+        self.options.text_tool_calls = Some(enabled);
+        self
+    }
+
+    /// How many times one identical call may run per run (default 2).
+    pub fn max_identical_calls(mut self, limit: u32) -> Self {
+        self.options.max_identical_calls = limit;
+        self
+    }
+
+    /// Most tool calls per run (default 50).
+    pub fn max_tool_calls(mut self, limit: u32) -> Self {
+        self.options.max_tool_calls = limit;
+        self
+    }
+
+    /// Corrective turns in a row for empty or unreadable answers (default 1).
+    pub fn corrective_turns(mut self, turns: u32) -> Self {
+        self.options.corrective_turns = turns;
+        self
+    }
+
+    /// Whether streamed runs ask the provider for a stream (default true).
+    pub fn stream(mut self, on: bool) -> Self {
+        self.options.stream = on;
+        self
+    }
+
+    /// The model's profile, instead of the built-in one for its model id.
+    pub fn profile(mut self, profile: ModelProfile) -> Self {
+        self.options.profile = Some(profile);
         self
     }
 
@@ -330,6 +372,15 @@ impl AgentBuilder {
         );
         pinned.sort();
         pinned.dedup();
+        let mut options = self.options;
+        if options.profile.is_none() {
+            let model = options
+                .model
+                .as_deref()
+                .or_else(|| self.provider.model())
+                .unwrap_or_default();
+            options.profile = Some(ModelProfiles::builtin().find(model));
+        }
         let description = self
             .description
             .unwrap_or_else(|| format!("Ask the `{}` agent to carry out a task", self.name));
@@ -341,7 +392,7 @@ impl AgentBuilder {
                 tools,
                 router: self.router,
                 executor: self.executor.unwrap_or_default(),
-                options: self.options,
+                options,
                 pinned,
             }),
         })

@@ -13,6 +13,7 @@ use crate::event::{AgentEvent, EventSink};
 /// [`reject`](Self::reject); dropping the prompt rejects the call. A
 /// rejected call reaches the model as a tool error it can react to.
 pub struct ApprovalPrompt {
+    id: String,
     request: ApprovalRequest,
     responder: oneshot::Sender<ApprovalResponse>,
 }
@@ -20,12 +21,20 @@ pub struct ApprovalPrompt {
 impl fmt::Debug for ApprovalPrompt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ApprovalPrompt")
+            .field("id", &self.id)
             .field("call", &self.request.call)
             .finish_non_exhaustive()
     }
 }
 
 impl ApprovalPrompt {
+    /// An id unique across runs and processes: `<run id>/<call id>` (call ids
+    /// come from the model and repeat across runs; the run id is a UUID v7).
+    /// Hosts that let people answer later (a server) key prompts by it.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// The call and the tool's spec.
     pub fn request(&self) -> &ApprovalRequest {
         &self.request
@@ -57,6 +66,7 @@ impl ApprovalPrompt {
 /// request into an event and waits for the answer.
 pub(crate) struct StreamApprover {
     pub(crate) sink: EventSink,
+    pub(crate) run_id: String,
 }
 
 impl Approver for StreamApprover {
@@ -65,6 +75,7 @@ impl Approver for StreamApprover {
         let sent = self
             .sink
             .send(AgentEvent::ApprovalRequested(ApprovalPrompt {
+                id: format!("{}/{}", self.run_id, request.call.id),
                 request,
                 responder,
             }));

@@ -46,6 +46,41 @@ pub enum AgentError {
         /// What happened until then.
         transcript: Box<Transcript>,
     },
+    /// The model's answer was empty or held a call that could not be run,
+    /// also after a corrective turn told it what was wrong.
+    #[error("agent `{agent}`: the model gave no usable answer: {reason}")]
+    BadAnswer {
+        /// The agent's name.
+        agent: String,
+        /// What was wrong with the last answer.
+        reason: String,
+        /// What happened until then.
+        transcript: Box<Transcript>,
+    },
+    /// The model kept repeating one call after being told it would not run again.
+    #[error(
+        "agent `{agent}` stopped a loop: the model asked for the same `{tool}` call (same arguments) {times} times"
+    )]
+    Loop {
+        /// The agent's name.
+        agent: String,
+        /// The tool it kept calling.
+        tool: String,
+        /// How many times it asked for that call.
+        times: u32,
+        /// What happened until then.
+        transcript: Box<Transcript>,
+    },
+    /// The run would exceed its budget of tool calls.
+    #[error("agent `{agent}` reached its limit of {limit} tool calls without a final answer")]
+    ToolCallLimit {
+        /// The agent's name.
+        agent: String,
+        /// The limit.
+        limit: u32,
+        /// What happened until then.
+        transcript: Box<Transcript>,
+    },
     /// The run's cancellation token was cancelled.
     #[error("agent `{agent}` was cancelled")]
     Cancelled {
@@ -63,6 +98,9 @@ impl AgentError {
             Self::MaxIterations { transcript, .. }
             | Self::Provider { transcript, .. }
             | Self::Timeout { transcript, .. }
+            | Self::BadAnswer { transcript, .. }
+            | Self::Loop { transcript, .. }
+            | Self::ToolCallLimit { transcript, .. }
             | Self::Cancelled { transcript, .. } => transcript,
         }
     }
@@ -73,6 +111,9 @@ impl AgentError {
             Self::MaxIterations { transcript, .. }
             | Self::Provider { transcript, .. }
             | Self::Timeout { transcript, .. }
+            | Self::BadAnswer { transcript, .. }
+            | Self::Loop { transcript, .. }
+            | Self::ToolCallLimit { transcript, .. }
             | Self::Cancelled { transcript, .. } => *transcript,
         }
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolbelt_core::{Approver, CancellationToken, Extensions};
-use toolbelt_llm::{Message, ToolChoice};
+use toolbelt_llm::{Message, ModelProfile, ToolChoice};
 
 /// How an agent runs; set through [`AgentBuilder`](crate::AgentBuilder).
 #[derive(Debug, Clone, PartialEq)]
@@ -27,11 +27,37 @@ pub struct AgentOptions {
     pub model: Option<String>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
-    /// Most tokens per answer.
+    /// Sampling seed (for repeatable runs on servers that honour it).
+    pub seed: Option<u64>,
+    /// Most tokens per answer, sent as the provider's `max_tokens` field
+    /// (`None`: the model profile's default).
     pub max_tokens: Option<u32>,
-    /// Whether tool calls written as text (by models without native tool
-    /// calls) are parsed and executed (default true).
-    pub text_tool_calls: bool,
+    /// Whether tool calls written as text are parsed and executed (`None`:
+    /// as the model profile says; on only for models that write calls as
+    /// text). Only calls naming a tool offered in that turn count.
+    pub text_tool_calls: Option<bool>,
+    /// How many times one call (same tool, same arguments) may run in a run
+    /// (default 2). A further identical call is not run: the model is told,
+    /// and if it repeats a blocked call again the run stops with
+    /// [`AgentError::Loop`](crate::AgentError::Loop).
+    pub max_identical_calls: u32,
+    /// Most tool calls in one run (default 50); a turn that would exceed it
+    /// is not run and the run stops with
+    /// [`AgentError::ToolCallLimit`](crate::AgentError::ToolCallLimit).
+    pub max_tool_calls: u32,
+    /// How many corrective turns in a row an empty answer or an unreadable
+    /// call gets before the run fails with
+    /// [`AgentError::BadAnswer`](crate::AgentError::BadAnswer) (default 1).
+    pub corrective_turns: u32,
+    /// Whether streamed runs ask the provider for a stream (default true).
+    /// Off, each answer is fetched whole and sent as one text event. A run
+    /// also switches to whole answers by itself when a stream fails in a way
+    /// a plain request may not ([`ProviderError::suggests_no_stream`](toolbelt_llm::ProviderError::suggests_no_stream)).
+    pub stream: bool,
+    /// The model's profile (`None`: looked up in
+    /// [`ModelProfiles::builtin`](toolbelt_llm::ModelProfiles::builtin) by the
+    /// model id when the agent is built).
+    pub profile: Option<ModelProfile>,
 }
 
 impl Default for AgentOptions {
@@ -45,8 +71,14 @@ impl Default for AgentOptions {
             run_timeout: None,
             model: None,
             temperature: None,
+            seed: None,
             max_tokens: None,
-            text_tool_calls: true,
+            text_tool_calls: None,
+            max_identical_calls: 2,
+            max_tool_calls: 50,
+            corrective_turns: 1,
+            stream: true,
+            profile: None,
         }
     }
 }
@@ -68,6 +100,7 @@ pub struct RunOptions {
     pub(crate) cancel: Option<CancellationToken>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) max_iterations: Option<u32>,
+    pub(crate) max_tokens: Option<u32>,
     pub(crate) history: Vec<Message>,
     pub(crate) extensions: Extensions,
     pub(crate) depth: u32,
@@ -80,6 +113,7 @@ impl std::fmt::Debug for RunOptions {
         f.debug_struct("RunOptions")
             .field("timeout", &self.timeout)
             .field("max_iterations", &self.max_iterations)
+            .field("max_tokens", &self.max_tokens)
             .field("history", &self.history.len())
             .field("depth", &self.depth)
             .field("conversation_id", &self.conversation_id)
@@ -113,6 +147,13 @@ impl RunOptions {
     #[must_use]
     pub fn with_max_iterations(mut self, limit: u32) -> Self {
         self.max_iterations = Some(limit.max(1));
+        self
+    }
+
+    /// Overrides the agent's output budget per answer (at least 1).
+    #[must_use]
+    pub fn with_max_tokens(mut self, limit: u32) -> Self {
+        self.max_tokens = Some(limit.max(1));
         self
     }
 

@@ -2,13 +2,16 @@
 
 mod dispatch;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use serde_json::Value;
 use toolbelt_core::{Approver, CallResult, ToolCall, ToolContext, ToolKind, Toolset};
 use toolbelt_llm::{
-    ChatRequest, ChatResponse, Message, ProviderError, StreamEvent, ToolChoice, ToolSchema,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelProfile, ProviderError, StreamEvent,
+    ToolChoice, ToolSchema,
 };
 use toolbelt_router::{AnyRouter, RouteOutcome, RouteRequest};
 use tracing::Instrument;
@@ -19,7 +22,7 @@ use crate::error::AgentError;
 use crate::event::{AgentEvent, EventSink, emit};
 use crate::options::RunOptions;
 use crate::session::new_conversation_id;
-use crate::text_calls;
+use crate::text_calls::{self, TextAnswer, TextGate};
 use crate::transcript::{AnswerKind, RunOutput, Step, Transcript};
 
 /// How many earlier messages a router sees as context.
@@ -52,8 +55,12 @@ async fn execute_in_span(
         .with_cancellation(tools_cancel.clone())
         .with_depth(options.depth)
         .with_conversation_id(options.conversation_id.unwrap_or_else(new_conversation_id));
+    let run_id = uuid::Uuid::now_v7().to_string();
     let approver: Option<Arc<dyn Approver>> = match &sink {
-        Some(sink) => Some(Arc::new(StreamApprover { sink: sink.clone() })),
+        Some(sink) => Some(Arc::new(StreamApprover {
+            sink: sink.clone(),
+            run_id: run_id.clone(),
+        })),
         None => options.approver,
     };
     if let Some(approver) = approver {
@@ -62,11 +69,13 @@ async fn execute_in_span(
     let history_len = options.history.len();
     let mut messages = options.history;
     messages.push(Message::user(input.clone()));
+    let profile = agent.options.profile.clone().unwrap_or_default();
     let mut run = Run {
         agent,
         sink: sink.as_ref(),
         ctx,
         transcript: Transcript {
+            run_id,
             messages,
             history_len,
             ..Transcript::default()
@@ -76,6 +85,20 @@ async fn execute_in_span(
         limit: options
             .max_iterations
             .unwrap_or(agent.options.max_iterations),
+        max_tokens: options
+            .max_tokens
+            .or(agent.options.max_tokens)
+            .unwrap_or(profile.max_tokens),
+        text_calls: agent
+            .options
+            .text_tool_calls
+            .unwrap_or(profile.text_tool_calls),
+        stream: agent.options.stream,
+        profile,
+        seen: HashMap::new(),
+        blocked_turns: 0,
+        tool_calls: 0,
+        corrections: 0,
     };
     let timeout = options.timeout.or(agent.options.run_timeout);
     let result = {
@@ -106,6 +129,11 @@ async fn execute_in_span(
             kind: AnswerKind::Clarification,
             transcript,
         }),
+        Ok(Finish::Truncated(answer)) => Ok(RunOutput {
+            answer,
+            kind: AnswerKind::Truncated,
+            transcript,
+        }),
         Err(stop) => {
             tracing::debug!(reason = stop.reason(), "run stopped");
             transcript.close_open_calls(stop.reason());
@@ -130,6 +158,22 @@ async fn execute_in_span(
                     agent: name(),
                     transcript,
                 },
+                Stop::BadAnswer(reason) => AgentError::BadAnswer {
+                    agent: name(),
+                    reason,
+                    transcript,
+                },
+                Stop::Loop { tool, times } => AgentError::Loop {
+                    agent: name(),
+                    tool,
+                    times,
+                    transcript,
+                },
+                Stop::ToolCallLimit(limit) => AgentError::ToolCallLimit {
+                    agent: name(),
+                    limit,
+                    transcript,
+                },
             })
         }
     }
@@ -139,6 +183,7 @@ async fn execute_in_span(
 enum Finish {
     Answer(String),
     Clarify(String),
+    Truncated(String),
 }
 
 /// How a run ended early.
@@ -147,6 +192,9 @@ enum Stop {
     Provider(ProviderError),
     Timeout(Duration),
     Cancelled,
+    BadAnswer(String),
+    Loop { tool: String, times: u32 },
+    ToolCallLimit(u32),
 }
 
 impl Stop {
@@ -156,8 +204,21 @@ impl Stop {
             Self::Provider(_) => "the model provider failed",
             Self::Timeout(_) => "the run timed out",
             Self::Cancelled => "the run was cancelled",
+            Self::BadAnswer(_) => "the model gave no usable answer",
+            Self::Loop { .. } => "the model kept repeating the same call",
+            Self::ToolCallLimit(_) => "the run reached its tool-call limit",
         }
     }
+}
+
+/// What one answer of the model amounts to.
+enum Turn {
+    /// Tool calls to run (with any prose around them).
+    Calls(Option<String>, Vec<ToolCall>),
+    /// A final answer.
+    Text(String),
+    /// Empty or unreadable: the reason, for the model.
+    Bad(String),
 }
 
 /// The tools offered to the model, and their schemas ready to send.
@@ -187,6 +248,21 @@ struct Run<'a> {
     active: Active,
     input: String,
     limit: u32,
+    /// Output budget per answer.
+    max_tokens: u32,
+    /// Whether calls written as text are parsed.
+    text_calls: bool,
+    /// Whether answers are streamed (turns off after a stream the server broke).
+    stream: bool,
+    profile: ModelProfile,
+    /// Times each call (tool + canonical arguments) was asked for.
+    seen: HashMap<String, u32>,
+    /// Turns that had a blocked (repeated) call.
+    blocked_turns: u32,
+    /// Tool calls run so far.
+    tool_calls: u32,
+    /// Corrective turns in a row.
+    corrections: u32,
 }
 
 impl Run<'_> {
@@ -207,14 +283,27 @@ impl Run<'_> {
         for iteration in 1..=self.limit {
             let request = self.request(&choice);
             let started = Instant::now();
-            let response = self.ask_model(request).await.map_err(Stop::Provider)?;
-            let (content, calls) =
-                self.split_answer(response.content, response.tool_calls, &choice, iteration);
+            let parse_text = self.parses_text(&choice);
+            let (response, mut gate) = self
+                .ask_model(request, parse_text)
+                .await
+                .map_err(Stop::Provider)?;
+            let turn = self.classify(&response, parse_text, iteration);
+            let (content, calls) = match &turn {
+                Turn::Calls(prose, calls) => (prose.clone(), calls.clone()),
+                // An empty answer stays in the conversation as "" (not null,
+                // which some servers refuse without tool calls).
+                Turn::Text(_) | Turn::Bad(_) => (
+                    Some(response.content.clone().unwrap_or_default()),
+                    Vec::new(),
+                ),
+            };
             self.transcript.usage += response.usage;
             self.transcript.messages.push(Message::assistant_tool_calls(
                 content.clone(),
                 calls.clone(),
             ));
+            let truncated = response.finish_reason == FinishReason::Length;
             self.transcript.steps.push(Step::Model {
                 iteration,
                 tools_offered: self.offered(&choice),
@@ -224,9 +313,33 @@ impl Run<'_> {
                 usage: response.usage,
                 duration: started.elapsed(),
             });
-            if calls.is_empty() {
-                return Ok(Finish::Answer(content.unwrap_or_default()));
-            }
+            let calls = match turn {
+                Turn::Text(text) => {
+                    if let (Some(sink), Some(rest)) = (self.sink, gate.release()) {
+                        sink.send(AgentEvent::TextDelta(rest));
+                    }
+                    return Ok(if truncated {
+                        Finish::Truncated(text)
+                    } else {
+                        Finish::Answer(text)
+                    });
+                }
+                Turn::Bad(reason) => {
+                    if self.corrections >= self.agent.options.corrective_turns
+                        || iteration == self.limit
+                    {
+                        return Err(Stop::BadAnswer(reason));
+                    }
+                    self.corrections += 1;
+                    self.transcript
+                        .messages
+                        .push(Message::user(format!("(runtime) {reason}")));
+                    self.transcript.steps.push(Step::Corrected { reason });
+                    continue;
+                }
+                Turn::Calls(_, calls) => calls,
+            };
+            self.corrections = 0;
             emit(self.sink, || AgentEvent::ModelTurn {
                 iteration,
                 tool_calls: calls.clone(),
@@ -237,7 +350,7 @@ impl Run<'_> {
             if self.agent.options.reset_tool_choice {
                 choice = ToolChoice::Auto;
             }
-            self.run_calls(calls).await;
+            self.run_calls(calls).await?;
         }
         Err(Stop::MaxIterations(self.limit))
     }
@@ -255,10 +368,13 @@ impl Run<'_> {
         let question = match &decision.outcome {
             RouteOutcome::Tools if decision.fallback => None,
             RouteOutcome::Tools => {
+                // The router ranks best first; the profile caps how many a model gets.
                 let chosen = decision
                     .tools
                     .iter()
                     .map(|t| t.name.as_str())
+                    .filter(|n| !self.agent.pinned.iter().any(|p| p == n))
+                    .take(self.profile.max_tools)
                     .chain(self.agent.pinned.iter().map(String::as_str));
                 self.active = Active::of(self.agent.tools.subset(chosen));
                 None
@@ -294,7 +410,8 @@ impl Run<'_> {
         }
         request.model.clone_from(&options.model);
         request.temperature = options.temperature;
-        request.max_tokens = options.max_tokens;
+        request.seed = options.seed;
+        request.max_tokens = Some(self.max_tokens);
         request
     }
 
@@ -306,52 +423,163 @@ impl Run<'_> {
         }
     }
 
-    /// Streams the answer when the run streams, so text reaches the caller as it comes.
-    async fn ask_model(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+    /// Whether calls written as text are looked for in this turn's answer.
+    fn parses_text(&self, choice: &ToolChoice) -> bool {
+        self.text_calls && *choice != ToolChoice::None && !self.active.schemas.is_empty()
+    }
+
+    /// Asks the model. A streamed run passes text on as it comes, except text
+    /// that may be a written tool call: the gate holds that until the answer
+    /// is known (it is released only for a plain-text answer). When a stream
+    /// fails in a way a whole request may not, and nothing was shown yet,
+    /// the run asks again without streaming and stays so.
+    async fn ask_model(
+        &mut self,
+        request: ChatRequest,
+        parse_text: bool,
+    ) -> Result<(ChatResponse, TextGate), ProviderError> {
         let provider = &self.agent.provider;
+        let mut gate = TextGate::new(parse_text);
         let Some(sink) = self.sink else {
-            return provider.chat(request).await;
+            return Ok((provider.chat(request).await?, gate));
         };
+        if self.stream {
+            match self.stream_answer(request.clone(), &mut gate, sink).await {
+                Ok(response) => return Ok((response, gate)),
+                Err(e) if e.suggests_no_stream() && !gate.sent_any() => {
+                    tracing::warn!(error = %e, "streaming failed; asking for whole answers from now on");
+                    self.stream = false;
+                    gate = TextGate::new(parse_text);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let response = provider.chat(request).await?;
+        if let Some(text) = response.content.as_deref().and_then(|t| gate.push(t)) {
+            sink.send(AgentEvent::TextDelta(text));
+        }
+        Ok((response, gate))
+    }
+
+    async fn stream_answer(
+        &self,
+        request: ChatRequest,
+        gate: &mut TextGate,
+        sink: &EventSink,
+    ) -> Result<ChatResponse, ProviderError> {
+        let provider = &self.agent.provider;
         let mut stream = provider.chat_stream(request).await?;
         while let Some(event) = stream.next().await {
             match event? {
                 StreamEvent::TextDelta(text) => {
-                    sink.send(AgentEvent::TextDelta(text));
+                    if let Some(shown) = gate.push(&text) {
+                        sink.send(AgentEvent::TextDelta(shown));
+                    }
                 }
                 StreamEvent::Completed(response) => return Ok(response),
                 _ => {}
             }
         }
-        Err(ProviderError::Decode {
+        Err(ProviderError::StreamEnded {
             provider: provider.name(),
-            message: "the answer stream ended before the answer was complete".to_owned(),
+            message: "the stream ended without a complete answer".to_owned(),
         })
     }
 
-    /// The answer's text and tool calls; calls written as text count when enabled.
-    fn split_answer(
-        &self,
-        content: Option<String>,
-        calls: Vec<ToolCall>,
-        choice: &ToolChoice,
-        iteration: u32,
-    ) -> (Option<String>, Vec<ToolCall>) {
-        let parse = calls.is_empty()
-            && self.agent.options.text_tool_calls
-            && *choice != ToolChoice::None
-            && !self.active.schemas.is_empty();
-        match content {
-            Some(text) if parse => text_calls::extract(text, &self.agent.tools, iteration),
-            content => (content, calls),
+    /// What the answer amounts to: native calls, calls written as text (when
+    /// parsed), a final answer, or an empty or unreadable one.
+    fn classify(&self, response: &ChatResponse, parse_text: bool, iteration: u32) -> Turn {
+        if !response.tool_calls.is_empty() {
+            return Turn::Calls(response.content.clone(), response.tool_calls.clone());
+        }
+        let text = response.content.clone().unwrap_or_default();
+        if text.trim().is_empty() {
+            return Turn::Bad(if response.finish_reason == FinishReason::Length {
+                format!(
+                    "your answer was empty: it hit the {}-token output limit before any text. \
+                     Answer briefly in plain text.",
+                    self.max_tokens
+                )
+            } else {
+                "your answer was empty. Answer the user's request in plain text, or call one \
+                 of the offered tools."
+                    .to_owned()
+            });
+        }
+        if !parse_text {
+            return Turn::Text(text);
+        }
+        match text_calls::classify(text, &self.active.tools, iteration) {
+            TextAnswer::Text(text) => Turn::Text(text),
+            TextAnswer::Calls(prose, calls) => Turn::Calls(prose, calls),
+            TextAnswer::Malformed(reason) => Turn::Bad(reason),
         }
     }
 
-    async fn run_calls(&mut self, calls: Vec<ToolCall>) {
+    /// Runs a turn's calls, minus repeats of earlier identical calls beyond
+    /// the limit (the model is told instead); stops the run when the model
+    /// persists in repeating, or when the turn would exceed the call budget.
+    async fn run_calls(&mut self, calls: Vec<ToolCall>) -> Result<(), Stop> {
         let agent = self.agent;
+        let budget = agent.options.max_tool_calls;
+        if self.tool_calls.saturating_add(calls.len() as u32) > budget {
+            return Err(Stop::ToolCallLimit(budget));
+        }
+        let mut run = Vec::with_capacity(calls.len());
+        let mut blocked = Vec::new();
+        // Repeats across turns count; identical calls within one turn count once.
+        let mut this_turn: HashMap<String, u32> = HashMap::new();
+        for call in calls {
+            let key = call_key(&call);
+            let count = match this_turn.get(&key) {
+                Some(count) => *count,
+                None => {
+                    let count = self.seen.entry(key.clone()).or_insert(0);
+                    *count += 1;
+                    this_turn.insert(key, *count);
+                    *count
+                }
+            };
+            if count > agent.options.max_identical_calls {
+                blocked.push((call, count));
+            } else {
+                run.push(call);
+            }
+        }
+        if let Some((call, times)) = blocked.first()
+            && self.blocked_turns >= 1
+        {
+            return Err(Stop::Loop {
+                tool: call.name.clone(),
+                times: *times,
+            });
+        }
+        if !blocked.is_empty() {
+            self.blocked_turns += 1;
+        }
+        self.tool_calls += run.len() as u32;
+        for (call, times) in blocked {
+            let reason = format!(
+                "error: not run: this exact call (same tool, same arguments) was already made {} \
+                 times; its result is above. Use that result, change the arguments, or give your \
+                 final answer. Repeating it again ends the run.",
+                times - 1
+            );
+            self.transcript.messages.push(Message::tool_result(
+                call.id.clone(),
+                call.name.clone(),
+                reason.clone(),
+                true,
+            ));
+            self.transcript.steps.push(Step::Blocked { call, reason });
+        }
+        if run.is_empty() {
+            return Ok(());
+        }
         let results = dispatch::run(
             &agent.executor,
             &agent.tools,
-            calls,
+            run,
             &self.ctx,
             agent.options.parallel_tool_calls,
             self.sink,
@@ -367,6 +595,7 @@ impl Run<'_> {
             self.add_found_tools(&result);
             self.transcript.steps.push(Step::Tool { result });
         }
+        Ok(())
     }
 
     /// Tools a meta tool (`search_tools`) returned join the offered set for the rest of the run.
@@ -435,4 +664,38 @@ fn used_tools(history: &[Message]) -> Vec<String> {
         }
     }
     used
+}
+
+/// A call's identity for the loop guard: its tool and its arguments with
+/// object keys sorted (so key order does not hide a repeat).
+fn call_key(call: &ToolCall) -> String {
+    fn canonical(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for key in keys {
+                    out.push_str(&Value::from(key.as_str()).to_string());
+                    out.push(':');
+                    canonical(&map[key], out);
+                    out.push(',');
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for item in items {
+                    canonical(item, out);
+                    out.push(',');
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut key = call.name.clone();
+    key.push('\0');
+    canonical(&call.arguments, &mut key);
+    key
 }

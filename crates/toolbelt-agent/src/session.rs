@@ -1,8 +1,5 @@
 //! [`Session`] and [`Conversation`]: conversations that continue across runs.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde::{Deserialize, Serialize};
 use toolbelt_llm::Message;
 
@@ -45,15 +42,9 @@ impl Conversation {
     }
 }
 
-/// A process-unique id: start time plus a counter.
+/// A fresh id, unique across processes: a UUID v7 (time-ordered).
 pub(crate) fn new_conversation_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or_default();
-    format!("conv-{t:x}-{n}")
+    uuid::Uuid::now_v7().to_string()
 }
 
 /// An agent and a conversation with it; each run sees the earlier ones.

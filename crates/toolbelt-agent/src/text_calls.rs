@@ -1,27 +1,67 @@
-//! Tool calls written as text by models without native tool calling.
+//! Tool calls written as text by models without (reliable) native tool
+//! calling, and the gate that keeps such text off the answer stream.
 
 use toolbelt_core::{ToolCall, Toolset};
 
+/// What a text answer turned out to be.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TextAnswer {
+    /// Plain text: the answer.
+    Text(String),
+    /// Tool calls (with the prose around them, if any).
+    Calls(Option<String>, Vec<ToolCall>),
+    /// An attempt at a call that cannot be run; the reason is for the model.
+    Malformed(String),
+}
+
+/// Whether `text` shows the model tried to write a call.
+fn looks_like_a_call(text: &str) -> bool {
+    text.contains("<tool_call")
+        || text.contains("[TOOL_CALLS]")
+        || (text.contains("\"name\"") && text.contains("\"arguments\""))
+}
+
 /// Splits `text` into the prose and the tool calls written in it.
 ///
-/// Calls count only when at least one names a tool of `tools`, so an answer
-/// that merely shows some JSON is not mistaken for calls. Their ids are made
-/// unique within the run from `iteration` (the parser numbers them per text).
-pub(crate) fn extract(
-    text: String,
-    tools: &Toolset,
-    iteration: u32,
-) -> (Option<String>, Vec<ToolCall>) {
+/// Only calls that name a tool of `offered` (the tools sent in this turn)
+/// count; calls of other tools are dropped, and an answer whose calls all
+/// name tools not offered is [`TextAnswer::Malformed`], as is text that
+/// clearly tries to call a tool but cannot be read. Call ids are made unique
+/// within the run from `iteration` (the parser numbers them per text).
+pub(crate) fn classify(text: String, offered: &Toolset, iteration: u32) -> TextAnswer {
     let parsed = toolbelt_llm::parse_tool_calls(&text);
-    if !parsed.tool_calls.iter().any(|c| tools.contains(&c.name)) {
-        return (Some(text), Vec::new());
+    if parsed.tool_calls.is_empty() {
+        if looks_like_a_call(&text) {
+            return TextAnswer::Malformed(format!(
+                "your answer looks like a tool call but could not be read. To call a tool, \
+                 answer with only a ```json block holding {{\"name\": \"<tool>\", \"arguments\": \
+                 {{...}}}}, using one of: {}. Otherwise answer in plain text.",
+                names(offered)
+            ));
+        }
+        return TextAnswer::Text(text);
     }
-    tracing::debug!(
-        calls = parsed.tool_calls.len(),
-        "tool calls parsed from text"
-    );
-    let calls = parsed
+    let (calls, unknown): (Vec<ToolCall>, Vec<ToolCall>) = parsed
         .tool_calls
+        .into_iter()
+        .partition(|c| offered.contains(&c.name));
+    if calls.is_empty() {
+        let named: Vec<String> = unknown.iter().map(|c| format!("`{}`", c.name)).collect();
+        return TextAnswer::Malformed(format!(
+            "{} {} not among the tools you may call now; call one of: {}, or answer in plain text.",
+            named.join(", "),
+            if named.len() == 1 { "is" } else { "are" },
+            names(offered)
+        ));
+    }
+    if !unknown.is_empty() {
+        tracing::warn!(
+            dropped = ?unknown.iter().map(|c| &c.name).collect::<Vec<_>>(),
+            "text tool calls of tools not offered in this turn were dropped"
+        );
+    }
+    tracing::debug!(calls = calls.len(), "tool calls parsed from text");
+    let calls = calls
         .into_iter()
         .enumerate()
         .map(|(i, mut call)| {
@@ -30,5 +70,127 @@ pub(crate) fn extract(
         })
         .collect();
     let prose = (!parsed.text.is_empty()).then_some(parsed.text);
-    (prose, calls)
+    TextAnswer::Calls(prose, calls)
+}
+
+fn names(tools: &Toolset) -> String {
+    let names = tools.names();
+    if names.is_empty() {
+        "(none)".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Where a written tool call may begin; text from the first of these on is
+/// withheld until the answer is complete and known not to be a call.
+const TRIGGERS: [&str; 4] = ["```", "<tool_call", "[TOOL_CALLS]", "{"];
+
+/// Passes streamed answer text through until it might be a tool call, then
+/// holds the rest back; [`TextGate::release`] gives the held text once the
+/// answer turned out to be plain text. Text that is a call never leaves it.
+#[derive(Debug, Default)]
+pub(crate) struct TextGate {
+    /// Whether text is checked at all (off when text calls are not parsed).
+    active: bool,
+    pending: String,
+    holding: bool,
+    sent_any: bool,
+}
+
+impl TextGate {
+    pub(crate) fn new(active: bool) -> Self {
+        Self {
+            active,
+            ..Self::default()
+        }
+    }
+
+    /// Takes a delta; returns the part that may be shown now.
+    pub(crate) fn push(&mut self, delta: &str) -> Option<String> {
+        if !self.active {
+            self.sent_any |= !delta.is_empty();
+            return (!delta.is_empty()).then(|| delta.to_owned());
+        }
+        self.pending.push_str(delta);
+        if self.holding {
+            return None;
+        }
+        let safe = match TRIGGERS.iter().filter_map(|t| self.pending.find(t)).min() {
+            Some(at) => {
+                self.holding = true;
+                at
+            }
+            None => self.pending.len() - partial_trigger_len(&self.pending),
+        };
+        if safe == 0 {
+            return None;
+        }
+        let out: String = self.pending.drain(..safe).collect();
+        self.sent_any = true;
+        Some(out)
+    }
+
+    /// The held text, for an answer that is plain text.
+    pub(crate) fn release(&mut self) -> Option<String> {
+        let rest = std::mem::take(&mut self.pending);
+        self.holding = false;
+        self.sent_any |= !rest.is_empty();
+        (!rest.is_empty()).then_some(rest)
+    }
+
+    /// Whether any text has been shown.
+    pub(crate) fn sent_any(&self) -> bool {
+        self.sent_any
+    }
+}
+
+/// Length of the longest end of `text` that could begin a trigger.
+fn partial_trigger_len(text: &str) -> usize {
+    TRIGGERS
+        .iter()
+        .flat_map(|t| (1..t.len()).rev().map(move |n| &t[..n]))
+        .filter(|prefix| text.ends_with(prefix))
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(gate: &mut TextGate, deltas: &[&str]) -> String {
+        deltas.iter().filter_map(|d| gate.push(d)).collect()
+    }
+
+    #[test]
+    fn plain_text_flows_through_and_calls_are_held() {
+        let mut gate = TextGate::new(true);
+        assert_eq!(run(&mut gate, &["Hello ", "world"]), "Hello world");
+        let mut gate = TextGate::new(true);
+        let shown = run(
+            &mut gate,
+            &["Sure.\n`", "``json\n{\"name\"", ": \"x\"}\n```"],
+        );
+        assert_eq!(shown, "Sure.\n");
+        assert_eq!(
+            gate.release().as_deref(),
+            Some("```json\n{\"name\": \"x\"}\n```")
+        );
+    }
+
+    #[test]
+    fn a_split_trigger_is_held_until_it_is_known() {
+        let mut gate = TextGate::new(true);
+        assert_eq!(gate.push("a <tool"), Some("a ".to_owned()));
+        assert_eq!(gate.push("kit> b"), Some("<toolkit> b".to_owned()));
+    }
+
+    #[test]
+    fn an_inactive_gate_holds_nothing() {
+        let mut gate = TextGate::new(false);
+        assert_eq!(run(&mut gate, &["```json\n{", "}"]), "```json\n{}");
+        assert_eq!(gate.release(), None);
+    }
 }

@@ -10,6 +10,9 @@ use toolbelt_router::RouteDecision;
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Transcript {
+    /// The run's id (a UUID v7): unique across runs and processes; approval
+    /// prompts are scoped by it ([`ApprovalPrompt::id`](crate::ApprovalPrompt::id)).
+    pub run_id: String,
     /// The conversation as the model saw it last, without the system prompt:
     /// earlier turns (see [`Transcript::history_len`]), the input, the
     /// model's answers and the tool results.
@@ -105,6 +108,18 @@ pub enum Step {
         /// The executor's result.
         result: CallResult,
     },
+    /// A call was not run because it repeated an earlier identical call too often.
+    Blocked {
+        /// The call.
+        call: ToolCall,
+        /// What the model was told.
+        reason: String,
+    },
+    /// The model's answer was empty or unreadable; it was told what was wrong.
+    Corrected {
+        /// What was wrong (also what the model was told).
+        reason: String,
+    },
     /// A meta tool (`search_tools`) found tools that join the offered set.
     ToolsAdded {
         /// The meta tool that found them.
@@ -122,6 +137,8 @@ pub enum AnswerKind {
     Final,
     /// The router found the request ambiguous: the answer is a question for the user.
     Clarification,
+    /// The answer was cut at the output budget (`max_tokens`): it is incomplete.
+    Truncated,
 }
 
 /// A finished run: the answer and how it was reached.
@@ -140,6 +157,11 @@ impl RunOutput {
     /// Tokens used by the run.
     pub fn usage(&self) -> Usage {
         self.transcript.usage
+    }
+
+    /// Whether the answer was cut at the output budget.
+    pub fn is_truncated(&self) -> bool {
+        self.kind == AnswerKind::Truncated
     }
 
     /// Whether the answer is a clarifying question rather than an answer.

@@ -131,7 +131,12 @@ impl fmt::Display for Violation {
         } else {
             &self.pointer
         };
-        write!(f, "at {at}: {} (rule {})", self.message, self.schema_path)
+        write!(f, "at {at}: {}", self.message)?;
+        // Checks made by the tool itself have no schema rule to name.
+        if !self.schema_path.is_empty() {
+            write!(f, " (rule {})", self.schema_path)?;
+        }
+        Ok(())
     }
 }
 

@@ -55,6 +55,7 @@ impl fmt::Display for ProviderKind {
 /// | `ANTHROPIC_API_KEY` | key for Anthropic |
 /// | `ANTHROPIC_BASE_URL` | API root for Anthropic (default `https://api.anthropic.com`) |
 /// | `TOOLBELT_MODEL` | model id; required with `OPENAI_BASE_URL`, else defaults to [`DEFAULT_OPENAI_MODEL`] / [`DEFAULT_ANTHROPIC_MODEL`] |
+/// | `TOOLBELT_STREAM` | `off` (or `0`, `false`, `no`) sends non-streamed requests and replays the answers as streams (servers that cannot stream tool calls); default on |
 ///
 /// Empty variables count as unset.
 ///
@@ -87,6 +88,9 @@ pub struct ProviderConfig {
     pub timeout: Duration,
     /// Retry policy.
     pub retry: RetryConfig,
+    /// Whether streamed requests really stream (default true); see
+    /// [`OpenAiClientBuilder::stream`](crate::OpenAiClientBuilder::stream).
+    pub stream: bool,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -98,6 +102,7 @@ impl fmt::Debug for ProviderConfig {
             .field("model", &self.model)
             .field("timeout", &self.timeout)
             .field("retry", &self.retry)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -112,6 +117,7 @@ impl ProviderConfig {
             model: None,
             timeout: DEFAULT_REQUEST_TIMEOUT,
             retry: RetryConfig::default(),
+            stream: true,
         }
     }
 
@@ -160,6 +166,13 @@ impl ProviderConfig {
         self
     }
 
+    /// Sets whether streamed requests really stream.
+    #[must_use]
+    pub fn with_stream(mut self, on: bool) -> Self {
+        self.stream = on;
+        self
+    }
+
     /// Reads the process environment; see [`ProviderConfig`] for the variables.
     ///
     /// # Errors
@@ -194,6 +207,15 @@ impl ProviderConfig {
             }
         };
         let model = var("TOOLBELT_MODEL");
+        let stream = match var("TOOLBELT_STREAM").map(|v| v.to_lowercase()).as_deref() {
+            None | Some("1" | "on" | "true" | "yes") => true,
+            Some("0" | "off" | "false" | "no") => false,
+            Some(other) => {
+                return Err(ProviderError::Config(format!(
+                    "TOOLBELT_STREAM is `{other}`; expected `on` or `off`"
+                )));
+            }
+        };
         let config = match kind {
             ProviderKind::OpenAi => {
                 let base_url = var("OPENAI_BASE_URL");
@@ -229,7 +251,11 @@ impl ProviderConfig {
                 }
             }
         };
-        Ok(Self { model, ..config })
+        Ok(Self {
+            model,
+            stream,
+            ..config
+        })
     }
 
     /// The model a client built from this config will use.
@@ -253,7 +279,8 @@ impl ProviderConfig {
                 let mut builder = OpenAiClient::builder()
                     .model(model)
                     .timeout(self.timeout)
-                    .retry(self.retry);
+                    .retry(self.retry)
+                    .stream(self.stream);
                 if let Some(url) = self.base_url {
                     builder = builder.base_url(url);
                 }
@@ -266,7 +293,8 @@ impl ProviderConfig {
                 let mut builder = AnthropicClient::builder()
                     .model(model)
                     .timeout(self.timeout)
-                    .retry(self.retry);
+                    .retry(self.retry)
+                    .stream(self.stream);
                 if let Some(url) = self.base_url {
                     builder = builder.base_url(url);
                 }

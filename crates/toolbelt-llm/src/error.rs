@@ -43,6 +43,20 @@ pub enum ProviderError {
         /// What failed.
         message: String,
     },
+    /// The server accepted the request (HTTP 200) and began a stream, then
+    /// closed or broke it before the answer was complete. Unlike
+    /// [`ProviderError::Transport`], the server was reached: some servers
+    /// (llama-cpp-python with a forced tool choice) do this instead of
+    /// refusing streamed tool calls, and a non-streamed request may work.
+    #[error(
+        "{provider} answered 200 but the stream ended before the answer was complete: {message}"
+    )]
+    StreamEnded {
+        /// Which provider.
+        provider: &'static str,
+        /// What happened to the stream.
+        message: String,
+    },
     /// The answer could not be understood.
     #[error("could not decode {provider}'s answer: {message}")]
     Decode {
@@ -78,6 +92,19 @@ impl ProviderError {
         }
     }
 
+    /// Whether a non-streamed request may succeed where a streamed one failed:
+    /// the stream ended early, or the server refused streaming (an error
+    /// status whose message mentions streaming).
+    pub fn suggests_no_stream(&self) -> bool {
+        match self {
+            Self::StreamEnded { .. } => true,
+            Self::Api {
+                status, message, ..
+            } => (400..500).contains(status) && message.to_lowercase().contains("stream"),
+            _ => false,
+        }
+    }
+
     /// The provider's short name, when the error came from one.
     pub fn provider(&self) -> Option<&'static str> {
         match self {
@@ -85,6 +112,7 @@ impl ProviderError {
             | Self::RateLimited { provider, .. }
             | Self::Timeout { provider, .. }
             | Self::Transport { provider, .. }
+            | Self::StreamEnded { provider, .. }
             | Self::Decode { provider, .. }
             | Self::TooManyTools { provider, .. } => Some(provider),
             _ => None,

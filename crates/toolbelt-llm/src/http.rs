@@ -193,6 +193,9 @@ pub(crate) struct Endpoint {
     pub(crate) url: String,
     pub(crate) headers: HeaderMap,
     pub(crate) limits: ProviderLimits,
+    /// Whether `chat_stream` really streams; off, it sends a plain request and
+    /// replays the answer as a stream.
+    pub(crate) stream: bool,
 }
 
 impl Endpoint {
@@ -217,6 +220,16 @@ impl Endpoint {
     ) -> Result<ChatResponse, ProviderError> {
         let bytes = self.transport.post(&self.url, &self.headers, body).await?;
         parse(&bytes).map_err(|e| self.transport.decode_error(e))
+    }
+
+    /// Sends a non-streamed `body` and replays the answer as a stream (the
+    /// client's non-streaming mode).
+    pub(crate) async fn chat_replayed(
+        &self,
+        body: Bytes,
+        parse: ParseResponse,
+    ) -> Result<ChatStream, ProviderError> {
+        Ok(replay_answer(self.chat(body, parse).await?))
     }
 
     /// Sends `body` asking for a stream; a server that answers plain JSON
@@ -425,6 +438,12 @@ pub(crate) async fn replay(
         })?
         .map_err(|e| transport.transport_error(&e))?;
     let answer = parse(&bytes).map_err(|e| transport.decode_error(e))?;
+    Ok(replay_answer(answer))
+}
+
+/// A whole answer as a stream: its text, each call started with its
+/// arguments in one delta, then [`StreamEvent::Completed`].
+pub(crate) fn replay_answer(answer: ChatResponse) -> ChatStream {
     let mut events = Vec::new();
     if let Some(text) = &answer.content {
         events.push(StreamEvent::TextDelta(text.clone()));
@@ -442,7 +461,7 @@ pub(crate) async fn replay(
         events.push(StreamEvent::ToolCallDelta { index, arguments });
     }
     events.push(StreamEvent::Completed(answer));
-    Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    Box::pin(futures::stream::iter(events.into_iter().map(Ok)))
 }
 
 impl<S, E, A> Driver<S, A>
@@ -494,9 +513,9 @@ where
 
     fn stream_error(&self, error: &eventsource_stream::EventStreamError<E>) -> ProviderError {
         match error {
-            eventsource_stream::EventStreamError::Transport(e) => ProviderError::Transport {
+            eventsource_stream::EventStreamError::Transport(e) => ProviderError::StreamEnded {
                 provider: self.provider,
-                message: format!("stream broke: {}", error_chain(e)),
+                message: format!("the connection broke: {}", error_chain(e)),
             },
             other => ProviderError::Decode {
                 provider: self.provider,
@@ -508,9 +527,9 @@ where
 
 /// The error for a stream that ended before its end marker.
 pub(crate) fn ended_early(provider: &'static str) -> ProviderError {
-    ProviderError::Transport {
+    ProviderError::StreamEnded {
         provider,
-        message: "stream ended before the answer was complete".to_owned(),
+        message: "the server closed it without an end marker or a finish reason".to_owned(),
     }
 }
 

@@ -10,6 +10,7 @@ mod names;
 mod normalize;
 mod openai;
 mod parse;
+mod profile;
 mod provider;
 mod request;
 mod retry;
@@ -32,6 +33,7 @@ pub use openai::{
     DEFAULT_REQUEST_TIMEOUT, OPENAI_BASE_URL, OPENAI_MAX_TOOLS, OpenAiClient, OpenAiClientBuilder,
 };
 pub use parse::{ParsedText, parse_tool_calls, repair_json, unparsed_arguments};
+pub use profile::{ModelProfile, ModelProfiles, ProfileError};
 pub use provider::{ChatProvider, ChatStream, Provider, ProviderLimits};
 pub use request::{
     ChatRequest, ChatResponse, FinishReason, StreamEvent, ToolChoice, ToolSchema, Usage,

@@ -72,6 +72,7 @@ pub struct OpenAiClientBuilder {
     stream_usage: bool,
     max_completion_tokens: bool,
     http_client: Option<reqwest::Client>,
+    stream: bool,
 }
 
 impl OpenAiClient {
@@ -90,6 +91,7 @@ impl OpenAiClient {
             stream_usage: true,
             max_completion_tokens: false,
             http_client: None,
+            stream: true,
         }
     }
 
@@ -125,9 +127,22 @@ impl ChatProvider for OpenAiClient {
         Ok(names.unmap_response(response))
     }
 
+    fn model(&self) -> Option<&str> {
+        Some(&self.options.model)
+    }
+
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
         let names = NameMap::for_request(&request);
-        let body = self.body(&names.map_request(request), true)?;
+        let request = names.map_request(request);
+        if !self.endpoint.stream {
+            let body = self.body(&request, false)?;
+            let stream = self
+                .endpoint
+                .chat_replayed(body, wire::parse_response)
+                .await?;
+            return Ok(names.unmap_stream(stream));
+        }
+        let body = self.body(&request, true)?;
         let stream = self
             .endpoint
             .chat_stream(body, wire::parse_response, stream::Assembler::default())
@@ -215,6 +230,15 @@ impl OpenAiClientBuilder {
         self
     }
 
+    /// Whether [`chat_stream`](ChatProvider::chat_stream) asks the server for
+    /// a stream (default true). Off, it sends one non-streamed request and
+    /// replays the whole answer as a stream: for servers that cannot stream
+    /// tool calls (llama-cpp-python closes such streams after answering 200).
+    pub fn stream(mut self, on: bool) -> Self {
+        self.stream = on;
+        self
+    }
+
     /// Uses this HTTP client (proxies, custom TLS).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http_client = Some(client);
@@ -262,6 +286,7 @@ impl OpenAiClientBuilder {
                 url,
                 headers,
                 limits: http::limits(self.max_tools),
+                stream: self.stream,
             },
             options: wire::Options {
                 model,

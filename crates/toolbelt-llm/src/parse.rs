@@ -46,7 +46,12 @@ pub struct ParsedText {
 ///   `<parameter name="a">10</parameter>` children work too);
 /// - tagged JSON, as many open models emit it: `<tool_call>{"name": .., "arguments": {..}}</tool_call>`;
 /// - fenced blocks (```` ```json ````) whose JSON is one of the shapes above,
+///   or several call objects one after the other (every value must be a call),
 ///   and Mistral's `[TOOL_CALLS] [...]`.
+///
+/// In `<tool_call name="x">{...}</tool_call>` the JSON body is always the
+/// arguments of `x`: it is never read as a call itself, so arguments cannot
+/// smuggle in a call of another tool.
 ///
 /// JSON may be damaged the way models damage it (trailing commas, single
 /// quotes, unquoted keys, Python literals, missing closing brackets); a cut-off
@@ -243,15 +248,15 @@ fn tag_body_calls(body: &str, name: Option<String>, id: Option<String>) -> Optio
     if body.starts_with('{') || body.starts_with('[') {
         let value = repair_json(body)?;
         return match name {
-            // `<tool_call name="x">{args}</tool_call>`: the JSON is the arguments
-            // unless it names a call itself.
-            Some(name) => Some(calls_from_value(&value, false).unwrap_or_else(|| {
-                vec![RawCall {
-                    id,
-                    name,
-                    arguments: value,
-                }]
-            })),
+            // `<tool_call name="x">{args}</tool_call>`: the JSON is always the
+            // arguments, never read as a call itself, so arguments that look
+            // like a call (`{"name": "shell_exec", ...}`) cannot name another tool.
+            Some(name) if valid_name(&name) && value.is_object() => Some(vec![RawCall {
+                id,
+                name,
+                arguments: value,
+            }]),
+            Some(_) => None,
             None => calls_from_value(&value, true),
         };
     }
@@ -293,12 +298,32 @@ fn read_fence(text: &str, start: usize) -> Found {
             Found::Skip(_) => None,
         })
     } else {
-        repair_json(body).and_then(|v| calls_from_value(&v, false))
+        fenced_calls(body)
     };
     match calls {
         Some(calls) => Found::Calls(end, calls),
         None => Found::Skip(end),
     }
+}
+
+/// The calls in a fenced block's JSON: one value, or several values one after
+/// the other (small models put each call of a turn in one block as separate
+/// objects). Every value must be a call for the block to count.
+fn fenced_calls(body: &str) -> Option<Vec<RawCall>> {
+    if let Some(value) = repair_json(body) {
+        return calls_from_value(&value, false);
+    }
+    let mut calls = Vec::new();
+    let mut rest = body;
+    while !rest.trim().is_empty() {
+        let (value, used) = lenient::parse_prefix(rest, TEXT)?;
+        if used == 0 {
+            return None;
+        }
+        calls.extend(calls_from_value(&value, false)?);
+        rest = rest[used..].trim_start().trim_start_matches([',', ';']);
+    }
+    (!calls.is_empty()).then_some(calls)
 }
 
 /// JSON starting at `start` in prose. With `require_key`, only objects whose

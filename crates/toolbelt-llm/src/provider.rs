@@ -38,6 +38,12 @@ pub trait ChatProvider: Send + Sync + 'static {
         ProviderLimits::default()
     }
 
+    /// The model requests go to when they name none, if the provider has one
+    /// (used to pick a [`ModelProfile`](crate::ModelProfile)).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// Sends `request` and waits for the whole answer.
     fn chat(
         &self,
@@ -54,6 +60,7 @@ pub trait ChatProvider: Send + Sync + 'static {
 trait ErasedProvider: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     fn limits(&self) -> ProviderLimits;
+    fn model(&self) -> Option<&str>;
     fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChatResponse, ProviderError>>;
     fn chat_stream(&self, request: ChatRequest)
     -> BoxFuture<'_, Result<ChatStream, ProviderError>>;
@@ -65,6 +72,9 @@ impl<P: ChatProvider> ErasedProvider for P {
     }
     fn limits(&self) -> ProviderLimits {
         ChatProvider::limits(self)
+    }
+    fn model(&self) -> Option<&str> {
+        ChatProvider::model(self)
     }
     fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChatResponse, ProviderError>> {
         Box::pin(ChatProvider::chat(self, request))
@@ -105,6 +115,11 @@ impl Provider {
     /// What requests may carry.
     pub fn limits(&self) -> ProviderLimits {
         self.inner.limits()
+    }
+
+    /// The provider's default model, if it has one.
+    pub fn model(&self) -> Option<&str> {
+        self.inner.model()
     }
 
     /// See [`ChatProvider::chat`].

@@ -59,8 +59,13 @@ pub struct ChatRequest {
     pub parallel_tool_calls: Option<bool>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
-    /// Most tokens to generate.
+    /// Most tokens to generate (OpenAI-compatible: `max_tokens`, or
+    /// `max_completion_tokens` when the client is set so; Anthropic:
+    /// `max_tokens`, where the client's default applies when unset).
     pub max_tokens: Option<u32>,
+    /// Sampling seed, for repeatable answers where the server honours it
+    /// (OpenAI-compatible `seed`; Anthropic has none and it is not sent).
+    pub seed: Option<u64>,
 }
 
 impl ChatRequest {

@@ -138,3 +138,31 @@ async fn the_provider_completer_asks_without_tools() {
         (Some("small"), 0, Some(0.0))
     );
 }
+
+#[tokio::test]
+async fn the_model_profile_caps_the_routed_tools_best_first() {
+    let script = ScriptedProvider::new().then_text("ok");
+    let ranked = ["add", "multiply"]
+        .iter()
+        .map(|n| ScoredTool {
+            name: (*n).into(),
+            score: 1.0,
+        })
+        .collect();
+    let decision = RouteDecision::tools("fixed", ranked, "math");
+    let profile = toolbelt_llm::ModelProfiles::from_json(
+        r#"{"profiles": [{"match": "tiny*", "max_tools": 1}]}"#,
+    )
+    .unwrap()
+    .find("tiny-model");
+    assert_eq!(profile.max_tools, 1);
+    routed(&script, Some(decision))
+        .profile(profile)
+        .build()
+        .unwrap()
+        .run("add")
+        .await
+        .unwrap();
+    // The best ranked tool, plus the pinned meta tool.
+    assert_eq!(offered(&script, 0), ["add", "search_tools"]);
+}

@@ -49,6 +49,27 @@ pub(crate) fn sleeper(count: Arc<AtomicUsize>) -> ToolHandle {
         .unwrap()
 }
 
+/// `sleep(ms)` that records in `peak` the most of its calls in flight at
+/// once (run under paused time: the sleeps take no real time).
+pub(crate) fn gauged_sleeper(peak: Arc<AtomicUsize>) -> ToolHandle {
+    let now = Arc::new(AtomicUsize::new(0));
+    FnTool::builder("sleep")
+        .description("Wait ms milliseconds")
+        .parameters(json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}))
+        .handler(move |args, _ctx| {
+            let (now, peak) = (Arc::clone(&now), Arc::clone(&peak));
+            async move {
+                let in_flight = now.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(in_flight, Ordering::SeqCst);
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                format!("slept {ms}")
+            }
+        })
+        .unwrap()
+}
+
 /// `delete_file(path)`: a mutating tool that needs approval; answers `deleted <path>`.
 pub(crate) fn delete_file() -> ToolHandle {
     FnTool::builder("delete_file")

@@ -1,8 +1,7 @@
 //! Multi-step tool use, tool errors fed back to the model, concurrency, text-written calls.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -10,7 +9,7 @@ use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_agent::{Agent, AnswerKind, Step};
 use toolbelt_llm::{ChatResponse, Message, ToolChoice, Usage};
 
-use crate::support::{math_agent, sleeper};
+use crate::support::{gauged_sleeper, math_agent};
 
 #[tokio::test]
 async fn two_steps_of_tool_use_reach_the_answer() {
@@ -116,41 +115,34 @@ async fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
     assert_eq!(out.answer, "sorry");
 }
 
-#[tokio::test]
+// Concurrency is checked by counting calls in flight (under paused time), not
+// by timing: time is for benches.
+#[tokio::test(start_paused = true)]
 async fn one_turns_calls_run_concurrently() {
-    let count = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
     let calls = (0..5).map(|_| ("sleep", json!({"ms": 100})));
     let script = ScriptedProvider::new().then_calls(calls).then_text("done");
     let agent = Agent::builder(script.provider())
-        .tool(sleeper(count.clone()))
+        .tool(gauged_sleeper(peak.clone()))
         .build()
         .unwrap();
-    let started = Instant::now();
     let out = agent.run("sleep five times").await.unwrap();
-    assert!(
-        started.elapsed() < Duration::from_millis(300),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_eq!(peak.load(Ordering::SeqCst), 5);
     assert_eq!(out.transcript.tool_results().count(), 5);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn without_parallel_calls_they_run_one_by_one() {
-    let count = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
     let script = ScriptedProvider::new()
         .then_calls([("sleep", json!({"ms": 60})), ("sleep", json!({"ms": 60}))])
         .then_text("done");
     let agent = Agent::builder(script.provider())
-        .tool(sleeper(count))
+        .tool(gauged_sleeper(peak.clone()))
         .parallel_tool_calls(false);
-    let started = Instant::now();
-    agent.build().unwrap().run("sleep twice").await.unwrap();
-    assert!(
-        started.elapsed() >= Duration::from_millis(120),
-        "{:?}",
-        started.elapsed()
-    );
+    let out = agent.build().unwrap().run("sleep twice").await.unwrap();
+    assert_eq!(peak.load(Ordering::SeqCst), 1);
+    assert_eq!(out.transcript.tool_results().count(), 2);
 }
 
 #[tokio::test]
@@ -188,6 +180,7 @@ async fn tool_calls_written_as_text_are_run() {
     let text = "Let me compute.\n<tool_call>{\"name\": \"multiply\", \"arguments\": {\"a\": 6, \"b\": 7}}</tool_call>";
     let script = ScriptedProvider::new().then_text(text).then_text("42");
     let out = math_agent(&script)
+        .text_tool_calls(true)
         .build()
         .unwrap()
         .run("6*7?")
@@ -209,18 +202,46 @@ async fn tool_calls_written_as_text_are_run() {
 }
 
 #[tokio::test]
-async fn text_that_only_looks_like_a_call_stays_text() {
-    let text = "Use <tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call> like this.";
+async fn text_calls_are_not_parsed_unless_the_profile_or_option_says_so() {
+    // The scripted provider names no model: the default profile (native calls, no text calls).
+    let text =
+        "<tool_call>{\"name\": \"multiply\", \"arguments\": {\"a\": 6, \"b\": 7}}</tool_call>";
     let script = ScriptedProvider::new().then_text(text);
-    let out = math_agent(&script)
-        .build()
-        .unwrap()
-        .run("how?")
-        .await
-        .unwrap();
+    let agent = math_agent(&script).build().unwrap();
+    assert!(!agent.profile().text_tool_calls);
+    let out = agent.run("6*7?").await.unwrap();
     assert_eq!(
         (out.answer.as_str(), out.transcript.model_calls()),
         (text, 1)
+    );
+    assert_eq!(out.transcript.tool_results().count(), 0);
+}
+
+#[tokio::test]
+async fn a_text_call_of_a_tool_not_offered_gets_a_corrective_turn() {
+    let text =
+        "<tool_call>{\"name\": \"shell_exec\", \"arguments\": {\"command\": \"id\"}}</tool_call>";
+    let script = ScriptedProvider::new()
+        .then_text(text)
+        .then_text("6*7 is 42");
+    let out = math_agent(&script)
+        .text_tool_calls(true)
+        .build()
+        .unwrap()
+        .run("6*7?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "6*7 is 42");
+    assert_eq!(out.transcript.tool_results().count(), 0);
+    let sent = script.requests()[1].messages.clone();
+    let Some(Message::User { content }) = sent.last() else {
+        panic!("{sent:?}")
+    };
+    assert!(
+        content.contains(
+            "`shell_exec` is not among the tools you may call now; call one of: add, multiply"
+        ),
+        "{content}"
     );
 }
 

@@ -40,6 +40,9 @@ pub(crate) fn request_body(options: &Options, request: &ChatRequest, stream: boo
     if let Some(t) = request.temperature {
         body.insert("temperature".to_owned(), crate::http::float(t));
     }
+    if let Some(seed) = request.seed {
+        body.insert("seed".to_owned(), Value::from(seed));
+    }
     if let Some(max) = request.max_tokens {
         body.insert(options.max_tokens_field.to_owned(), Value::from(max));
     }

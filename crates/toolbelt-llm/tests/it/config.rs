@@ -147,3 +147,87 @@ async fn provider_built_from_variables_talks_to_the_configured_server() {
         .unwrap();
     assert_eq!(sent["model"], json!("llama3.2"));
 }
+
+#[tokio::test]
+async fn stream_off_sends_plain_requests_and_replays_them_as_a_stream() {
+    use futures::StreamExt;
+    let server = MockServer::start().await;
+    let answer = json!({"model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "whole"}}]});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .mount(&server)
+        .await;
+    let url = format!("{}/v1", server.uri());
+    let config = from(&[
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("TOOLBELT_MODEL", "m"),
+        ("TOOLBELT_STREAM", "off"),
+    ])
+    .unwrap();
+    assert!(!config.stream);
+    let provider = config.into_provider().unwrap();
+    assert_eq!(provider.model(), Some("m"));
+    let events: Vec<_> = provider
+        .chat_stream(ChatRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert!(
+        matches!(events.last(), Some(Ok(toolbelt_llm::StreamEvent::Completed(r))) if r.content.as_deref() == Some("whole"))
+    );
+    let sent: serde_json::Value = server.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
+    assert_eq!(sent.get("stream"), None, "{sent}");
+    assert_eq!(
+        config_message(&[("OPENAI_API_KEY", "k"), ("TOOLBELT_STREAM", "sometimes")]),
+        "TOOLBELT_STREAM is `sometimes`; expected `on` or `off`"
+    );
+}
+
+#[test]
+fn model_profiles_are_data_users_can_extend() {
+    use toolbelt_llm::ModelProfiles;
+    let builtin = ModelProfiles::builtin();
+    let small = builtin.find("Qwen2.5-Coder-1.5B-Instruct");
+    assert_eq!(
+        (small.max_tools, small.text_tool_calls, small.max_tokens),
+        (3, true, 1024)
+    );
+    let frontier = builtin.find("gpt-4o");
+    assert_eq!(
+        (frontier.native_tool_calls, frontier.text_tool_calls),
+        (true, false)
+    );
+    assert_eq!(builtin.find("something-unknown").name, "default");
+    let mut mine = builtin.clone();
+    mine.prepend(
+        ModelProfiles::from_json(
+            r#"{"profiles": [{"match": "qwen2.5-coder-1.5b*", "max_tools": 1}]}"#,
+        )
+        .unwrap(),
+    );
+    let small = mine.find("qwen2.5-coder-1.5b-instruct");
+    assert_eq!(
+        (small.max_tools, small.max_tokens),
+        (1, 4096),
+        "fields left out come from the default"
+    );
+    let bad = ModelProfiles::from_json(r#"{"profiles": [{"match": "x", "max_tool": 3}]}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        bad.starts_with("invalid model profiles: at /profiles/0: unknown field `max_tool`"),
+        "{bad}"
+    );
+    let zero = ModelProfiles::from_json(r#"{"profiles": [{"match": "x", "max_tools": 0}]}"#)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        zero,
+        "invalid model profiles: at /profiles/0/max_tools: must be at least 1"
+    );
+}

@@ -142,6 +142,11 @@ async fn unreachable_server_is_a_transport_error() {
         ),
         "{err}"
     );
+    assert!(
+        err.to_string().starts_with("could not reach openai"),
+        "{err}"
+    );
+    assert!(!err.suggests_no_stream());
 }
 
 fn text_stream() -> String {
@@ -150,14 +155,15 @@ fn text_stream() -> String {
 }
 
 #[tokio::test]
-async fn mid_stream_disconnect_is_a_transport_error() {
+async fn mid_stream_disconnect_says_the_stream_ended_after_200() {
     let mut reply = Reply::sse(text_stream(), &[20]);
     reply.cut_after = Some(70);
     let server = ScriptedServer::start(vec![reply]).await;
     let stream = openai(&server.url).chat_stream(request()).await.unwrap();
     let mut items = collect(stream).await;
     let err = items.pop().unwrap().unwrap_err();
-    assert!(matches!(err, ProviderError::Transport { .. }), "{err}");
+    assert!(matches!(err, ProviderError::StreamEnded { .. }), "{err}");
+    assert!(err.suggests_no_stream());
     assert_eq!(
         items.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
         [StreamEvent::TextDelta("one ".into())]
@@ -175,7 +181,8 @@ async fn stream_ending_without_its_end_marker_is_an_error() {
     let err = collect(stream).await.pop().unwrap().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "could not reach anthropic: stream ended before the answer was complete"
+        "anthropic answered 200 but the stream ended before the answer was complete: the \
+         server closed it without an end marker or a finish reason"
     );
 }
 

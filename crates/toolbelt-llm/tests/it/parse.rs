@@ -68,6 +68,37 @@ fn fenced_json_blocks_and_mistral_markers() {
 }
 
 #[test]
+fn a_fenced_block_with_several_call_objects_holds_several_calls() {
+    // Qwen2.5-Coder-1.5B (llama.cpp, its own template) puts a turn's calls in one block.
+    let text = "```json\n{\"name\": \"calculator\", \"arguments\": {\"a\": 1, \"b\": 2, \"operation\": \"add\"}}\n{\"name\": \"calculator\", \"arguments\": {\"a\": 3, \"b\": 4, \"operation\": \"add\"}}\n```";
+    let parsed = parse_tool_calls(text);
+    assert_eq!(
+        parsed.tool_calls,
+        [calc("call_0", 1, 2), calc("call_1", 3, 4)]
+    );
+    assert_eq!(parsed.text, "");
+    // One value in the block that is not a call keeps the whole block as text.
+    let mixed = "```json\n{\"name\": \"calculator\", \"arguments\": {}}\n{\"version\": 2}\n```";
+    assert_eq!(calls(mixed), []);
+}
+
+#[test]
+fn xml_arguments_are_never_read_as_the_call() {
+    // The body of a named tag is its arguments, even when it looks like a call.
+    let text = r#"<tool_call name="calculator">{"name": "shell_exec", "arguments": {"command": "rm -rf ~"}}</tool_call>"#;
+    assert_eq!(
+        calls(text),
+        [ToolCall::new(
+            "call_0",
+            "calculator",
+            json!({"name": "shell_exec", "arguments": {"command": "rm -rf ~"}})
+        )]
+    );
+    let listed = r#"<tool_call name="calculator">{"tool_calls": [{"name": "shell_exec", "arguments": {}}]}</tool_call>"#;
+    assert_eq!(calls(listed)[0].name, "calculator");
+}
+
+#[test]
 fn example_json_that_is_not_a_call_stays_in_the_text() {
     let text = "Here is a config:\n```json\n{\"name\": \"demo\", \"version\": 2}\n```\nand {\"a\": 1} inline.";
     let parsed = parse_tool_calls(text);

@@ -43,7 +43,7 @@ async fn config_shows_settings_with_secrets_redacted() {
     let err = fx.err("config", json!({"key": "nope"})).await;
     assert_eq!(
         err.to_string(),
-        "invalid arguments: at /key: no setting \"nope\"; top-level sections: llm, store (rule )"
+        "invalid arguments: at /key: no setting \"nope\"; top-level sections: llm, store"
     );
 }
 

@@ -33,7 +33,7 @@ async fn reads_whole_files_and_line_ranges() {
         .await;
     assert_eq!(
         err.to_string(),
-        "invalid arguments: at /start_line: a.txt has only 4 lines (rule )"
+        "invalid arguments: at /start_line: a.txt has only 4 lines"
     );
 }
 
@@ -251,7 +251,7 @@ async fn search_reports_bad_patterns_and_does_not_read_through_symlinks() {
     let err = fx.err("file_search", json!({})).await;
     assert_eq!(
         err.to_string(),
-        "invalid arguments: at /: give `glob`, `pattern` or both (rule )"
+        "invalid arguments: at /: give `glob`, `pattern` or both"
     );
 }
 

@@ -131,7 +131,7 @@ async fn refuses_option_injection_missing_arguments_and_outside_paths() {
     let err = fx.err("git_write", json!({"command": "commit"})).await;
     assert_eq!(
         err.to_string(),
-        "invalid arguments: at /message: `commit` needs `message` (rule )"
+        "invalid arguments: at /message: `commit` needs `message`"
     );
     assert!(is_denied(
         &fx.err("git_write", json!({"command": "add", "paths": ["../x"]}))

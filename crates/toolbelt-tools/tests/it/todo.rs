@@ -77,7 +77,7 @@ async fn bad_ids_and_empty_items_are_named() {
     let err = fx.err("todo_add", json!({"items": ["ok", "  "]})).await;
     assert_eq!(
         err.to_string(),
-        "invalid arguments: at /items/1: the task is empty (rule )"
+        "invalid arguments: at /items/1: the task is empty"
     );
     let err = fx
         .err("todo_update", json!({"id": 1, "status": "finished"}))

@@ -2,7 +2,9 @@
 //!
 //! The answer goes to stdout as it streams; the route decision, each tool
 //! call with its arguments and outcome, approval prompts and the usage go to
-//! stderr, so `toolbelt run ... > answer.txt` keeps only the answer.
+//! stderr, so `toolbelt run ... > answer.txt` keeps only the answer. Tool
+//! calls a model writes as text are held back until the answer is known, so
+//! they never reach stdout.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -17,10 +19,10 @@ use toolbelt_agent::{Agent, AgentError, AgentEvent, ApprovalPrompt, RunOptions, 
 use toolbelt_core::{
     ApprovalPolicy, BoxFuture, CallResult, CancellationToken, Executor, Registry, ToolCall,
 };
-use toolbelt_llm::{ProviderConfig, ProviderError};
+use toolbelt_llm::{ModelProfile, ModelProfiles, ProviderConfig, ProviderError};
 use toolbelt_router::{
     AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter,
-    RouteDecision, RouteOutcome, SearchTools,
+    LowConfidence, RouteDecision, RouteOutcome, SearchTools,
 };
 use toolbelt_tools::{
     AgentInfo, BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Workspace,
@@ -74,7 +76,46 @@ pub(crate) struct RunArgs {
     /// Add the tools of the MCP servers in this `mcpServers` JSON file (Claude Desktop / Cursor shape).
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<std::path::PathBuf>,
+    /// Most tokens per answer (default: the model profile's, e.g. 1024 for small local
+    /// models, 4096 for unknown ones). An answer cut at the limit exits with code 3.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_tokens: Option<u32>,
+    /// Ask for whole answers instead of streams (servers that cannot stream tool calls).
+    /// Also set by TOOLBELT_STREAM=off; a run switches by itself when a server breaks a stream.
+    #[arg(long)]
+    no_stream: bool,
+    /// Most tool calls in the run.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    max_tool_calls: u32,
+    /// How many times one identical call (same tool and arguments) may run; a further
+    /// repeat is refused and the model told, and repeating it again ends the run.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    max_identical_calls: u32,
+    /// Whether tool calls the model writes as text are run: `on` or `off`
+    /// (default: the model profile's; on only for models known to write them).
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    text_tool_calls: Option<bool>,
+    /// A JSON file of model profiles searched before the shipped ones (also TOOLBELT_PROFILES).
+    #[arg(long, value_name = "FILE")]
+    profiles: Option<std::path::PathBuf>,
+    /// Sampling temperature.
+    #[arg(long, value_name = "T")]
+    temperature: Option<f32>,
+    /// Sampling seed, for repeatable runs on servers that honour it.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
 }
+
+fn on_off(value: &str) -> Result<bool, String> {
+    match value.to_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        other => Err(format!("`{other}`: expected `on` or `off`")),
+    }
+}
+
+/// Exit code when the answer was cut at the output budget.
+const EXIT_TRUNCATED: u8 = 3;
 
 /// A built-in agent definition.
 struct Preset {
@@ -113,6 +154,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("reading the provider settings"),
     };
     let model = config.model_or_default().to_owned();
+    let config = if args.no_stream {
+        config.with_stream(false)
+    } else {
+        config
+    };
+    let profile = model_profile(args.profiles.as_deref(), &model)?;
     let provider = match config.into_provider() {
         Ok(provider) => provider,
         Err(ProviderError::Config(what)) => return Ok(not_configured(&what)),
@@ -133,9 +180,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let router = if args.no_router || tools.is_empty() {
         None
     } else {
-        let search = SearchTools::new(LexicalRouter::default(), tools.clone()).into_handle()?;
-        tools = tools.with_tools([search]);
-        Some(hybrid_router())
+        // Small models do better with their few tools alone than with a search tool beside them.
+        if profile.max_tools >= SEARCH_TOOLS_FROM {
+            let search = SearchTools::new(LexicalRouter::default(), tools.clone()).into_handle()?;
+            tools = tools.with_tools([search]);
+        }
+        Some(hybrid_router(profile.max_tools, tools.len()))
     };
     let policy = if args.yes {
         ApprovalPolicy::allow_all()
@@ -147,7 +197,20 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .system_prompt(preset.prompt)
         .tools(tools)
         .executor(Executor::builder().policy(policy).build())
-        .max_iterations(args.max_iterations);
+        .max_iterations(args.max_iterations)
+        .max_tool_calls(args.max_tool_calls)
+        .max_identical_calls(args.max_identical_calls)
+        .stream(!args.no_stream)
+        .profile(profile);
+    if let Some(on) = args.text_tool_calls {
+        builder = builder.text_tool_calls(on);
+    }
+    if let Some(t) = args.temperature {
+        builder = builder.temperature(t);
+    }
+    if let Some(seed) = args.seed {
+        builder = builder.seed(seed);
+    }
     if let Some(router) = router {
         builder = builder.router(router);
     }
@@ -172,9 +235,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_agent_info(info)
         .extensions();
     let cancel = CancellationToken::new();
-    let options = RunOptions::new()
+    let mut options = RunOptions::new()
         .with_extensions(extensions)
         .with_cancellation(cancel.clone());
+    if let Some(max) = args.max_tokens {
+        options = options.with_max_tokens(max);
+    }
     let mut stream = agent.run_stream_with(args.input, options);
     let mut view = View::default();
     let interrupt = || {
@@ -246,8 +312,32 @@ fn find_preset(name: Option<&str>) -> anyhow::Result<&'static Preset> {
     })
 }
 
-fn hybrid_router() -> AnyRouter {
-    let config = HybridConfig::default().with_pinned(vec![SearchTools::NAME.to_owned()]);
+/// `search_tools` is offered only to models that take at least this many tools.
+const SEARCH_TOOLS_FROM: usize = 4;
+
+/// The model's profile: from `--profiles` or TOOLBELT_PROFILES first, then the shipped ones.
+fn model_profile(file: Option<&std::path::Path>, model: &str) -> anyhow::Result<ModelProfile> {
+    let mut profiles = ModelProfiles::builtin();
+    let from_env = std::env::var_os("TOOLBELT_PROFILES")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from);
+    if let Some(path) = file.map(std::path::Path::to_path_buf).or(from_env) {
+        profiles.prepend(ModelProfiles::load(&path)?);
+    }
+    Ok(profiles.find(model))
+}
+
+/// The hybrid router, sending at most `max_tools` ranked tools (the model
+/// profile's limit); when unsure it sends the best `max_tools` rather than
+/// every tool if the toolset is larger than that.
+fn hybrid_router(max_tools: usize, toolset: usize) -> AnyRouter {
+    let defaults = HybridConfig::default();
+    let mut config = HybridConfig::default()
+        .with_pinned(vec![SearchTools::NAME.to_owned()])
+        .with_k_range(defaults.min_k.min(max_tools), defaults.max_k.min(max_tools));
+    if toolset > max_tools {
+        config = config.with_low_confidence(LowConfidence::TopK(max_tools));
+    }
     AnyRouter::new(
         HybridRouter::new(LexicalRouter::new(LexicalConfig::default()))
             .with_config(config)
@@ -315,16 +405,17 @@ impl View {
         self.end_line();
         let usage = output.usage();
         eprintln!(
-            "({} model call{}, {} tokens in, {} out)",
-            output.transcript.model_calls(),
-            if output.transcript.model_calls() == 1 {
-                ""
-            } else {
-                "s"
-            },
+            "({}, {} tokens in, {} out)",
+            count(output.transcript.model_calls(), "model call"),
             usage.input_tokens,
             usage.output_tokens
         );
+        if output.is_truncated() {
+            eprintln!(
+                "warning: the answer was cut at the output limit (--max-tokens); it is incomplete"
+            );
+            self.exit = ExitCode::from(EXIT_TRUNCATED);
+        }
     }
 
     fn failed(&mut self, error: &AgentError) {
@@ -338,11 +429,20 @@ impl View {
         eprintln!("error: {message}");
         let transcript = error.transcript();
         eprintln!(
-            "({} model calls and {} tool calls before it stopped)",
-            transcript.model_calls(),
-            transcript.tool_results().count()
+            "({} and {} before it stopped)",
+            count(transcript.model_calls(), "model call"),
+            count(transcript.tool_results().count(), "tool call")
         );
         self.exit = ExitCode::FAILURE;
+    }
+}
+
+/// `1 model call`, `2 model calls`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 
@@ -475,6 +575,13 @@ impl HumanChannel for Terminal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_agree_in_number() {
+        assert_eq!(count(1, "model call"), "1 model call");
+        assert_eq!(count(0, "tool call"), "0 tool calls");
+        assert_eq!(count(2, "tool call"), "2 tool calls");
+    }
 
     #[test]
     fn clip_keeps_the_first_line_and_marks_cuts() {

@@ -11,8 +11,9 @@ use std::thread::JoinHandle;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-/// Serves one streamed chat completion per connection, in order; returns the request bodies.
-fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value>>) {
+/// Serves one chat completion per connection, in order (an event stream, or
+/// plain JSON when the reply starts with `{`); returns the request bodies.
+pub(crate) fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let server = std::thread::spawn(move || {
@@ -34,8 +35,13 @@ fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value>>) {
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
             bodies.push(serde_json::from_slice(&body).unwrap());
+            let kind = if reply.starts_with('{') {
+                "application/json"
+            } else {
+                "text/event-stream"
+            };
             let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                 reply.len()
             );
             let mut socket = reader.into_inner();
@@ -48,7 +54,7 @@ fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value>>) {
 }
 
 /// An event stream of `deltas`, then `finish`.
-fn sse(deltas: &[Value], finish: &str) -> String {
+pub(crate) fn sse(deltas: &[Value], finish: &str) -> String {
     let chunk = |delta: &Value, finish: Value| {
         let c = json!({"id": "s", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
         format!("data: {c}\n\n")
@@ -73,7 +79,7 @@ fn text(words: &[&str]) -> String {
 }
 
 /// Runs `toolbelt run` in `dir` with only `env` set, feeding `stdin`.
-fn toolbelt_run(dir: &Path, env: &[(&str, &str)], args: &[&str], stdin: &str) -> Output {
+pub(crate) fn toolbelt_run(dir: &Path, env: &[(&str, &str)], args: &[&str], stdin: &str) -> Output {
     crate::run_with_stdin(
         Command::new(env!("CARGO_BIN_EXE_toolbelt"))
             .arg("run")

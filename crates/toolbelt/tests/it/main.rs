@@ -6,6 +6,7 @@ mod cli_route;
 mod cli_run;
 mod cli_store;
 mod cli_sandbox;
+mod cli_run_models;
 mod cli_tools;
 mod memory_routines;
 mod stored_agents;
