@@ -1,0 +1,99 @@
+//! [`AppState`]: what every handler shares.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::{Executor, Extensions, Registry};
+use toolbelt_router::AnyRouter;
+use toolbelt_tools::{BuiltinConfig, Human, Workspace};
+
+use crate::agents::{AgentCatalog, default_router};
+use crate::auth::TokenBook;
+use crate::config::ServerConfig;
+use crate::runs::RunRegistry;
+
+/// The live registry, the executor, the router, the agents, the runs and the tokens.
+///
+/// Cloning is cheap (every field is shared).
+#[derive(Clone)]
+pub struct AppState {
+    /// The tools every request sees; changes are visible to the next request.
+    pub registry: Arc<Registry>,
+    /// Runs direct tool calls (`POST /tools/{name}/call`).
+    pub executor: Executor,
+    /// Previews routing decisions (`POST /route`).
+    pub router: AnyRouter,
+    /// The agents.
+    pub agents: AgentCatalog,
+    /// The runs.
+    pub runs: RunRegistry,
+    /// Who may do what.
+    pub tokens: TokenBook,
+    /// Context given to every tool call (workspace, HTTP limits, the question channel).
+    pub extensions: Arc<Extensions>,
+    /// The settings in force.
+    pub config: Arc<ServerConfig>,
+    /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown` event).
+    pub shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("tools", &self.registry.len())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the state could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The workspace directory cannot be used.
+    #[error("workspace {path}")]
+    Workspace {
+        /// The directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: toolbelt_tools::WorkspaceError,
+    },
+    /// The configuration is not usable.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+impl AppState {
+    /// State over `registry` with the settings of `config`.
+    ///
+    /// # Errors
+    /// [`StateError`] when the workspace or the tokens cannot be used.
+    pub fn new(registry: Arc<Registry>, config: ServerConfig) -> Result<Self, StateError> {
+        let tokens = if config.dev {
+            TokenBook::dev()
+        } else {
+            TokenBook::from_config(&config.tokens)?
+        };
+        let workspace =
+            Workspace::new(&config.workspace).map_err(|source| StateError::Workspace {
+                path: config.workspace.display().to_string(),
+                source,
+            })?;
+        let runs = RunRegistry::new();
+        let extensions = BuiltinConfig::new(workspace)
+            .with_human(Human::new(runs.human_channel()))
+            .extensions();
+        Ok(Self {
+            registry,
+            executor: Executor::new(),
+            router: default_router(),
+            agents: AgentCatalog::new(config.agents.clone()),
+            runs,
+            tokens,
+            extensions: Arc::new(extensions),
+            config: Arc::new(config),
+            shutdown: CancellationToken::new(),
+        })
+    }
+}
