@@ -2,6 +2,7 @@
 
 mod route;
 mod run;
+mod serve;
 mod tools;
 
 use std::process::ExitCode;
@@ -25,17 +26,32 @@ enum Command {
     Route(route::RouteArgs),
     /// Run an agent on one input, streaming its answer.
     Run(run::RunArgs),
+    /// Serve the REST API (tools, routing, agents, runs over SSE, approvals, metrics).
+    Serve(serve::ServeArgs),
 }
 
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLBELT_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let json_logs = matches!(&cli.command, Command::Serve(args) if args.json_logs());
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLBELT_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if matches!(cli.command, Command::Serve(_)) {
+            "info"
+        } else {
+            "warn"
+        })
+    });
+    if json_logs {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    } else {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -51,6 +67,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Tools(cmd) => tools::run(cmd).await,
             Command::Route(args) => route::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Serve(args) => serve::run(args).await,
         }
     });
     match result {
