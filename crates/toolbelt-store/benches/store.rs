@@ -1,0 +1,2 @@
+//! Store benchmarks (filled in below).
+fn main() {}

@@ -1,0 +1,62 @@
+//! The change feed: one row per change of a tool, agent or MCP server, in commit order of
+//! its sequence number. Live registries read it; Postgres also NOTIFYs on every insert.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use crate::error::Result;
+use crate::store::Store;
+
+/// One entry of the change feed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Change {
+    /// Monotonic sequence number.
+    pub seq: i64,
+    /// `tool`, `agent` or `mcp_server`.
+    pub entity: String,
+    /// The record's name (`*` for a bulk sync).
+    pub name: String,
+    /// `upsert`, `delete` or `sync`.
+    pub op: String,
+    /// Unix ms.
+    pub at: i64,
+}
+
+impl Store {
+    /// Changes with a sequence number above `after`, oldest first, at most `limit`.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn changes_since(&self, after: i64, limit: i64) -> Result<Vec<Change>> {
+        let rows = sqlx::query(
+            "SELECT seq, entity, name, op, at FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Change {
+                    seq: row.try_get("seq")?,
+                    entity: row.try_get("entity")?,
+                    name: row.try_get("name")?,
+                    op: row.try_get("op")?,
+                    at: row.try_get("at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The newest sequence number of the change feed (0 when empty).
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn latest_change(&self) -> Result<i64> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM changes")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+}

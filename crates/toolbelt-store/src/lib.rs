@@ -1,0 +1,37 @@
+#![doc = include_str!("../README.md")]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod agents;
+mod availability;
+mod changes;
+mod error;
+mod mcp_servers;
+mod run_log;
+mod runs;
+mod store;
+mod sync;
+mod tokens;
+mod tools;
+
+pub use agents::{AgentDraft, AgentRecord, AgentSettings, Binding, RouterSettings, split_pin};
+pub use availability::{
+    Availability, Condition, Environment, Reason, Verdict, availability, selection_includes,
+};
+pub use changes::Change;
+pub use error::{Result, StoreError};
+pub use mcp_servers::McpServerRecord;
+pub use run_log::{
+    LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask, RunLogWriter,
+    redact,
+};
+pub use runs::{RunRecord, RunStatus, RunUpdate};
+pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions};
+pub use sync::SyncReport;
+pub use tokens::{TokenRecord, token_hash};
+pub use tools::{ToolDraft, ToolRecord, ToolSource, ToolVersion, spec_hash};
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Store>();
+    assert_send_sync::<StoreError>();
+};

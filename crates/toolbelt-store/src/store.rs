@@ -1,0 +1,373 @@
+//! [`Store`]: the connection pool, engine detection, migrations and small shared helpers.
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, Row, SqlStr};
+
+use crate::error::{Result, StoreError};
+
+/// The database engine behind a [`Store`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Engine {
+    /// SQLite: the embedded default, one file.
+    Sqlite,
+    /// Postgres: for several instances sharing one database.
+    Postgres,
+}
+
+impl Engine {
+    /// Reads the engine from a database URL.
+    ///
+    /// # Errors
+    /// [`StoreError::UnsupportedUrl`] for anything but `sqlite:` and `postgres:`/`postgresql:`.
+    pub fn from_url(url: &str) -> Result<Self> {
+        let scheme = url.split(':').next().unwrap_or_default();
+        match scheme {
+            "sqlite" => Ok(Self::Sqlite),
+            "postgres" | "postgresql" => Ok(Self::Postgres),
+            other => Err(StoreError::UnsupportedUrl {
+                scheme: other.to_owned(),
+            }),
+        }
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// Highest schema version this build knows (the number of the last migration).
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../migrations/sqlite/0001_init.sql"),
+)];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../migrations/postgres/0001_init.sql"),
+)];
+
+/// How to open a [`Store`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// Largest number of pooled connections (default 8; SQLite files use at most 4).
+    pub max_connections: u32,
+    /// Apply pending migrations on open (default `true`). When `false`, opening fails
+    /// if the schema is older than this build.
+    pub migrate: bool,
+    /// Postgres schema to use (created if missing) instead of the default `search_path`.
+    /// Tests use one schema each so they run in parallel and leave nothing behind.
+    pub pg_schema: Option<String>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 8,
+            migrate: true,
+            pg_schema: None,
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Uses the Postgres schema `schema` (ignored for SQLite).
+    pub fn with_pg_schema(mut self, schema: impl Into<String>) -> Self {
+        self.pg_schema = Some(schema.into());
+        self
+    }
+
+    /// Whether to apply pending migrations on open.
+    pub fn with_migrate(mut self, migrate: bool) -> Self {
+        self.migrate = migrate;
+        self
+    }
+}
+
+/// Tools, versions, agents, bindings, the change feed, runs and the run log, in SQLite or Postgres.
+///
+/// Cloning is cheap (the pool is shared). Every multi-row write runs in one transaction and is
+/// durable when the call returns.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: AnyPool,
+    engine: Engine,
+    url: String,
+    pg_schema: Option<String>,
+}
+
+impl Store {
+    /// Opens the database at `url`, creating a SQLite file on first use, and applies migrations.
+    ///
+    /// `url` is `sqlite://PATH` (relative to the working directory), `sqlite::memory:`, or
+    /// `postgres://USER@HOST:PORT/DB`.
+    ///
+    /// # Errors
+    /// [`StoreError::UnsupportedUrl`], [`StoreError::SchemaTooNew`] when a newer toolbelt migrated
+    /// the database, or the database's own error.
+    pub async fn open(url: &str) -> Result<Self> {
+        Self::open_with(url, StoreOptions::default()).await
+    }
+
+    /// Opens the database at `url` with `options`.
+    ///
+    /// # Errors
+    /// As [`Store::open`]; also [`StoreError::Invalid`] for a schema name that is not an identifier.
+    pub async fn open_with(url: &str, options: StoreOptions) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let engine = Engine::from_url(url)?;
+        let (url, max) = match engine {
+            Engine::Sqlite => sqlite_url(url),
+            Engine::Postgres => (url.to_owned(), options.max_connections),
+        };
+        let pg_schema = match (&options.pg_schema, engine) {
+            (Some(schema), Engine::Postgres) => {
+                if schema.is_empty()
+                    || !schema
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                {
+                    return Err(StoreError::invalid(
+                        "pg_schema",
+                        format!("`{schema}` must be ASCII letters, digits and `_`"),
+                    ));
+                }
+                Some(schema.clone())
+            }
+            _ => None,
+        };
+        let pool = pool_options(engine, max.min(options.max_connections), pg_schema.clone())
+            .connect(&url)
+            .await?;
+        if let Some(schema) = &pg_schema {
+            let ddl = format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"");
+            sqlx::query(sqlx::AssertSqlSafe(ddl)).execute(&pool).await?;
+        }
+        let store = Self {
+            pool,
+            engine,
+            url,
+            pg_schema,
+        };
+        let applied = store.applied_schema_version().await?;
+        if applied > SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                found: applied,
+                known: SCHEMA_VERSION,
+            });
+        }
+        if options.migrate {
+            store.migrate().await?;
+        } else if applied < SCHEMA_VERSION {
+            return Err(StoreError::invalid(
+                "schema",
+                format!(
+                    "the database is at schema version {applied}, this build needs {SCHEMA_VERSION}; run `toolbelt db migrate`"
+                ),
+            ));
+        }
+        Ok(store)
+    }
+
+    /// Applies pending migrations; returns the schema version after.
+    ///
+    /// # Errors
+    /// [`StoreError::SchemaTooNew`] or the migration's error (nothing of a failed migration stays).
+    pub async fn migrate(&self) -> Result<i64> {
+        let applied = self.applied_schema_version().await?;
+        if applied > SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                found: applied,
+                known: SCHEMA_VERSION,
+            });
+        }
+        let source = match self.engine {
+            Engine::Sqlite => SQLITE_MIGRATIONS,
+            Engine::Postgres => POSTGRES_MIGRATIONS,
+        };
+        let migrations = source
+            .iter()
+            .map(|(version, description, sql)| {
+                Migration::new(
+                    *version,
+                    Cow::Borrowed(*description),
+                    MigrationType::Simple,
+                    SqlStr::from_static(sql),
+                    false,
+                )
+            })
+            .collect();
+        let migrator = Migrator::with_migrations(migrations);
+        migrator.run(&self.pool).await?;
+        Ok(SCHEMA_VERSION)
+    }
+
+    /// The highest migration applied to the database, 0 for an empty database.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn applied_schema_version(&self) -> Result<i64> {
+        let exists_sql = match self.engine {
+            Engine::Sqlite => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
+            }
+            Engine::Postgres => {
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'"
+            }
+        };
+        let exists: i64 = sqlx::query_scalar(exists_sql).fetch_one(&self.pool).await?;
+        if exists == 0 {
+            return Ok(0);
+        }
+        let version: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success = TRUE")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(version.unwrap_or(0))
+    }
+
+    /// The engine behind this store.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// The URL the store was opened with (SQLite URLs gain `mode=rwc`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The Postgres schema this store uses, when one was given.
+    pub fn pg_schema(&self) -> Option<&str> {
+        self.pg_schema.as_deref()
+    }
+
+    /// The underlying pool, for crates that add their own tables through their own migrations.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Closes the pool, waiting for connections to be returned.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Starts a write transaction. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`)
+    /// so concurrent writers wait on the busy timeout instead of failing on lock upgrade.
+    pub(crate) async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.engine {
+            Engine::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Engine::Postgres => self.pool.begin().await?,
+        })
+    }
+}
+
+fn sqlite_url(url: &str) -> (String, u32) {
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        // Each connection to `:memory:` is its own database: keep one.
+        return (url.to_owned(), 1);
+    }
+    let url = if url.contains("mode=") {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    };
+    (url, 4)
+}
+
+fn pool_options(engine: Engine, max: u32, pg_schema: Option<String>) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(max.max(1))
+        .acquire_timeout(Duration::from_secs(30))
+        .after_connect(move |conn, _meta| {
+            let pg_schema = pg_schema.clone();
+            Box::pin(async move {
+                match engine {
+                    Engine::Sqlite => {
+                        for pragma in [
+                            "PRAGMA journal_mode = WAL",
+                            "PRAGMA foreign_keys = ON",
+                            "PRAGMA busy_timeout = 10000",
+                            "PRAGMA synchronous = NORMAL",
+                        ] {
+                            sqlx::query(pragma).execute(&mut *conn).await?;
+                        }
+                    }
+                    Engine::Postgres => {
+                        if let Some(schema) = pg_schema {
+                            let sql = format!("SET search_path TO \"{schema}\"");
+                            sqlx::query(sqlx::AssertSqlSafe(sql))
+                                .execute(&mut *conn)
+                                .await?;
+                        }
+                    }
+                }
+                Ok(())
+            })
+        })
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn get_flag(row: &AnyRow, column: &str) -> Result<bool> {
+    Ok(row.try_get::<i64, _>(column)? != 0)
+}
+
+pub(crate) fn flag(value: bool) -> i64 {
+    i64::from(value)
+}
+
+/// Decodes a JSON text column into `T`, naming the record on failure.
+pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(
+    row: &AnyRow,
+    column: &'static str,
+    kind: &'static str,
+    name: &str,
+) -> Result<T> {
+    let text: String = row.try_get(column)?;
+    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+        kind,
+        name: name.to_owned(),
+        field: column,
+        reason: e.to_string(),
+    })
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T, field: &str) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::invalid(field, e.to_string()))
+}
+
+/// Records a change in the feed inside `tx`; live registries pick it up.
+pub(crate) async fn record_change(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    entity: &str,
+    name: &str,
+    op: &str,
+) -> Result<()> {
+    sqlx::query("INSERT INTO changes (entity, name, op, at) VALUES ($1, $2, $3, $4)")
+        .bind(entity)
+        .bind(name)
+        .bind(op)
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

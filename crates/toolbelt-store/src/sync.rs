@@ -1,0 +1,242 @@
+//! Start-up sync of compiled tools: one SELECT of hashes when nothing changed, batched inserts
+//! into an empty database, a new version for a changed tool, `missing` for a vanished one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use sqlx::Row;
+use toolbelt_core::ToolSpec;
+
+use crate::error::Result;
+use crate::store::{Store, now_ms, record_change, to_json};
+use crate::tools::{ToolDraft, ToolSource, insert_version, validate_draft};
+
+/// What [`Store::sync_compiled`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SyncReport {
+    /// Tools stored for the first time.
+    pub created: Vec<String>,
+    /// Tools whose spec changed: a new version each.
+    pub updated: Vec<String>,
+    /// Tools marked missing: stored as compiled but absent from the running code.
+    pub missing: Vec<String>,
+    /// Tools that were missing and are back (their spec may also have changed).
+    pub restored: Vec<String>,
+    /// Compiled tools whose name a non-compiled stored tool already has; left untouched.
+    pub clashes: Vec<String>,
+    /// Tools already stored exactly so.
+    pub unchanged: usize,
+}
+
+impl SyncReport {
+    /// Whether the sync wrote nothing.
+    pub fn is_noop(&self) -> bool {
+        self.created.is_empty()
+            && self.updated.is_empty()
+            && self.missing.is_empty()
+            && self.restored.is_empty()
+    }
+}
+
+/// Rows per multi-row INSERT: 12 columns x 100 rows stays far below both engines' bind limits.
+const CHUNK: usize = 100;
+
+impl Store {
+    /// Upserts the compiled-in tools `specs` (usually `Registry::discovered()`'s specs).
+    ///
+    /// Unchanged tools cost nothing but one SELECT of all compiled tools' hashes. A changed
+    /// spec becomes a new current version; a stored compiled tool absent from `specs` is marked
+    /// `missing` (never deleted). Runs in one transaction.
+    ///
+    /// # Errors
+    /// [`crate::StoreError::Invalid`] naming the tool whose spec is invalid (nothing is written),
+    /// or the database's error.
+    pub async fn sync_compiled(&self, specs: &[ToolSpec], changed_by: &str) -> Result<SyncReport> {
+        let rows =
+            sqlx::query("SELECT name, source, current_hash, missing, latest_version FROM tools")
+                .fetch_all(&self.pool)
+                .await?;
+        struct Stored {
+            compiled: bool,
+            hash: String,
+            missing: bool,
+            latest: i64,
+        }
+        let mut stored = BTreeMap::new();
+        for row in &rows {
+            stored.insert(
+                row.try_get::<String, _>("name")?,
+                Stored {
+                    compiled: row.try_get::<String, _>("source")? == "compiled",
+                    hash: row.try_get("current_hash")?,
+                    missing: row.try_get::<i64, _>("missing")? != 0,
+                    latest: row.try_get("latest_version")?,
+                },
+            );
+        }
+        let mut report = SyncReport::default();
+        let mut new = Vec::new();
+        let mut changed = Vec::new();
+        let mut seen = BTreeSet::new();
+        for spec in specs {
+            let draft = ToolDraft::new(spec.clone(), ToolSource::Compiled, changed_by)
+                .with_note("start-up sync");
+            let name = spec.name.as_str().to_owned();
+            seen.insert(name.clone());
+            let hash = draft.hash();
+            match stored.get(&name) {
+                None => {
+                    validate_draft(&draft)?;
+                    new.push((draft, hash));
+                }
+                Some(s) if !s.compiled => report.clashes.push(name),
+                Some(s) if s.hash == hash && !s.missing => report.unchanged += 1,
+                Some(s) if s.hash == hash => {
+                    report.restored.push(name.clone());
+                    changed.push((draft, hash, None));
+                }
+                Some(s) => {
+                    validate_draft(&draft)?;
+                    if s.missing {
+                        report.restored.push(name.clone());
+                    }
+                    report.updated.push(name.clone());
+                    changed.push((draft, hash, Some(s.latest + 1)));
+                }
+            }
+        }
+        let vanished: Vec<String> = stored
+            .iter()
+            .filter(|(name, s)| s.compiled && !s.missing && !seen.contains(*name))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if new.is_empty() && changed.is_empty() && vanished.is_empty() {
+            return Ok(report);
+        }
+        let at = now_ms();
+        let mut tx = self.begin().await?;
+        for chunk in new.chunks(CHUNK) {
+            insert_tools_chunk(&mut tx, chunk, changed_by, at).await?;
+        }
+        for (draft, hash, version) in &changed {
+            let name = draft.spec.name.as_str();
+            match version {
+                Some(version) => {
+                    insert_version(&mut tx, draft, *version, hash, at).await?;
+                    sqlx::query(
+                        "UPDATE tools SET current_version = $1, latest_version = $1, current_hash = $2, missing = 0, revision = revision + 1, updated_at = $3, changed_by = $4 WHERE name = $5",
+                    )
+                    .bind(*version)
+                    .bind(hash.as_str())
+                    .bind(at)
+                    .bind(changed_by)
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                None => {
+                    sqlx::query(
+                        "UPDATE tools SET missing = 0, revision = revision + 1, updated_at = $1, changed_by = $2 WHERE name = $3",
+                    )
+                    .bind(at)
+                    .bind(changed_by)
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+            record_change(&mut tx, "tool", name, "upsert").await?;
+        }
+        for name in &vanished {
+            sqlx::query(
+                "UPDATE tools SET missing = 1, revision = revision + 1, updated_at = $1, changed_by = $2 WHERE name = $3",
+            )
+            .bind(at)
+            .bind(changed_by)
+            .bind(name.as_str())
+            .execute(&mut *tx)
+            .await?;
+            record_change(&mut tx, "tool", name, "upsert").await?;
+        }
+        if !new.is_empty() {
+            record_change(&mut tx, "tool", "*", "sync").await?;
+        }
+        tx.commit().await?;
+        report.created = new
+            .iter()
+            .map(|(d, _)| d.spec.name.as_str().to_owned())
+            .collect();
+        report.missing = vanished;
+        Ok(report)
+    }
+}
+
+async fn insert_tools_chunk(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    chunk: &[(ToolDraft, String)],
+    changed_by: &str,
+    at: i64,
+) -> Result<()> {
+    let mut tools_sql = String::from(
+        "INSERT INTO tools (name, source, current_version, latest_version, current_hash, enabled, missing, availability, revision, created_at, updated_at, changed_by) VALUES ",
+    );
+    let mut versions_sql = String::from(
+        "INSERT INTO tool_versions (tool_name, version, spec, definition, description, tags, kind, policy, spec_hash, changed_by, changed_at, note) VALUES ",
+    );
+    for i in 0..chunk.len() {
+        let b = i * 3;
+        if i > 0 {
+            tools_sql.push(',');
+        }
+        tools_sql.push_str(&format!(
+            "(${}, 'compiled', 1, 1, ${}, 1, 0, '{{}}', 1, $1, $1, ${})",
+            b + 3,
+            b + 4,
+            b + 5
+        ));
+    }
+    let mut tools = sqlx::query(sqlx::AssertSqlSafe(tools_sql))
+        .bind(at)
+        .bind(changed_by);
+    for (draft, hash) in chunk {
+        tools = tools
+            .bind(draft.spec.name.as_str().to_owned())
+            .bind(hash.clone())
+            .bind(changed_by.to_owned());
+    }
+    tools.execute(&mut **tx).await?;
+
+    for i in 0..chunk.len() {
+        let b = i * 7;
+        if i > 0 {
+            versions_sql.push(',');
+        }
+        versions_sql.push_str(&format!(
+            "(${}, 1, ${}, NULL, ${}, ${}, ${}, ${}, ${}, $2, $1, 'start-up sync')",
+            b + 3,
+            b + 4,
+            b + 5,
+            b + 6,
+            b + 7,
+            b + 8,
+            b + 9
+        ));
+    }
+    let mut versions = sqlx::query(sqlx::AssertSqlSafe(versions_sql))
+        .bind(at)
+        .bind(changed_by.to_owned());
+    for (draft, hash) in chunk {
+        let spec = &draft.spec;
+        versions = versions
+            .bind(spec.name.as_str().to_owned())
+            .bind(to_json(spec, "spec")?)
+            .bind(spec.description.clone())
+            .bind(to_json(&spec.tags, "tags")?)
+            .bind(to_json(&spec.kind, "kind")?.trim_matches('"').to_owned())
+            .bind(to_json(&spec.policy, "policy")?)
+            .bind(hash.clone());
+    }
+    versions.execute(&mut **tx).await?;
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! Runs, API tokens, MCP servers, the change feed and the run log.
+
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolbelt_store::{LogEntry, LogFilter, RunLogConfig, RunStatus, RunUpdate, StoreError, redact};
+
+use crate::support::{each_engine, http_draft};
+
+#[tokio::test]
+async fn a_run_moves_through_its_statuses() {
+    each_engine(|store| async move {
+        let run = store
+            .create_run("helper", &json!({"message": "hi"}), Some("me"))
+            .await
+            .unwrap();
+        assert_eq!((run.status, run.revision), (RunStatus::Queued, 1));
+        let waiting = store
+            .update_run(
+                &run.id,
+                &RunUpdate::status(RunStatus::Waiting).with_transcript(json!([{"role": "user"}])),
+                Some(1),
+            )
+            .await
+            .unwrap();
+        assert_eq!(waiting.status, RunStatus::Waiting);
+        assert_eq!(waiting.transcript, json!([{"role": "user"}]));
+        let err = store
+            .update_run(&run.id, &RunUpdate::status(RunStatus::Running), Some(1))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
+        let other = store.create_run("helper", &json!({}), None).await.unwrap();
+        assert_eq!(store.interrupt_unfinished_runs().await.unwrap(), 2);
+        let done = store
+            .update_run(
+                &other.id,
+                &RunUpdate::status(RunStatus::Completed).with_output(json!("bye")),
+                None,
+            )
+            .await
+            .unwrap();
+        assert!(done.finished_at.is_some());
+        let interrupted = store
+            .list_runs(Some("helper"), Some(RunStatus::Interrupted), 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            interrupted
+                .iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>(),
+            [run.id.as_str()]
+        );
+        assert_eq!(store.list_runs(None, None, 10).await.unwrap().len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tokens_store_only_a_hash_and_can_be_revoked() {
+    each_engine(|store| async move {
+        let (token, secret) = store
+            .create_token("ci", &["tools:read".to_owned()])
+            .await
+            .unwrap();
+        assert!(secret.starts_with("tb_") && secret.len() == 67, "{secret}");
+        let stored: Vec<String> = sqlx::query_scalar("SELECT token_hash FROM api_tokens")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(stored, vec![toolbelt_store::token_hash(&secret)]);
+        let found = store.verify_token(&secret).await.unwrap().unwrap();
+        assert_eq!(
+            (found.name.as_str(), found.has_scope("tools:read")),
+            ("ci", true)
+        );
+        assert!(store.verify_token("tb_wrong").await.unwrap().is_none());
+        assert!(matches!(
+            store.create_token("ci", &[]).await,
+            Err(StoreError::AlreadyExists { .. })
+        ));
+        store.revoke_token(&token.name).await.unwrap();
+        assert!(store.verify_token(&secret).await.unwrap().is_none());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn mcp_servers_and_the_change_feed() {
+    each_engine(|store| async move {
+        let before = store.latest_change().await.unwrap();
+        let server = store
+            .put_mcp_server("fs", &json!({"command": "npx"}), None)
+            .await
+            .unwrap();
+        let updated = store
+            .put_mcp_server("fs", &json!({"command": "node"}), Some(server.revision))
+            .await
+            .unwrap();
+        assert_eq!(updated.config, json!({"command": "node"}));
+        let off = store
+            .set_mcp_server_enabled("fs", false, None)
+            .await
+            .unwrap();
+        assert!(!off.enabled);
+        assert!(matches!(
+            store.put_mcp_server("fs", &json!("x"), None).await,
+            Err(StoreError::Invalid { .. })
+        ));
+        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store.delete_mcp_server("fs", None).await.unwrap();
+        assert!(store.list_mcp_servers().await.unwrap().is_empty());
+        let changes = store.changes_since(before, 100).await.unwrap();
+        let seen: Vec<_> = changes
+            .iter()
+            .map(|c| (c.entity.as_str(), c.name.as_str(), c.op.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("mcp_server", "fs", "upsert"),
+                ("mcp_server", "fs", "upsert"),
+                ("mcp_server", "fs", "upsert"),
+                ("tool", "search", "upsert"),
+                ("mcp_server", "fs", "delete"),
+            ]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_batched_run_log_writes_everything_on_flush() {
+    each_engine(|store| async move {
+        let (writer, task) = store.run_log(RunLogConfig::default().with_max_batch(64));
+        for i in 0..300 {
+            let args = redact(
+                &json!({"q": format!("k{i}"), "api_key": "s3cret", "note": "uses s3cret"}),
+                &["s3cret"],
+            );
+            let entry = LogEntry::tool_call("search", i)
+                .with_run("r1")
+                .with_agent("a")
+                .with_arguments(args);
+            writer
+                .log(if i % 100 == 0 {
+                    entry.failed("boom")
+                } else {
+                    entry
+                })
+                .await
+                .unwrap();
+        }
+        writer
+            .log(
+                LogEntry::agent_run("a", 5)
+                    .with_run("r2")
+                    .with_tokens(10, 3),
+            )
+            .await
+            .unwrap();
+        writer.flush().await.unwrap();
+        let filter = LogFilter::default().with_run("r1");
+        let rows = store.read_log(&filter, 1_000).await.unwrap();
+        assert_eq!(rows.len(), 300);
+        assert_eq!(rows.iter().filter(|r| !r.entry.ok).count(), 3);
+        assert_eq!(
+            rows[7].entry.arguments,
+            Some(json!({"q": "k7", "api_key": "[redacted]", "note": "[redacted]"}))
+        );
+        let runs = store
+            .read_log(&LogFilter::default().with_run("r2"), 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            (runs[0].entry.tokens_in, runs[0].entry.tool.clone()),
+            (Some(10), None)
+        );
+        drop(writer);
+        tokio::time::timeout(Duration::from_secs(5), task.shutdown())
+            .await
+            .unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_run_log_flushes_by_time_without_being_asked() {
+    each_engine(|store| async move {
+        let config = RunLogConfig::default().with_flush_interval(Duration::from_millis(20));
+        let (writer, _task) = store.run_log(config);
+        writer.log(LogEntry::tool_call("search", 1)).await.unwrap();
+        let mut found = 0;
+        for _ in 0..100 {
+            found = store
+                .read_log(&LogFilter::default(), 10)
+                .await
+                .unwrap()
+                .len();
+            if found == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(found, 1);
+    })
+    .await;
+}

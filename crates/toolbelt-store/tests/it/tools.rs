@@ -1,0 +1,225 @@
+//! Tools: create, versions, conflicts, rollback, enable, delete, invalid input.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolbelt_store::{StoreError, ToolSource};
+
+use crate::support::{each_engine, http_draft, spec};
+
+#[tokio::test]
+async fn create_then_update_keeps_every_version() {
+    each_engine(|store| async move {
+        let v1 = store
+            .create_tool(&http_draft("search", "first"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (v1.current_version, v1.latest_version, v1.revision),
+            (1, 1, 1)
+        );
+        let v2 = store
+            .update_tool(&http_draft("search", "second"), v1.revision)
+            .await
+            .unwrap();
+        assert_eq!((v2.current_version, v2.revision), (2, 2));
+        assert_eq!(v2.spec.description, "second");
+        assert_eq!(v2.source, ToolSource::Declarative);
+        let versions = store.tool_versions("search").await.unwrap();
+        let descriptions: Vec<_> = versions
+            .iter()
+            .map(|v| v.spec.description.as_str())
+            .collect();
+        assert_eq!(descriptions, ["first", "second"]);
+        assert_eq!(versions[0].changed_by, "tester");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_identical_update_writes_nothing() {
+    each_engine(|store| async move {
+        let v1 = store
+            .create_tool(&http_draft("search", "same"))
+            .await
+            .unwrap();
+        let again = store
+            .update_tool(&http_draft("search", "same"), 1)
+            .await
+            .unwrap();
+        assert_eq!(again, v1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stale_revision_is_a_conflict() {
+    each_engine(|store| async move {
+        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store
+            .update_tool(&http_draft("search", "b"), 1)
+            .await
+            .unwrap();
+        let err = store
+            .update_tool(&http_draft("search", "c"), 1)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::Conflict {
+                    expected: 1,
+                    found: 2,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            store.get_tool("search").await.unwrap().spec.description,
+            "b"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn concurrent_updates_from_one_revision_let_exactly_one_win() {
+    each_engine(|store| async move {
+        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let store = store.clone();
+            tasks.spawn(async move {
+                store
+                    .update_tool(&http_draft("search", &format!("v{i}")), 1)
+                    .await
+            });
+        }
+        let results = tasks.join_all().await;
+        let wins = results.iter().filter(|r| r.is_ok()).count();
+        let conflicts = results
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::Conflict { .. })))
+            .count();
+        assert_eq!((wins, conflicts), (1, 7), "{results:?}");
+        assert_eq!(store.tool_versions("search").await.unwrap().len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_taken_name_is_refused() {
+    each_engine(|store| async move {
+        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        let err = store
+            .create_tool(&http_draft("search", "b"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tool `search` already exists; update it instead or pick another name"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_invalid_schema_is_refused_and_nothing_is_written() {
+    each_engine(|store| async move {
+        let mut draft = http_draft("bad", "x");
+        draft.spec.parameters = json!({"type": "object", "properties": {"q": {"type": "strin"}}});
+        let err = store.create_tool(&draft).await.unwrap_err();
+        let StoreError::Invalid { field, reason } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(field, "parameters");
+        assert!(reason.starts_with("not a valid JSON Schema"), "{reason}");
+        assert!(matches!(
+            store.get_tool("bad").await,
+            Err(StoreError::NotFound { .. })
+        ));
+        let mut draft = http_draft("bad", "x");
+        draft.definition = None;
+        let err = store.create_tool(&draft).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid definition: a declarative tool needs a definition"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rollback_makes_an_old_version_current_and_numbering_continues() {
+    each_engine(|store| async move {
+        store
+            .create_tool(&http_draft("search", "one"))
+            .await
+            .unwrap();
+        store
+            .update_tool(&http_draft("search", "two"), 1)
+            .await
+            .unwrap();
+        let back = store
+            .rollback_tool("search", 1, Some(2), "ops")
+            .await
+            .unwrap();
+        assert_eq!((back.current_version, back.latest_version), (1, 2));
+        assert_eq!(back.spec.description, "one");
+        let next = store
+            .update_tool(&http_draft("search", "three"), back.revision)
+            .await
+            .unwrap();
+        assert_eq!(next.current_version, 3);
+        let err = store
+            .rollback_tool("search", 9, None, "ops")
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), "tool version `search@9` not found");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn disable_enable_and_delete() {
+    each_engine(|store| async move {
+        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        let off = store
+            .set_tool_enabled("search", false, None, "ops")
+            .await
+            .unwrap();
+        assert!(!off.enabled);
+        let on = store
+            .set_tool_enabled("search", true, Some(off.revision), "ops")
+            .await
+            .unwrap();
+        assert!(on.enabled);
+        store
+            .delete_tool("search", Some(on.revision))
+            .await
+            .unwrap();
+        assert!(matches!(
+            store.get_tool("search").await,
+            Err(StoreError::NotFound { .. })
+        ));
+        assert!(matches!(
+            store.tool_versions("search").await,
+            Err(StoreError::NotFound { .. })
+        ));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tool_names_of_adr_0007_round_trip() {
+    each_engine(|store| async move {
+        for name in ["github.issues/list", "my tool", "日本語"] {
+            let mut draft = http_draft("x", "d");
+            draft.spec = spec(name, "d");
+            store.create_tool(&draft).await.unwrap();
+            assert_eq!(store.get_tool(name).await.unwrap().name, name);
+        }
+        assert_eq!(store.list_tools().await.unwrap().len(), 3);
+    })
+    .await;
+}
