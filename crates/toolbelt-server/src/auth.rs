@@ -80,7 +80,14 @@ pub fn new_token() -> String {
 pub struct TokenBook {
     dev: bool,
     by_hash: Arc<RwLock<HashMap<String, Principal>>>,
+    store: Option<toolbelt_store::Store>,
+    /// Tokens verified against the store recently: hash -> (principal, when).
+    verified: Arc<RwLock<HashMap<String, (Principal, std::time::Instant)>>>,
 }
+
+/// How long a token verified against the store is trusted before it is checked again
+/// (a revocation reaches every instance within this time).
+pub const STORE_TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl TokenBook {
     /// Development mode: every request is `admin`.
@@ -88,6 +95,8 @@ impl TokenBook {
         Self {
             dev: true,
             by_hash: Arc::default(),
+            store: None,
+            verified: Arc::default(),
         }
     }
 
@@ -99,6 +108,8 @@ impl TokenBook {
         let book = Self {
             dev: false,
             by_hash: Arc::default(),
+            store: None,
+            verified: Arc::default(),
         };
         for t in tokens {
             let hash = match (&t.sha256, &t.token) {
@@ -122,6 +133,31 @@ impl TokenBook {
             book.insert_hash(hash, &t.name, t.scopes.clone());
         }
         Ok(book)
+    }
+
+    /// Also accepts the (unrevoked) tokens stored in `store`.
+    #[must_use]
+    pub fn with_store(mut self, store: toolbelt_store::Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Whether any token is known, counting stored ones.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn has_any_token(&self) -> Result<bool, toolbelt_store::StoreError> {
+        if self.has_tokens() {
+            return Ok(true);
+        }
+        match &self.store {
+            Some(store) => Ok(store
+                .list_tokens()
+                .await?
+                .iter()
+                .any(|t| t.revoked_at.is_none())),
+            None => Ok(false),
+        }
     }
 
     /// Adds a token by its hash.
@@ -163,7 +199,7 @@ impl TokenBook {
     ///
     /// # Errors
     /// 401 `missing_token` / `invalid_token`.
-    pub fn authenticate(&self, header: Option<&str>) -> Result<Principal, Problem> {
+    pub async fn authenticate(&self, header: Option<&str>) -> Result<Principal, Problem> {
         if self.dev {
             return Ok(Principal {
                 name: "dev".to_owned(),
@@ -187,12 +223,53 @@ impl TokenBook {
                     "the Authorization header must be `Bearer <token>`",
                 )
             })?;
-        self.by_hash
+        let hash = hash_token(token);
+        if let Some(p) = self
+            .by_hash
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&hash_token(token))
-            .cloned()
-            .ok_or_else(|| unauthorized("invalid_token", "the token is unknown or revoked"))
+            .get(&hash)
+        {
+            return Ok(p.clone());
+        }
+        let Some(store) = &self.store else {
+            return Err(unauthorized(
+                "invalid_token",
+                "the token is unknown or revoked",
+            ));
+        };
+        if let Some((p, at)) = self
+            .verified
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&hash)
+            && at.elapsed() < STORE_TOKEN_TTL
+        {
+            return Ok(p.clone());
+        }
+        let record = store
+            .verify_token(token)
+            .await
+            .map_err(Problem::internal)?
+            .ok_or_else(|| unauthorized("invalid_token", "the token is unknown or revoked"))?;
+        let principal = Principal {
+            name: record.name.clone(),
+            scopes: record
+                .scopes
+                .iter()
+                .filter_map(|s| match s.as_str() {
+                    "read" => Some(Scope::Read),
+                    "run" => Some(Scope::Run),
+                    "admin" => Some(Scope::Admin),
+                    _ => None,
+                })
+                .collect(),
+        };
+        self.verified
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(hash, (principal.clone(), std::time::Instant::now()));
+        Ok(principal)
     }
 }
 
@@ -205,7 +282,7 @@ async fn require(state: &AppState, needed: Scope, mut req: Request, next: Next) 
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let principal = match state.tokens.authenticate(header) {
+    let principal = match state.tokens.authenticate(header).await {
         Ok(p) => p,
         Err(problem) => {
             let mut response = problem.into_response();

@@ -31,7 +31,7 @@ mod state;
 
 pub use agents::{AgentCatalog, AgentDef, ProviderDef, default_router};
 pub use app::{app, serve};
-pub use auth::{Principal, Scope, TokenBook, hash_token, new_token};
+pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, Problem, ProblemDocument};
 pub use runs::{

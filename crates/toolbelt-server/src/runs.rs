@@ -331,6 +331,7 @@ struct Inner {
     questions: PendingQuestions,
     tasks: TaskTracker,
     next_approval: AtomicU64,
+    store: std::sync::OnceLock<toolbelt_store::Store>,
 }
 
 impl std::fmt::Debug for RunRegistry {
@@ -379,7 +380,99 @@ impl RunRegistry {
                 questions: PendingQuestions::new(),
                 tasks: TaskTracker::new(),
                 next_approval: AtomicU64::new(1),
+                store: std::sync::OnceLock::new(),
             }),
+        }
+    }
+
+    /// Records every run in `store` (created at start, updated when it waits and when it ends),
+    /// so a restarted server shows it (as `interrupted` if it had not ended) and can continue it.
+    /// Clones made before share the store.
+    #[must_use]
+    pub fn with_store(self, store: toolbelt_store::Store) -> Self {
+        let _ = self.inner.store.set(store);
+        self
+    }
+
+    /// Writes the run's state to the store, when there is one.
+    async fn persist(&self, entry: &RunEntry) {
+        let Some(store) = self.inner.store.get() else {
+            return;
+        };
+        let (status, update) = {
+            let state = entry.lock();
+            let status = match state.status {
+                RunStatus::Running => toolbelt_store::RunStatus::Running,
+                RunStatus::Waiting => toolbelt_store::RunStatus::Waiting,
+                RunStatus::Succeeded => toolbelt_store::RunStatus::Completed,
+                RunStatus::Failed => toolbelt_store::RunStatus::Failed,
+                RunStatus::Cancelled => toolbelt_store::RunStatus::Cancelled,
+                RunStatus::Interrupted => toolbelt_store::RunStatus::Interrupted,
+            };
+            let mut update = toolbelt_store::RunUpdate::status(status).with_transcript(json!({
+                "messages": state.messages,
+                "events": state.events,
+                "usage": UsageView::from(state.usage),
+            }));
+            if let Some(answer) = &state.answer {
+                update = update.with_output(json!({"answer": answer}));
+            }
+            if let Some(error) = &state.error {
+                update = update.with_error(error.clone());
+            }
+            (status, update)
+        };
+        if let Err(e) = store.update_run(store_id(&entry.id), &update, None).await {
+            tracing::error!(run = %entry.id, status = status.as_str(), error = %e, "could not record the run");
+        }
+    }
+
+    /// A run that is not in memory but in the store (e.g. from before a restart).
+    async fn stored(&self, id: &str) -> Option<RunDetail> {
+        let store = self.inner.store.get()?;
+        let record = store.get_run(store_id(id)).await.ok()?;
+        Some(detail_from_record(&record))
+    }
+
+    /// The run `id` with its transcript, from memory or from the store.
+    ///
+    /// # Errors
+    /// 404 `run_not_found`.
+    pub async fn detail(&self, id: &str) -> Result<RunDetail, Problem> {
+        match self.get(id) {
+            Ok(entry) => Ok(entry.detail()),
+            Err(not_found) => self.stored(id).await.ok_or(not_found),
+        }
+    }
+
+    /// Runs in the store that this process does not hold, newest first.
+    pub async fn stored_list(
+        &self,
+        agent: Option<&str>,
+        status: Option<RunStatus>,
+    ) -> Vec<RunView> {
+        let Some(store) = self.inner.store.get() else {
+            return Vec::new();
+        };
+        let held = self
+            .inner
+            .runs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect::<std::collections::HashSet<_>>();
+        match store.list_runs(agent, None, 500).await {
+            Ok(records) => records
+                .iter()
+                .filter(|r| !held.contains(&r.id))
+                .map(|r| detail_from_record(r).run)
+                .filter(|v| status.is_none_or(|s| v.status == s))
+                .collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "could not list stored runs");
+                Vec::new()
+            }
         }
     }
 
@@ -392,12 +485,30 @@ impl RunRegistry {
     }
 
     /// Starts `agent` on `start` in a task owned by the registry.
-    pub fn start(&self, agent: Agent, start: RunStart, extensions: Extensions) -> Arc<RunEntry> {
-        let id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    ///
+    /// # Errors
+    /// 500 when the store cannot record the run (nothing is started then).
+    pub async fn start(
+        &self,
+        agent: Agent,
+        start: RunStart,
+        extensions: Extensions,
+    ) -> Result<Arc<RunEntry>, Problem> {
         let conversation_id = start
             .conversation_id
             .clone()
             .unwrap_or_else(|| format!("conv_{}", uuid::Uuid::new_v4().simple()));
+        let id = match self.inner.store.get() {
+            Some(store) => {
+                let input = json!({"input": start.input, "conversation_id": conversation_id, "parent_run": start.parent_run});
+                let record = store
+                    .create_run(agent.name(), &input, None)
+                    .await
+                    .map_err(Problem::internal)?;
+                format!("run_{}", record.id)
+            }
+            None => format!("run_{}", uuid::Uuid::new_v4().simple()),
+        };
         let (progress, _) = watch::channel(0);
         let entry = Arc::new(RunEntry {
             id: id.clone(),
@@ -434,11 +545,12 @@ impl RunRegistry {
         let registry = self.clone();
         let driven = Arc::clone(&entry);
         self.inner.tasks.spawn(async move {
+            registry.persist(&driven).await;
             registry
                 .drive(driven, agent, start.input, options, start.model)
                 .await;
         });
-        entry
+        Ok(entry)
     }
 
     async fn drive(
@@ -451,7 +563,11 @@ impl RunRegistry {
     ) {
         let mut stream = agent.run_stream_with(input, options);
         while let Some(event) = stream.next_event().await {
+            let before = entry.status();
             self.on_event(&entry, event, &model);
+            if entry.status() != before {
+                self.persist(&entry).await;
+            }
         }
         // The stream always ends with Finished or Failed; this covers the impossible case.
         if !entry.status().is_terminal() {
@@ -698,6 +814,10 @@ impl RunRegistry {
         );
         let view = pending.view.clone();
         pending.prompt.respond(response);
+        let registry = self.clone();
+        self.inner
+            .tasks
+            .spawn(async move { registry.persist(&entry).await });
         Ok(view)
     }
 
@@ -763,6 +883,46 @@ impl RunRegistry {
 
     fn run_of_conversation(&self, conversation: Option<&str>) -> Option<Arc<RunEntry>> {
         conversation.and_then(|c| lock(&self.inner.by_conversation).get(c).cloned())
+    }
+}
+
+/// The store's id of run `id` (the API prefixes `run_`).
+fn store_id(id: &str) -> &str {
+    id.strip_prefix("run_").unwrap_or(id)
+}
+
+fn detail_from_record(record: &toolbelt_store::RunRecord) -> RunDetail {
+    use toolbelt_store::RunStatus as S;
+    let status = match record.status {
+        S::Completed => RunStatus::Succeeded,
+        S::Failed => RunStatus::Failed,
+        S::Cancelled => RunStatus::Cancelled,
+        // Queued, running or waiting in the store but not held by this process: its process stopped.
+        _ => RunStatus::Interrupted,
+    };
+    let t = &record.transcript;
+    let messages: Vec<Message> = serde_json::from_value(t["messages"].clone()).unwrap_or_default();
+    let events: Vec<RunEvent> = serde_json::from_value(t["events"].clone()).unwrap_or_default();
+    let usage: UsageView = serde_json::from_value(t["usage"].clone()).unwrap_or_default();
+    let str_of = |v: &Value| v.as_str().map(str::to_owned);
+    RunDetail {
+        run: RunView {
+            id: format!("run_{}", record.id),
+            agent: record.agent.clone(),
+            status,
+            input: str_of(&record.input["input"]).unwrap_or_default(),
+            conversation_id: str_of(&record.input["conversation_id"]).unwrap_or_default(),
+            parent_run: str_of(&record.input["parent_run"]),
+            created_at_ms: u64::try_from(record.created_at).unwrap_or_default(),
+            finished_at_ms: record.finished_at.and_then(|t| u64::try_from(t).ok()),
+            answer: record.output.as_ref().and_then(|o| str_of(&o["answer"])),
+            error: record.error.clone(),
+            usage,
+            pending_approvals: Vec::new(),
+            pending_questions: Vec::new(),
+        },
+        messages,
+        events,
     }
 }
 

@@ -31,6 +31,8 @@ pub struct AppState {
     pub tokens: TokenBook,
     /// Context given to every tool call (workspace, HTTP limits, the question channel).
     pub extensions: Arc<Extensions>,
+    /// The database, when the server has one (tokens, runs).
+    pub store: Option<toolbelt_store::Store>,
     /// The settings in force.
     pub config: Arc<ServerConfig>,
     /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown` event).
@@ -65,6 +67,15 @@ pub enum StateError {
 }
 
 impl AppState {
+    /// Uses `store` for tokens and run records.
+    #[must_use]
+    pub fn with_store(mut self, store: toolbelt_store::Store) -> Self {
+        self.tokens = self.tokens.with_store(store.clone());
+        self.runs = self.runs.with_store(store.clone());
+        self.store = Some(store);
+        self
+    }
+
     /// State over `registry` with the settings of `config`.
     ///
     /// # Errors
@@ -93,6 +104,7 @@ impl AppState {
             tokens,
             extensions: Arc::new(extensions),
             config: Arc::new(config),
+            store: None,
             shutdown: CancellationToken::new(),
         })
     }

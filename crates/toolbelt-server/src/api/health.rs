@@ -29,7 +29,7 @@ pub(crate) async fn healthz(State(state): State<AppState>) -> Json<Health> {
     })
 }
 
-/// The server can serve requests (its registry is loaded and it is not shutting down).
+/// The server can serve requests: registry loaded, database answering, not shutting down.
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses((status = 200, body = Health), (status = 503, body = ProblemDocument)))]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {

@@ -91,7 +91,8 @@ pub(crate) async fn start_run(
     };
     let entry = state
         .runs
-        .start(agent, start, state.extensions.as_ref().clone());
+        .start(agent, start, state.extensions.as_ref().clone())
+        .await?;
     Ok(answer(&state, entry, &headers).await)
 }
 
@@ -108,8 +109,7 @@ pub(crate) async fn continue_run(
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
     check_input(&body.input)?;
-    let previous = state.runs.get(&id)?;
-    let detail = previous.detail();
+    let detail = state.runs.detail(&id).await?;
     if !detail.run.status.is_terminal() {
         return Err(Problem::conflict(
             "run_active",
@@ -131,7 +131,8 @@ pub(crate) async fn continue_run(
     };
     let entry = state
         .runs
-        .start(agent, start, state.extensions.as_ref().clone());
+        .start(agent, start, state.extensions.as_ref().clone())
+        .await?;
     Ok(answer(&state, entry, &headers).await)
 }
 
@@ -175,6 +176,13 @@ pub(crate) async fn list_runs(
         .with_pointer("limit"));
     }
     let mut runs = state.runs.list(query.agent.as_deref(), query.status);
+    runs.extend(
+        state
+            .runs
+            .stored_list(query.agent.as_deref(), query.status)
+            .await,
+    );
+    runs.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then(b.id.cmp(&a.id)));
     if let Some(cursor) = &query.cursor {
         let at = runs.iter().position(|r| &r.id == cursor).ok_or_else(|| {
             Problem::bad_request(
@@ -202,7 +210,7 @@ pub(crate) async fn get_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<RunDetail>> {
-    Ok(Json(state.runs.get(&id)?.detail()))
+    Ok(Json(state.runs.detail(&id).await?))
 }
 
 /// The run's events as SSE, from the start (or after `Last-Event-ID`), live until it ends.
