@@ -5,6 +5,7 @@ mod agents;
 mod availability;
 mod changes;
 mod error;
+mod live;
 mod mcp_servers;
 mod run_log;
 mod runs;
@@ -19,6 +20,7 @@ pub use availability::{
 };
 pub use changes::Change;
 pub use error::{Result, StoreError};
+pub use live::{LiveRegistry, LiveRegistryBuilder, Reconciled, ToolFactory, WatchHandle};
 pub use mcp_servers::McpServerRecord;
 pub use run_log::{
     LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask, RunLogWriter,

@@ -3,6 +3,7 @@
 
 mod builtin;
 mod config;
+pub mod declarative;
 mod file_ops;
 mod git_ops;
 mod human;

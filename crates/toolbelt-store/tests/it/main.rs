@@ -9,6 +9,7 @@
 
 mod agents;
 mod child;
+mod live;
 mod records;
 mod support;
 mod sync;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod config;
+mod declarative;
 mod discovery;
 mod file_ops;
 mod git_ops;

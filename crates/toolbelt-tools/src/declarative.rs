@@ -1,0 +1,95 @@
+//! Declarative tools: HTTP and command tools defined as data (stored in the database, written in
+//! YAML/JSON), validated on creation with errors that name the field, built into ordinary
+//! [`Tool`](toolbelt_core::Tool)s.
+//!
+//! A definition is `{"http": {...}}` or `{"command": {...}}`; templates use `{{arg}}` for an
+//! argument and `{{secret.NAME}}` for a secret resolved at call time (environment first, then
+//! the secrets file), never stored and redacted from outputs and errors.
+
+mod command;
+mod http;
+mod secrets;
+mod template;
+
+pub use command::{CommandDef, CommandTool};
+pub use http::{HttpDef, HttpTool};
+pub use secrets::Secrets;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolbelt_core::{ToolHandle, ToolSpec};
+
+/// A declarative tool definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Definition {
+    /// An HTTP request template.
+    Http(HttpDef),
+    /// An argument-vector template run without a shell.
+    Command(CommandDef),
+}
+
+/// A definition that cannot be used, naming the field (`http.url`, `command.argv[2]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {reason}")]
+pub struct DefinitionError {
+    /// The field at fault.
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub reason: String,
+}
+
+impl DefinitionError {
+    pub(crate) fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl Definition {
+    /// Parses a stored definition, naming unknown or missing fields.
+    ///
+    /// # Errors
+    /// [`DefinitionError`] with field `definition` and serde's message.
+    pub fn from_value(value: &Value) -> Result<Self, DefinitionError> {
+        serde_json::from_value(value.clone())
+            .map_err(|e| DefinitionError::new("definition", e.to_string()))
+    }
+
+    /// Checks the definition against the tool's spec (placeholders name declared arguments,
+    /// the method and URL are usable, the JSONPath parses).
+    ///
+    /// # Errors
+    /// [`DefinitionError`] naming the field.
+    pub fn validate(&self, spec: &ToolSpec) -> Result<(), DefinitionError> {
+        match self {
+            Self::Http(def) => def.validate(spec),
+            Self::Command(def) => def.validate(spec),
+        }
+    }
+
+    /// Validates and builds the tool.
+    ///
+    /// # Errors
+    /// [`DefinitionError`] naming the field.
+    pub fn build(&self, spec: ToolSpec, secrets: Secrets) -> Result<ToolHandle, DefinitionError> {
+        self.validate(&spec)?;
+        let handle = match self {
+            Self::Http(def) => ToolHandle::new(HttpTool::new(spec, def.clone(), secrets)),
+            Self::Command(def) => ToolHandle::new(CommandTool::new(spec, def.clone(), secrets)),
+        };
+        handle.map_err(|e| DefinitionError::new("spec", e.to_string()))
+    }
+}
+
+/// The argument names a spec declares (`parameters.properties`).
+pub(crate) fn declared_args(spec: &ToolSpec) -> Vec<String> {
+    spec.parameters
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,353 @@
+//! [`HttpTool`]: an HTTP request template sent through the web group's SSRF guard.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use serde_json_path::JsonPath;
+use toolbelt_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+use super::template::{Template, scrub, url_component, verbatim};
+use super::{DefinitionError, Secrets, declared_args};
+use crate::web::{HttpMethod, http_request};
+
+const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// An HTTP tool definition.
+///
+/// ```yaml
+/// http:
+///   method: GET
+///   url: "https://api.github.com/repos/{{owner}}/{{repo}}/issues/{{number}}"
+///   headers: {Authorization: "Bearer {{secret.GITHUB_TOKEN}}"}
+///   extract: "$.title"
+///   timeout_ms: 10000
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HttpDef {
+    /// `GET` (default), `HEAD`, `POST`, `PUT`, `PATCH`, `DELETE` or `OPTIONS`.
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// URL template; argument values are percent-encoded.
+    pub url: String,
+    /// Header templates.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// JSON body template: a string that is exactly `{{arg}}` becomes the argument's JSON value;
+    /// other strings are rendered as text. Sent as `application/json`.
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// JSONPath (RFC 9535) applied to a JSON response: one match is returned as is, several as
+    /// an array.
+    #[serde(default)]
+    pub extract: Option<String>,
+    /// Request timeout in milliseconds (default: the web group's).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+fn default_method() -> String {
+    "GET".to_owned()
+}
+
+struct Compiled {
+    method: HttpMethod,
+    url: Template,
+    headers: Vec<(String, Template)>,
+    body: Option<Value>,
+    body_templates: BTreeMap<String, Template>,
+    extract: Option<JsonPath>,
+}
+
+impl HttpDef {
+    fn compile(&self, spec: &ToolSpec) -> Result<Compiled, DefinitionError> {
+        let args = declared_args(spec);
+        let upper = self.method.to_uppercase();
+        if !METHODS.contains(&upper.as_str()) {
+            return Err(DefinitionError::new(
+                "http.method",
+                format!("`{}` is not one of {}", self.method, METHODS.join(", ")),
+            ));
+        }
+        let method: HttpMethod = serde_json::from_value(json!(upper))
+            .map_err(|e| DefinitionError::new("http.method", e.to_string()))?;
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            return Err(DefinitionError::new(
+                "http.url",
+                format!("`{}` must start with http:// or https://", self.url),
+            ));
+        }
+        let url = Template::parse(&self.url, "http.url", &args)?;
+        if url.secrets().next().is_some() {
+            return Err(DefinitionError::new(
+                "http.url",
+                "secrets may not go in the URL (it is logged by servers and proxies); send them in a header",
+            ));
+        }
+        let mut headers = Vec::new();
+        for (name, value) in &self.headers {
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+                return Err(DefinitionError::new(
+                    format!("http.headers.{name}"),
+                    "a header name is visible ASCII without `:`",
+                ));
+            }
+            headers.push((
+                name.clone(),
+                Template::parse(value, &format!("http.headers.{name}"), &args)?,
+            ));
+        }
+        let mut body_templates = BTreeMap::new();
+        if let Some(body) = &self.body {
+            collect_templates(body, "http.body", &args, &mut body_templates)?;
+        }
+        let extract = self
+            .extract
+            .as_deref()
+            .map(|path| {
+                JsonPath::parse(path).map_err(|e| {
+                    DefinitionError::new("http.extract", format!("`{path}` is not a JSONPath: {e}"))
+                })
+            })
+            .transpose()?;
+        if self.timeout_ms == Some(0) {
+            return Err(DefinitionError::new("http.timeout_ms", "must be 1 or more"));
+        }
+        Ok(Compiled {
+            method,
+            url,
+            headers,
+            body: self.body.clone(),
+            body_templates,
+            extract,
+        })
+    }
+
+    pub(crate) fn validate(&self, spec: &ToolSpec) -> Result<(), DefinitionError> {
+        self.compile(spec).map(|_| ())
+    }
+}
+
+fn collect_templates(
+    value: &Value,
+    field: &str,
+    args: &[String],
+    out: &mut BTreeMap<String, Template>,
+) -> Result<(), DefinitionError> {
+    match value {
+        Value::String(text) => {
+            out.insert(field.to_owned(), Template::parse(text, field, args)?);
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_templates(item, &format!("{field}[{i}]"), args, out)?;
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                collect_templates(item, &format!("{field}.{key}"), args, out)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// An HTTP tool built from an [`HttpDef`].
+pub struct HttpTool {
+    spec: ToolSpec,
+    def: HttpDef,
+    secrets: Secrets,
+}
+
+impl std::fmt::Debug for HttpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTool")
+            .field("name", &self.spec.name)
+            .field("method", &self.def.method)
+            .field("url", &self.def.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpTool {
+    /// A tool named by `spec` sending `def`'s request. Call [`HttpDef`] validation first
+    /// ([`super::Definition::build`] does).
+    pub fn new(spec: ToolSpec, def: HttpDef, secrets: Secrets) -> Self {
+        Self { spec, def, secrets }
+    }
+
+    async fn send(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let compiled = self
+            .def
+            .compile(&self.spec)
+            .map_err(|e| ToolError::failed(e.to_string()))?;
+        let mut used = Vec::new();
+        let url = compiled
+            .url
+            .render(&args, &self.secrets, url_component, &mut used)?;
+        let mut headers = BTreeMap::new();
+        for (name, template) in &compiled.headers {
+            headers.insert(
+                name.clone(),
+                template.render(&args, &self.secrets, verbatim, &mut used)?,
+            );
+        }
+        let body = match &compiled.body {
+            Some(body) => {
+                let rendered = render_body(
+                    body,
+                    "http.body",
+                    &compiled.body_templates,
+                    &args,
+                    &self.secrets,
+                    &mut used,
+                )?;
+                headers
+                    .entry("content-type".to_owned())
+                    .or_insert_with(|| "application/json".to_owned());
+                Some(rendered.to_string())
+            }
+            None => None,
+        };
+        let timeout_secs = self
+            .def
+            .timeout_ms
+            .map(|ms| Duration::from_millis(ms).as_secs().max(1));
+        let response = http_request(
+            &ctx,
+            compiled.method,
+            url,
+            Some(headers),
+            body,
+            timeout_secs,
+        )
+        .await
+        .map_err(|e| scrub_error(e, &used))?;
+        let data = response.json.unwrap_or(Value::Null);
+        let status = data.get("status").and_then(Value::as_u64).unwrap_or(0);
+        let text = data
+            .get("body")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if status >= 400 {
+            let message = format!("HTTP {status}: {}", scrub(&snippet(&text), &used));
+            return Err(if status == 429 || status >= 500 {
+                ToolError::retryable(message)
+            } else {
+                ToolError::failed(message)
+            });
+        }
+        let Some(path) = &compiled.extract else {
+            let mut out = ToolOutput::text(scrub(&text, &used));
+            out.json = serde_json::from_str(&text).ok();
+            return Ok(out);
+        };
+        let parsed: Value = serde_json::from_str(&text).map_err(|e| {
+            ToolError::failed(format!(
+                "the response is not JSON, so `{}` cannot be applied: {e}",
+                self.def.extract.as_deref().unwrap_or_default()
+            ))
+        })?;
+        let found = path.query(&parsed).all();
+        let value = match found.as_slice() {
+            [one] => (*one).clone(),
+            many => Value::Array(many.iter().map(|v| (*v).clone()).collect()),
+        };
+        let text = match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let mut out = ToolOutput::text(scrub(&text, &used));
+        out.json = Some(value);
+        Ok(out)
+    }
+}
+
+fn snippet(text: &str) -> String {
+    let mut end = text.len().min(500);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+fn scrub_error(error: ToolError, secrets: &[String]) -> ToolError {
+    match error {
+        ToolError::Failed { message, retryable } => ToolError::Failed {
+            message: scrub(&message, secrets),
+            retryable,
+        },
+        ToolError::Denied { reason } => ToolError::Denied {
+            reason: scrub(&reason, secrets),
+        },
+        other => other,
+    }
+}
+
+fn render_body(
+    value: &Value,
+    field: &str,
+    templates: &BTreeMap<String, Template>,
+    args: &Value,
+    secrets: &Secrets,
+    used: &mut Vec<String>,
+) -> Result<Value, ToolError> {
+    Ok(match value {
+        Value::String(_) => match templates.get(field) {
+            Some(template) => match template.sole_arg() {
+                Some(arg) => args.get(arg).cloned().unwrap_or(Value::Null),
+                None => Value::String(template.render(args, secrets, verbatim, used)?),
+            },
+            None => value.clone(),
+        },
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    render_body(
+                        item,
+                        &format!("{field}[{i}]"),
+                        templates,
+                        args,
+                        secrets,
+                        used,
+                    )
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| {
+                    Ok((
+                        key.clone(),
+                        render_body(
+                            item,
+                            &format!("{field}.{key}"),
+                            templates,
+                            args,
+                            secrets,
+                            used,
+                        )?,
+                    ))
+                })
+                .collect::<Result<_, ToolError>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+impl Tool for HttpTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.send(args, ctx).await
+    }
+}

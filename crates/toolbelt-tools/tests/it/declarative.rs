@@ -1,0 +1,182 @@
+//! Declarative HTTP and command tools: templates, secrets, extraction, SSRF guard, validation.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use toolbelt_core::{ToolContext, ToolError, ToolHandle, ToolSpec};
+use toolbelt_tools::HttpConfig;
+use toolbelt_tools::declarative::{Definition, Secrets};
+use wiremock::matchers::{body_json, header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec::builder(name)
+        .description("test")
+        .parameters(json!({
+            "type": "object",
+            "properties": {"repo": {"type": "string"}, "n": {"type": "integer"}, "files": {"type": "array"}},
+        }))
+        .build()
+        .unwrap()
+}
+
+fn build(name: &str, definition: Value, secrets: Secrets) -> Result<ToolHandle, String> {
+    Definition::from_value(&definition)
+        .and_then(|d| d.build(spec(name), secrets))
+        .map_err(|e| e.to_string())
+}
+
+fn local() -> ToolContext {
+    ToolContext::new().with(HttpConfig::new().allow_net("127.0.0.1/32").unwrap())
+}
+
+#[tokio::test]
+async fn an_http_tool_fills_the_template_sends_the_secret_and_extracts() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/a%20b/issues"))
+        .and(query_param("n", "3"))
+        .and(header("authorization", "Bearer s3cret"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"items": [{"title": "one"}, {"title": "two"}]})),
+        )
+        .mount(&server)
+        .await;
+    let tool = build(
+        "issues",
+        json!({"http": {
+            "url": format!("{}/repos/{{{{repo}}}}/issues?n={{{{n}}}}", server.uri()),
+            "headers": {"Authorization": "Bearer {{secret.GH}}"},
+            "extract": "$.items[*].title"
+        }}),
+        Secrets::from_pairs([("GH", "s3cret")]),
+    )
+    .unwrap();
+    let out = tool
+        .call(json!({"repo": "a b", "n": 3}), local())
+        .await
+        .unwrap();
+    assert_eq!(out.json, Some(json!(["one", "two"])));
+}
+
+#[tokio::test]
+async fn a_post_body_keeps_argument_types_and_errors_hide_secrets() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_json(
+            json!({"count": 3, "label": "repo x", "files": ["a", "b"]}),
+        ))
+        .respond_with(ResponseTemplate::new(201).set_body_string("made"))
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .respond_with(ResponseTemplate::new(403).set_body_string("bad token s3cret"))
+        .mount(&server)
+        .await;
+    let definition = |m: &str| {
+        json!({"http": {
+            "method": m, "url": server.uri(),
+            "headers": {"x-key": "{{secret.K}}"},
+            "body": {"count": "{{n}}", "label": "repo {{repo}}", "files": "{{files}}"}
+        }})
+    };
+    let secrets = Secrets::from_pairs([("K", "s3cret")]);
+    let args = json!({"n": 3, "repo": "x", "files": ["a", "b"]});
+    let post = build("post", definition("post"), secrets.clone()).unwrap();
+    assert_eq!(post.call(args.clone(), local()).await.unwrap().text, "made");
+    let put = build("put", definition("PUT"), secrets).unwrap();
+    let err = put.call(args, local()).await.unwrap_err();
+    assert_eq!(err.to_string(), "HTTP 403: bad token [redacted]");
+}
+
+#[tokio::test]
+async fn the_ssrf_guard_applies_and_a_missing_secret_is_named() {
+    let tool = build(
+        "internal",
+        json!({"http": {"url": "http://127.0.0.1:9/x", "headers": {"k": "{{secret.NOPE_NOT_SET_X}}"}}}),
+        Secrets::from_pairs([("NOPE_NOT_SET_X", "v")]),
+    )
+    .unwrap();
+    let err = tool.call(json!({}), ToolContext::new()).await.unwrap_err();
+    assert!(matches!(err, ToolError::Denied { .. }), "{err:?}");
+    let tool = build(
+        "internal",
+        json!({"http": {"url": "http://127.0.0.1:9/x", "headers": {"k": "{{secret.NOPE_NOT_SET_X}}"}}}),
+        Secrets::from_pairs(Vec::<(String, String)>::new()),
+    )
+    .unwrap();
+    let err = tool.call(json!({}), local()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the secret `NOPE_NOT_SET_X` is not set"),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_definitions_name_the_field() {
+    let cases = [
+        (
+            json!({"http": {"url": "ftp://x"}}),
+            "invalid http.url: `ftp://x` must start with http:// or https://",
+        ),
+        (
+            json!({"http": {"url": "http://x", "method": "FETCH"}}),
+            "invalid http.method: `FETCH` is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
+        ),
+        (
+            json!({"http": {"url": "http://x/{{owner}}"}}),
+            "invalid http.url: `{{owner}}` names no argument; the parameters declare: files, n, repo",
+        ),
+        (
+            json!({"http": {"url": "http://x?k={{secret.K}}"}}),
+            "invalid http.url: secrets may not go in the URL (it is logged by servers and proxies); send them in a header",
+        ),
+        (
+            json!({"http": {"url": "http://x", "extract": "$.["}}),
+            "invalid http.extract: `$.[` is not a JSONPath",
+        ),
+        (
+            json!({"command": {"argv": []}}),
+            "invalid command.argv: must name a program",
+        ),
+        (
+            json!({"command": {"argv": ["{{repo}}"]}}),
+            "invalid command.argv[0]: the program must be fixed, not a template",
+        ),
+        (
+            json!({"http": {"url": "http://x", "retries": 3}}),
+            "invalid definition: unknown field `retries`",
+        ),
+    ];
+    for (definition, expected) in cases {
+        let err = build("t", definition, Secrets::default()).unwrap_err();
+        assert!(err.starts_with(expected), "{err}\n  expected: {expected}");
+    }
+}
+
+#[tokio::test]
+async fn a_command_tool_runs_an_argv_without_a_shell() {
+    let tool = build(
+        "echo",
+        json!({"command": {"argv": ["echo", "repo={{repo}}", "{{files}}"], "env": {"X": "{{secret.S}}"}}}),
+        Secrets::from_pairs([("S", "hidden")]),
+    )
+    .unwrap();
+    let out = tool
+        .call(
+            json!({"repo": "$(id); x", "files": ["a b", "c"]}),
+            ToolContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "repo=$(id); x a b c\n");
+    let env = build(
+        "env",
+        json!({"command": {"argv": ["sh", "-c", "echo $X; exit 3"], "env": {"X": "{{secret.S}}"}}}),
+        Secrets::from_pairs([("S", "hidden")]),
+    )
+    .unwrap();
+    let err = env.call(json!({}), ToolContext::new()).await.unwrap_err();
+    assert_eq!(err.to_string(), "`sh` exited with status 3: [redacted]");
+}
