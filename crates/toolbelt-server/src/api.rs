@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod extract;
 pub mod health;
+pub mod manage;
 pub mod route;
 pub mod runs;
 pub mod tools;
@@ -45,6 +46,8 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
     let read = OpenApiRouter::new()
         .routes(routes!(tools::list_tools))
         .routes(routes!(tools::get_tool))
+        .routes(routes!(manage::get_stored))
+        .routes(routes!(manage::versions))
         .routes(routes!(tools::list_groups))
         .routes(routes!(agents::list_agents))
         .routes(routes!(agents::get_agent))
@@ -66,6 +69,11 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .route_layer(from_fn_with_state(state.clone(), require_run));
     let admin = OpenApiRouter::new()
         .routes(routes!(agents::validate_agent))
+        .routes(routes!(manage::create_tool))
+        .routes(routes!(manage::update_tool, manage::delete))
+        .routes(routes!(manage::rollback))
+        .routes(routes!(manage::enable))
+        .routes(routes!(manage::disable))
         .route_layer(from_fn_with_state(state.clone(), require_admin));
     let open = OpenApiRouter::new()
         .routes(routes!(health::healthz))

@@ -24,6 +24,7 @@ pub mod api;
 mod app;
 mod auth;
 mod config;
+pub mod database;
 pub mod metrics;
 mod problem;
 mod runs;

@@ -17,8 +17,8 @@ use crate::runs::RunRegistry;
 /// Cloning is cheap (every field is shared).
 #[derive(Clone)]
 pub struct AppState {
-    /// The tools every request sees; changes are visible to the next request.
-    pub registry: Arc<Registry>,
+    /// The tools every request sees (read it through [`AppState::registry`]).
+    tools: Tools,
     /// Runs direct tool calls (`POST /tools/{name}/call`).
     pub executor: Executor,
     /// Previews routing decisions (`POST /route`).
@@ -39,10 +39,17 @@ pub struct AppState {
     pub shutdown: CancellationToken,
 }
 
+/// Where the live tools are: a registry of the process, or one that follows the store.
+#[derive(Clone)]
+enum Tools {
+    Plain(Arc<Registry>),
+    Live(Arc<toolbelt_store::LiveRegistry>),
+}
+
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
-            .field("tools", &self.registry.len())
+            .field("tools", &self.registry().len())
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -67,6 +74,36 @@ pub enum StateError {
 }
 
 impl AppState {
+    /// The live registry: what calls, routing and agents see.
+    pub fn registry(&self) -> &Registry {
+        match &self.tools {
+            Tools::Plain(r) => r,
+            Tools::Live(l) => l.registry(),
+        }
+    }
+
+    /// The registry that follows the store, when tools are stored.
+    pub fn live(&self) -> Option<&Arc<toolbelt_store::LiveRegistry>> {
+        match &self.tools {
+            Tools::Plain(_) => None,
+            Tools::Live(l) => Some(l),
+        }
+    }
+
+    /// State over a registry that follows `live`'s store (tools, tokens and runs stored there).
+    ///
+    /// # Errors
+    /// As [`AppState::new`].
+    pub fn with_live(
+        live: Arc<toolbelt_store::LiveRegistry>,
+        config: ServerConfig,
+    ) -> Result<Self, StateError> {
+        let store = live.store().clone();
+        let mut state = Self::new(Arc::new(Registry::new()), config)?;
+        state.tools = Tools::Live(live);
+        Ok(state.with_store(store))
+    }
+
     /// Uses `store` for tokens and run records.
     #[must_use]
     pub fn with_store(mut self, store: toolbelt_store::Store) -> Self {
@@ -96,7 +133,7 @@ impl AppState {
             .with_human(Human::new(runs.human_channel()))
             .extensions();
         Ok(Self {
-            registry,
+            tools: Tools::Plain(registry),
             executor: Executor::new(),
             router: default_router(),
             agents: AgentCatalog::new(config.agents.clone()),

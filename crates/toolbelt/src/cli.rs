@@ -3,6 +3,7 @@
 mod route;
 mod run;
 mod serve;
+mod tokens;
 mod tools;
 
 use std::process::ExitCode;
@@ -28,6 +29,9 @@ enum Command {
     Run(run::RunArgs),
     /// Serve the REST API (tools, routing, agents, runs over SSE, approvals, metrics).
     Serve(serve::ServeArgs),
+    /// Create, list and revoke the API tokens of `toolbelt serve`.
+    #[command(subcommand)]
+    Tokens(tokens::TokensCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -68,6 +72,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Route(args) => route::run(args).await,
             Command::Run(args) => run::run(args).await,
             Command::Serve(args) => serve::run(args).await,
+            Command::Tokens(cmd) => tokens::run(cmd).await,
         }
     });
     match result {

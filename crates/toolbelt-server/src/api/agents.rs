@@ -47,9 +47,9 @@ pub(crate) async fn agent_tools(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<ToolAvailability>>> {
     let agent = state.agents.get(&id)?;
-    let selected = agent.toolset(&state.registry)?;
+    let selected = agent.toolset(state.registry())?;
     let mut out: Vec<ToolAvailability> = state
-        .registry
+        .registry()
         .list()
         .iter()
         .map(|t| {
@@ -78,6 +78,6 @@ pub(crate) async fn validate_agent(
     State(state): State<AppState>,
     crate::api::extract::ApiJson(def): crate::api::extract::ApiJson<AgentDef>,
 ) -> ApiResult<axum::http::StatusCode> {
-    def.validate(&state.registry)?;
+    def.validate(state.registry())?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }

@@ -25,7 +25,7 @@ pub struct Health {
 pub(crate) async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok".to_owned(),
-        tools: state.registry.len(),
+        tools: state.registry().len(),
     })
 }
 
@@ -43,7 +43,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     }
     Json(Health {
         status: "ok".to_owned(),
-        tools: state.registry.len(),
+        tools: state.registry().len(),
     })
     .into_response()
 }

@@ -77,11 +77,11 @@ pub(crate) async fn route(
             .agents
             .get(agent)
             .map_err(|p| p.with_pointer("/agent"))?
-            .toolset(&state.registry)?,
-        (None, Some(expr)) => state.registry.select(expr).map_err(|e| {
+            .toolset(state.registry())?,
+        (None, Some(expr)) => state.registry().select(expr).map_err(|e| {
             Problem::invalid_field("/tools", e.to_string()).with_code("invalid_selection")
         })?,
-        (None, None) => state.registry.all(),
+        (None, None) => state.registry().all(),
     };
     let request = RouteRequest::new(body.input, toolset.clone()).with_recent(body.recent);
     let decision = state.router.route_or_fallback(&request).await;

@@ -79,7 +79,7 @@ pub(crate) async fn start_run(
 ) -> ApiResult<Response> {
     check_input(&body.input)?;
     let def = state.agents.get(&id)?;
-    let agent = def.build(&state.registry)?;
+    let agent = def.build(state.registry())?;
     let model = def
         .provider_config()
         .map(|c| c.model_or_default().to_owned())
@@ -117,7 +117,7 @@ pub(crate) async fn continue_run(
         ));
     }
     let def = state.agents.get(&detail.run.agent)?;
-    let agent = def.build(&state.registry)?;
+    let agent = def.build(state.registry())?;
     let model = def
         .provider_config()
         .map(|c| c.model_or_default().to_owned())

@@ -92,7 +92,7 @@ pub(crate) async fn list_tools(
     }
     let needle = query.q.as_deref().map(str::to_lowercase);
     let mut specs: Vec<ToolSpec> = state
-        .registry
+        .registry()
         .list()
         .iter()
         .map(|t| t.spec().clone())
@@ -124,8 +124,8 @@ pub(crate) fn find_tool(
     state: &AppState,
     name: &str,
 ) -> Result<toolbelt_core::ToolHandle, Problem> {
-    state.registry.get(name).ok_or_else(|| {
-        let nearest = match Toolset::from_tools(state.registry.list()).require(name) {
+    state.registry().get(name).ok_or_else(|| {
+        let nearest = match Toolset::from_tools(state.registry().list()).require(name) {
             Err(ToolError::UnknownTool { nearest, .. }) => nearest,
             _ => Vec::new(),
         };
@@ -272,12 +272,12 @@ pub struct GroupView {
     security(("bearer" = [])))]
 pub(crate) async fn list_groups(State(state): State<AppState>) -> Json<Vec<GroupView>> {
     let groups = state
-        .registry
+        .registry()
         .tags()
         .into_iter()
         .map(|(tag, _)| {
             let mut tools: Vec<String> = state
-                .registry
+                .registry()
                 .tools_by_tag(&tag)
                 .iter()
                 .map(|t| t.name().to_string())

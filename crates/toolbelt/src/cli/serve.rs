@@ -3,7 +3,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -74,17 +73,31 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             LogFormatArg::Json => LogFormat::Json,
         };
     }
-    let registry = toolbelt_core::Registry::discovered().context("loading the built-in tools")?;
-    let state = AppState::new(Arc::new(registry), config.clone())?;
-    config.check_exposure(state.tokens.has_tokens())?;
+    let compiled = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
+    let db = toolbelt_server::database::open(&config.database_url, compiled, "toolbelt serve")
+        .await
+        .with_context(|| format!("opening the database {}", config.database_url))?;
+    if db.interrupted > 0 {
+        tracing::warn!(
+            runs = db.interrupted,
+            "runs left unfinished by a stopped server are marked interrupted"
+        );
+    }
+    let state = AppState::with_live(db.live.clone(), config.clone())?;
+    let has_tokens = state
+        .tokens
+        .has_any_token()
+        .await
+        .context("reading the tokens")?;
+    config.check_exposure(has_tokens)?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, tools = state.registry.len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
+    tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
     println!(
         "toolbelt serving on http://{addr} ({} tools)",
-        state.registry.len()
+        state.registry().len()
     );
     let auth = if config.dev {
         String::new()
@@ -96,6 +109,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     println!("docs: http://{addr}/api/v1/docs/");
     toolbelt_server::serve(listener, state, shutdown_signal()).await?;
+    db.watch.stop().await;
     Ok(ExitCode::SUCCESS)
 }
 
