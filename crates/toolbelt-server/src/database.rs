@@ -17,7 +17,7 @@ pub struct Database {
     pub live: Arc<LiveRegistry>,
     /// Stops following the store when dropped.
     pub watch: WatchHandle,
-    /// Runs marked `interrupted` at start-up (they were going when a server stopped).
+    /// Runs marked `interrupted` at start-up (SQLite only: they were going when the server stopped).
     pub interrupted: u64,
 }
 
@@ -43,7 +43,12 @@ pub async fn open_store(
 ) -> Result<Database, StoreError> {
     let specs: Vec<_> = compiled.iter().map(|t| t.spec().clone()).collect();
     store.sync_compiled(&specs, by).await?;
-    let interrupted = store.interrupt_unfinished_runs().await?;
+    // With SQLite one server owns the database, so an unfinished run was left by a stopped
+    // server. On Postgres other instances may be running theirs right now: leave them alone.
+    let interrupted = match store.engine() {
+        toolbelt_store::Engine::Sqlite => store.interrupt_unfinished_runs().await?,
+        _ => 0,
+    };
     let secrets = Secrets::from_env();
     let live = LiveRegistry::builder(store)
         .compiled(compiled)

@@ -332,6 +332,8 @@ struct Inner {
     tasks: TaskTracker,
     next_approval: AtomicU64,
     store: std::sync::OnceLock<toolbelt_store::Store>,
+    /// Set when the server stops: runs it cancels end as `interrupted`, to be continued later.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for RunRegistry {
@@ -381,6 +383,7 @@ impl RunRegistry {
                 tasks: TaskTracker::new(),
                 next_approval: AtomicU64::new(1),
                 store: std::sync::OnceLock::new(),
+                stopping: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -624,7 +627,11 @@ impl RunRegistry {
                 );
             }
             AgentEvent::Failed(error) => {
-                let status = if matches!(error, AgentError::Cancelled { .. }) {
+                let status = if matches!(error, AgentError::Cancelled { .. })
+                    && self.inner.stopping.load(Ordering::Relaxed)
+                {
+                    RunStatus::Interrupted
+                } else if matches!(error, AgentError::Cancelled { .. }) {
                     RunStatus::Cancelled
                 } else {
                     RunStatus::Failed
@@ -706,6 +713,7 @@ impl RunRegistry {
         let kind = match status {
             RunStatus::Succeeded => "finished",
             RunStatus::Cancelled => "cancelled",
+            RunStatus::Interrupted => "interrupted",
             _ => "failed",
         };
         entry.push(
@@ -786,7 +794,7 @@ impl RunRegistry {
         let entry = lock(&self.inner.approvals).remove(id).ok_or_else(|| {
             Problem::not_found(
                 "approval_not_found",
-                format!("no pending approval `{id}`; it was answered, its run ended, or it never existed"),
+                format!("no pending approval `{id}` on this instance; it was answered, its run ended, or the run is held by another instance (approvals are answered on the instance running the run)"),
             )
             .with_pointer("id")
         })?;
@@ -855,8 +863,10 @@ impl RunRegistry {
         })
     }
 
-    /// Cancels every run that is still going (used at shutdown).
+    /// Stops every run that is still going (used at shutdown); they end as `interrupted`
+    /// and can be continued after a restart.
     pub fn cancel_all(&self) {
+        self.inner.stopping.store(true, Ordering::Relaxed);
         for entry in self
             .inner
             .runs
@@ -897,8 +907,10 @@ fn detail_from_record(record: &toolbelt_store::RunRecord) -> RunDetail {
         S::Completed => RunStatus::Succeeded,
         S::Failed => RunStatus::Failed,
         S::Cancelled => RunStatus::Cancelled,
-        // Queued, running or waiting in the store but not held by this process: its process stopped.
-        _ => RunStatus::Interrupted,
+        S::Waiting => RunStatus::Waiting,
+        S::Interrupted => RunStatus::Interrupted,
+        // Queued or running: held by another instance on the same database.
+        _ => RunStatus::Running,
     };
     let t = &record.transcript;
     let messages: Vec<Message> = serde_json::from_value(t["messages"].clone()).unwrap_or_default();

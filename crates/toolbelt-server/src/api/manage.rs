@@ -153,6 +153,16 @@ fn store_of(state: &AppState) -> Result<&std::sync::Arc<toolbelt_store::LiveRegi
 }
 
 fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
+    // The spec first: a definition is checked against the arguments the spec declares.
+    if let Err(e) = jsonschema::meta::validate(&body.spec.parameters) {
+        return Err(Problem::invalid_field(
+            "/spec/parameters",
+            format!("not a valid JSON Schema: {e}"),
+        ));
+    }
+    body.spec
+        .validate()
+        .map_err(|e| Problem::invalid_field("/spec", e.to_string()))?;
     let definition = Definition::from_value(&body.definition).map_err(|e| {
         Problem::invalid_field("/definition", e.reason).with_code("invalid_definition")
     })?;

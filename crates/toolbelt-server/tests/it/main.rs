@@ -3,4 +3,5 @@
 
 mod api;
 mod runs;
+mod stored;
 mod support;

@@ -46,6 +46,7 @@ fn delete_file() -> ToolHandle {
 pub(crate) struct TestServer {
     pub(crate) url: String,
     pub(crate) http: reqwest::Client,
+    watch: Option<toolbelt_store::WatchHandle>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -55,9 +56,29 @@ impl TestServer {
         Self::start_with(model_url, |_| {}).await
     }
 
+    /// A server over a database (tools, tokens and runs stored there).
+    pub(crate) async fn start_stored(db: &TestDb, model_url: Option<&str>) -> Self {
+        let store = db.open().await;
+        let compiled = vec![echo(), noop(), delete_file()];
+        let opened = toolbelt_server::database::open_store(store, compiled, "test")
+            .await
+            .unwrap();
+        let mut server = Self::start_inner(model_url, |_| {}, Some(opened.live.clone())).await;
+        server.watch = Some(opened.watch);
+        server
+    }
+
     pub(crate) async fn start_with(
         model_url: Option<&str>,
         edit: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        Self::start_inner(model_url, edit, None).await
+    }
+
+    async fn start_inner(
+        model_url: Option<&str>,
+        edit: impl FnOnce(&mut ServerConfig),
+        live: Option<Arc<toolbelt_store::LiveRegistry>>,
     ) -> Self {
         let registry = Registry::new();
         registry.add_tools([echo(), noop(), delete_file()]).unwrap();
@@ -80,16 +101,24 @@ impl TestServer {
         config.agents = vec![agent];
         config.run_wait_secs = 5;
         edit(&mut config);
-        let state = AppState::new(Arc::new(registry), config).unwrap();
+        let state = match live {
+            Some(live) => AppState::with_live(live, config).unwrap(),
+            None => AppState::new(Arc::new(registry), config).unwrap(),
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(toolbelt_server::serve(listener, state, async move {
-            let _ = stopped.await;
-        }));
+        let task = tokio::spawn(toolbelt_server::serve(
+            listener,
+            state.clone(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
         Self {
             url,
             http: reqwest::Client::new(),
+            watch: None,
             stop: Some(stop),
             task: Some(task),
         }
@@ -229,4 +258,70 @@ pub(crate) fn tool_call(id: &str, name: &str, args: Value) -> String {
 pub(crate) fn text(words: &[&str]) -> String {
     let deltas: Vec<Value> = words.iter().map(|w| json!({"content": w})).collect();
     sse(&deltas, "stop")
+}
+
+/// A database for one test: a SQLite file, or a Postgres schema of its own.
+pub(crate) struct TestDb {
+    pub(crate) engine: &'static str,
+    url: String,
+    options: toolbelt_store::StoreOptions,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    pub(crate) fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self {
+            engine: "sqlite",
+            url: format!("sqlite://{}", dir.path().join("t.db").display()),
+            options: toolbelt_store::StoreOptions::default(),
+            _dir: Some(dir),
+        }
+    }
+
+    /// `None` (after printing `skipped: ...`) when TOOLBELT_TEST_PG_URL is unset.
+    pub(crate) fn postgres() -> Option<Self> {
+        let Ok(url) = std::env::var("TOOLBELT_TEST_PG_URL") else {
+            println!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)");
+            return None;
+        };
+        Some(Self {
+            engine: "postgres",
+            url,
+            options: toolbelt_store::StoreOptions::default()
+                .with_pg_schema(format!("srv_{}", uuid::Uuid::new_v4().simple())),
+            _dir: None,
+        })
+    }
+
+    pub(crate) async fn open(&self) -> toolbelt_store::Store {
+        toolbelt_store::Store::open_with(&self.url, self.options.clone())
+            .await
+            .unwrap()
+    }
+
+    pub(crate) async fn cleanup(&self) {
+        if let Some(schema) = &self.options.pg_schema {
+            let store = self.open().await;
+            let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(store.pool())
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// Runs `test` on SQLite, then on Postgres when configured.
+pub(crate) async fn on_both<F, Fut>(test: F)
+where
+    F: Fn(TestDb) -> Fut,
+    Fut: std::future::Future<Output = TestDb>,
+{
+    let db = test(TestDb::sqlite()).await;
+    db.cleanup().await;
+    if let Some(pg) = TestDb::postgres() {
+        let db = test(pg).await;
+        db.cleanup().await;
+    }
 }
