@@ -2,6 +2,7 @@
 
 mod cli_route;
 mod cli_run;
+mod cli_serve;
 mod cli_tools;
 
 use std::io::Write;
