@@ -188,10 +188,43 @@ pub fn default_router() -> AnyRouter {
     )
 }
 
-/// The agents a server knows, by id. Clones share the same map.
+/// The agents a server knows, by id: stored agents first, then those of the configuration.
+/// Clones share the same map.
 #[derive(Debug, Clone, Default)]
 pub struct AgentCatalog {
     agents: Arc<RwLock<BTreeMap<String, AgentDef>>>,
+    store: Arc<std::sync::OnceLock<toolbelt_store::Store>>,
+}
+
+impl AgentDef {
+    /// The runnable definition of a stored agent: its selection plus its bound tools.
+    pub fn from_record(record: &toolbelt_store::AgentRecord) -> Self {
+        let mut items: Vec<String> = Vec::new();
+        if !record.selection.trim().is_empty() {
+            items.push(record.selection.clone());
+        }
+        items.extend(record.tools.iter().map(|b| format!("tool:{}", b.tool)));
+        Self {
+            id: record.name.clone(),
+            description: record.description.clone(),
+            system_prompt: record.system_prompt.clone(),
+            tools: items.join(","),
+            provider: ProviderDef {
+                kind: record
+                    .provider
+                    .clone()
+                    .filter(|p| matches!(p.as_str(), "openai" | "anthropic")),
+                base_url: None,
+                model: record.model.clone(),
+                api_key_env: None,
+            },
+            max_iterations: record
+                .options
+                .max_iterations
+                .unwrap_or_else(default_iterations),
+            approval: ApprovalPolicy::new(),
+        }
+    }
 }
 
 impl AgentCatalog {
@@ -200,7 +233,51 @@ impl AgentCatalog {
         let map = defs.into_iter().map(|d| (d.id.clone(), d)).collect();
         Self {
             agents: Arc::new(RwLock::new(map)),
+            store: Arc::default(),
         }
+    }
+
+    /// Also serves the agents stored in `store` (they win over configured ones of the same id).
+    pub fn set_store(&self, store: toolbelt_store::Store) {
+        let _ = self.store.set(store);
+    }
+
+    /// The agent `id`, stored or configured.
+    ///
+    /// # Errors
+    /// 404 `agent_not_found` listing the ids that exist; 500 when the database fails.
+    pub async fn find(&self, id: &str) -> Result<AgentDef, Problem> {
+        if let Some(store) = self.store.get() {
+            match store.get_agent(id).await {
+                Ok(record) => return Ok(AgentDef::from_record(&record)),
+                Err(toolbelt_store::StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(Problem::internal(e)),
+            }
+        }
+        self.get(id)
+    }
+
+    /// Every agent: stored ones, then configured ones not shadowed by a stored one.
+    ///
+    /// # Errors
+    /// 500 when the database fails.
+    pub async fn list_all(&self) -> Result<Vec<AgentDef>, Problem> {
+        let mut out: Vec<AgentDef> = match self.store.get() {
+            Some(store) => store
+                .list_agents()
+                .await
+                .map_err(Problem::internal)?
+                .iter()
+                .map(AgentDef::from_record)
+                .collect(),
+            None => Vec::new(),
+        };
+        for def in self.list() {
+            if !out.iter().any(|d| d.id == def.id) {
+                out.push(def);
+            }
+        }
+        Ok(out)
     }
 
     /// The agent `id`.

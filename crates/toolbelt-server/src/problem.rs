@@ -174,3 +174,15 @@ impl Problem {
         self
     }
 }
+
+impl Problem {
+    /// Replaces the code when it is `from`.
+    #[must_use]
+    pub fn with_code_if(self, from: &str, to: &str) -> Self {
+        if self.code == from {
+            self.with_code(to)
+        } else {
+            self
+        }
+    }
+}

@@ -109,6 +109,7 @@ impl AppState {
     pub fn with_store(mut self, store: toolbelt_store::Store) -> Self {
         self.tokens = self.tokens.with_store(store.clone());
         self.runs = self.runs.with_store(store.clone());
+        self.agents.set_store(store.clone());
         self.store = Some(store);
         self
     }

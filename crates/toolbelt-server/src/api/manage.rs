@@ -178,7 +178,7 @@ fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
     Ok(d)
 }
 
-fn if_match(headers: &HeaderMap) -> Result<Option<i64>, Problem> {
+pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<i64>, Problem> {
     let Some(value) = headers.get(header::IF_MATCH) else {
         return Ok(None);
     };

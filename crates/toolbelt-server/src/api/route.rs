@@ -75,7 +75,8 @@ pub(crate) async fn route(
         }
         (Some(agent), None) => state
             .agents
-            .get(agent)
+            .find(agent)
+            .await
             .map_err(|p| p.with_pointer("/agent"))?
             .toolset(state.registry())?,
         (None, Some(expr)) => state.registry().select(expr).map_err(|e| {

@@ -78,7 +78,7 @@ pub(crate) async fn start_run(
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
     check_input(&body.input)?;
-    let def = state.agents.get(&id)?;
+    let def = state.agents.find(&id).await?;
     let agent = def.build(state.registry())?;
     let model = def
         .provider_config()
@@ -116,7 +116,7 @@ pub(crate) async fn continue_run(
             format!("run `{id}` is still going; wait for it to end or cancel it first"),
         ));
     }
-    let def = state.agents.get(&detail.run.agent)?;
+    let def = state.agents.find(&detail.run.agent).await?;
     let agent = def.build(state.registry())?;
     let model = def
         .provider_config()

@@ -419,3 +419,39 @@ async fn two_instances_on_one_postgres_database_agree_within_a_second() {
     b.stop().await;
     db.cleanup().await;
 }
+
+#[tokio::test]
+async fn agents_are_stored_and_tools_bound_and_unbound() {
+    on_both(|db| async move {
+        let s = TestServer::start_stored(&db, None).await;
+        let agent = json!({"name": "ops", "description": "Ops helper", "selection": "util", "provider": "openai", "model": "m"});
+        let created = s.post("/api/v1/agents", ADMIN).json(&agent).send().await.unwrap();
+        assert_eq!(created.headers()["etag"], "\"1\"");
+        json_of(created, 201).await;
+        problem_of(s.post("/api/v1/agents", ADMIN).json(&agent).send().await.unwrap(), 409, "agent_exists").await;
+        let available = |v: &Value, tool: &str| v.as_array().unwrap().iter().find(|t| t["name"] == tool).unwrap()["available"].clone();
+        let tools = json_of(s.get("/api/v1/agents/ops/tools", READER).send().await.unwrap(), 200).await;
+        assert_eq!((available(&tools, "echo"), available(&tools, "delete_file")), (json!(true), json!(false)));
+        json_of(s.post("/api/v1/agents/ops/tools/delete_file", ADMIN).send().await.unwrap(), 200).await;
+        let tools = json_of(s.get("/api/v1/agents/ops/tools", READER).send().await.unwrap(), 200).await;
+        assert_eq!(available(&tools, "delete_file"), json!(true), "{}", db.engine);
+        let routed = json_of(s.post("/api/v1/route", RUNNER).json(&json!({"input": "delete a file", "agent": "ops"})).send().await.unwrap(), 200).await;
+        assert_eq!(routed["toolset_size"], 3);
+        let r = s.http.delete(format!("{}/api/v1/agents/ops/tools/delete_file", s.url)).bearer_auth(ADMIN).send().await.unwrap();
+        json_of(r, 200).await;
+        let tools = json_of(s.get("/api/v1/agents/ops/tools", READER).send().await.unwrap(), 200).await;
+        assert_eq!(available(&tools, "delete_file"), json!(false));
+        let bad = s.post("/api/v1/agents/ops/tools/ghost", ADMIN).send().await.unwrap();
+        assert!(matches!(bad.status().as_u16(), 404 | 422), "{}", bad.status());
+        problem_of(s.post("/api/v1/agents/ops/tools/echo", ADMIN).header("if-match", "\"1\"").send().await.unwrap(), 412, "revision_mismatch").await;
+        let put = s.http.put(format!("{}/api/v1/agents/ops", s.url)).bearer_auth(ADMIN).json(&agent).send().await.unwrap();
+        problem_of(put, 428, "if_match_required").await;
+        problem_of(s.post("/api/v1/agents", ADMIN).json(&json!({"name": "x", "colour": 1})).send().await.unwrap(), 422, "invalid_field").await;
+        let listed = json_of(s.get("/api/v1/agents", READER).send().await.unwrap(), 200).await;
+        let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["ops", "helper"]);
+        s.stop().await;
+        db
+    })
+    .await;
+}
