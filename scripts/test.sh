@@ -9,3 +9,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh || echo "warning: could not fetch the embedding model; its tests will be skipped" >&2
 cargo test --workspace --all-features "$@"
+scripts/api-fuzz.sh
