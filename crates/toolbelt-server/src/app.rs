@@ -149,6 +149,7 @@ pub async fn serve(
     metrics::handle();
     let token = state.shutdown.clone();
     let runs = state.runs.clone();
+    let run_log = state.run_log.clone();
     let app = app(state);
     let signal = async move {
         shutdown.await;
@@ -163,5 +164,8 @@ pub async fn serve(
     .await?;
     runs.cancel_all();
     let _ = tokio::time::timeout(Duration::from_secs(5), runs.wait_idle()).await;
+    if let Some(log) = run_log {
+        let _ = log.flush().await;
+    }
     Ok(())
 }

@@ -37,7 +37,7 @@ pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, Problem, ProblemDocument};
 pub use runs::{
     ApprovalView, QuestionView, RunDetail, RunEntry, RunEvent, RunRegistry, RunStart, RunStatus,
-    RunView, UsageView, call_result_json,
+    RunView, UsageView, audit_entry, call_result_json,
 };
 pub use state::{AppState, StateError};
 

@@ -332,6 +332,7 @@ struct Inner {
     tasks: TaskTracker,
     next_approval: AtomicU64,
     store: std::sync::OnceLock<toolbelt_store::Store>,
+    run_log: std::sync::OnceLock<toolbelt_store::RunLogWriter>,
     /// Set when the server stops: runs it cancels end as `interrupted`, to be continued later.
     stopping: std::sync::atomic::AtomicBool,
 }
@@ -383,6 +384,7 @@ impl RunRegistry {
                 tasks: TaskTracker::new(),
                 next_approval: AtomicU64::new(1),
                 store: std::sync::OnceLock::new(),
+                run_log: std::sync::OnceLock::new(),
                 stopping: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -395,6 +397,21 @@ impl RunRegistry {
     pub fn with_store(self, store: toolbelt_store::Store) -> Self {
         let _ = self.inner.store.set(store);
         self
+    }
+
+    /// Records every tool call and finished run of these runs in the audit log.
+    #[must_use]
+    pub fn with_run_log(self, writer: toolbelt_store::RunLogWriter) -> Self {
+        let _ = self.inner.run_log.set(writer);
+        self
+    }
+
+    async fn audit(&self, entry: toolbelt_store::LogEntry) {
+        if let Some(log) = self.inner.run_log.get()
+            && log.log(entry).await.is_err()
+        {
+            tracing::warn!("the run log has stopped; an audit entry was lost");
+        }
     }
 
     /// Writes the run's state to the store, when there is one.
@@ -428,6 +445,35 @@ impl RunRegistry {
         if let Err(e) = store.update_run(store_id(&entry.id), &update, None).await {
             tracing::error!(run = %entry.id, status = status.as_str(), error = %e, "could not record the run");
         }
+    }
+
+    async fn audit_run(&self, entry: &RunEntry) {
+        let (ms, ok, error, usage) = {
+            let state = entry.lock();
+            let ms = state
+                .finished_at_ms
+                .unwrap_or_else(now_ms)
+                .saturating_sub(entry.created_at_ms);
+            (
+                ms,
+                state.status == RunStatus::Succeeded,
+                state.error.clone(),
+                state.usage,
+            )
+        };
+        let mut log = toolbelt_store::LogEntry::agent_run(
+            entry.agent.clone(),
+            i64::try_from(ms).unwrap_or(i64::MAX),
+        )
+        .with_run(entry.id.clone())
+        .with_tokens(
+            i64::try_from(usage.input_tokens).unwrap_or(i64::MAX),
+            i64::try_from(usage.output_tokens).unwrap_or(i64::MAX),
+        );
+        if !ok {
+            log = log.failed(error.unwrap_or_else(|| "did not succeed".to_owned()));
+        }
+        self.audit(log).await;
     }
 
     /// A run that is not in memory but in the store (e.g. from before a restart).
@@ -566,10 +612,21 @@ impl RunRegistry {
     ) {
         let mut stream = agent.run_stream_with(input, options);
         while let Some(event) = stream.next_event().await {
+            if let AgentEvent::ToolCallFinished(result) = &event {
+                self.audit(
+                    audit_entry(result)
+                        .with_run(entry.id.clone())
+                        .with_agent(entry.agent.clone()),
+                )
+                .await;
+            }
             let before = entry.status();
             self.on_event(&entry, event, &model);
             if entry.status() != before {
                 self.persist(&entry).await;
+                if entry.status().is_terminal() {
+                    self.audit_run(&entry).await;
+                }
             }
         }
         // The stream always ends with Finished or Failed; this covers the impossible case.
@@ -893,6 +950,18 @@ impl RunRegistry {
 
     fn run_of_conversation(&self, conversation: Option<&str>) -> Option<Arc<RunEntry>> {
         conversation.and_then(|c| lock(&self.inner.by_conversation).get(c).cloned())
+    }
+}
+
+/// The audit entry of a finished call (arguments as executed; secrets are never in them:
+/// declarative tools resolve `{{secret.*}}` at call time).
+pub fn audit_entry(result: &CallResult) -> toolbelt_store::LogEntry {
+    let ms = i64::try_from(result.duration.as_millis()).unwrap_or(i64::MAX);
+    let entry = toolbelt_store::LogEntry::tool_call(result.call.name.clone(), ms)
+        .with_arguments(result.call.arguments.clone());
+    match &result.outcome {
+        Ok(_) => entry,
+        Err(e) => entry.failed(e.to_string()),
     }
 }
 

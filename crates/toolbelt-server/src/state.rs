@@ -33,6 +33,8 @@ pub struct AppState {
     pub extensions: Arc<Extensions>,
     /// The database, when the server has one (tokens, runs).
     pub store: Option<toolbelt_store::Store>,
+    /// The audit log of tool calls and runs (batched writes to the store), when there is a store.
+    pub run_log: Option<toolbelt_store::RunLogWriter>,
     /// The settings in force.
     pub config: Arc<ServerConfig>,
     /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown` event).
@@ -110,6 +112,10 @@ impl AppState {
         self.tokens = self.tokens.with_store(store.clone());
         self.runs = self.runs.with_store(store.clone());
         self.agents.set_store(store.clone());
+        // The writer task ends (after a last flush) when every writer is dropped.
+        let (writer, _task) = store.run_log(toolbelt_store::RunLogConfig::default());
+        self.runs = self.runs.with_run_log(writer.clone());
+        self.run_log = Some(writer);
         self.store = Some(store);
         self
     }
@@ -143,6 +149,7 @@ impl AppState {
             extensions: Arc::new(extensions),
             config: Arc::new(config),
             store: None,
+            run_log: None,
             shutdown: CancellationToken::new(),
         })
     }

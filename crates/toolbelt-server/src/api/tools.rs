@@ -201,6 +201,7 @@ pub struct CallError {
     security(("bearer" = [])))]
 pub(crate) async fn call_tool(
     State(state): State<AppState>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<CallRequest>,
 ) -> ApiResult<Json<CallResponse>> {
@@ -214,6 +215,14 @@ pub(crate) async fn call_tool(
     );
     let result = state.executor.execute(&toolset, call, &ctx).await;
     metrics::record_call(&result);
+    if let Some(log) = &state.run_log
+        && log
+            .log(crate::runs::audit_entry(&result).with_actor(who.name.clone()))
+            .await
+            .is_err()
+    {
+        tracing::warn!("the run log has stopped; an audit entry was lost");
+    }
     let duration_ms = result.duration.as_secs_f64() * 1000.0;
     match result.outcome {
         Ok(output) => Ok(Json(CallResponse {
