@@ -1,30 +1,24 @@
 #!/usr/bin/env bash
-# The main job, for now: build the `toolbelt` CLI, list the built-in tools by
-# group, call two of them inside a scratch workspace, and route a few requests
-# in English and Chinese. (It grows into starting the server in later releases.)
+# The main job: start the toolbelt server on an embedded SQLite database with the
+# built-in tools and a default agent, and print its address and a first curl.
+#
+# Data lives in $TOOLBELT_DATA (default ./.toolbelt): the database and, on first
+# start, an admin token (printed once and kept in .toolbelt/admin.token).
+# The default agent's model comes from the environment (OPENAI_API_KEY, or
+# OPENAI_BASE_URL + TOOLBELT_MODEL for a local OpenAI-compatible server).
+# Stop with Ctrl-C (graceful: requests in flight finish).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p toolbelt --quiet
-tb=target/release/toolbelt
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-printf 'hello from toolbelt\nsecond line\n' > "$work/notes.txt"
-
-say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-
-say toolbelt tools list
-"$tb" tools list
-
-say toolbelt tools call list_dir '{"path": "."}' --root "$work"
-"$tb" tools call list_dir '{"path": "."}' --root "$work"
-
-say toolbelt tools call file_read '{"path": "notes.txt"}' --root "$work"
-"$tb" tools call file_read '{"path": "notes.txt"}' --root "$work"
-
-say "toolbelt tools call file_read '{\"path\": 3}'   # a validation error, on purpose"
-"$tb" tools call file_read '{"path": 3}' --root "$work" || true
-
-for q in "read the README and fix the typo in it" "今天的天气怎么样" "启动一个每分钟的定时任务" "你好"; do
-  say toolbelt route "$q"
-  "$tb" route "$q"
-done
+tb="${CARGO_TARGET_DIR:-$PWD/target}/release/toolbelt"
+data="${TOOLBELT_DATA:-$PWD/.toolbelt}"
+mkdir -p "$data"
+db="sqlite://$data/toolbelt.db"
+if [ ! -s "$data/admin.token" ]; then
+  "$tb" tokens create admin --scope admin --database-url "$db" > "$data/admin.token"
+  chmod 600 "$data/admin.token"
+fi
+export TOOLBELT_TOKEN
+TOOLBELT_TOKEN=$(cat "$data/admin.token")
+echo "admin token: $TOOLBELT_TOKEN   (kept in $data/admin.token; export TOOLBELT_TOKEN=\$(cat $data/admin.token))"
+exec "$tb" serve --database-url "$db" --addr "${TOOLBELT_ADDR:-127.0.0.1:7878}" --workspace "${TOOLBELT_WORKSPACE:-$PWD}"

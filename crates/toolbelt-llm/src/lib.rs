@@ -24,11 +24,11 @@ pub use config::{
 };
 pub use error::ProviderError;
 pub use message::Message;
+pub use names::NameMap;
 pub use normalize::{
     MAX_INLINED_NODES, MAX_SCHEMA_DEPTH, SchemaDialect, SchemaError, is_strict_compatible,
     normalize_schema, try_normalize_schema,
 };
-pub use names::NameMap;
 pub use openai::{
     DEFAULT_REQUEST_TIMEOUT, OPENAI_BASE_URL, OPENAI_MAX_TOOLS, OpenAiClient, OpenAiClientBuilder,
 };

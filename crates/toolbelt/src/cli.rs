@@ -2,13 +2,15 @@
 
 mod agents;
 mod db;
-mod memory;
 mod mcp;
+mod memory;
 mod route;
 mod routines;
 mod run;
-mod stored_tools;
+mod serve;
 mod skills;
+mod stored_tools;
+mod tokens;
 mod tools;
 
 use std::process::ExitCode;
@@ -50,17 +52,35 @@ enum Command {
     /// List or show skills (folders with a SKILL.md).
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
+    /// Serve the REST API (tools, routing, agents, runs over SSE, approvals, metrics).
+    Serve(serve::ServeArgs),
+    /// Create, list and revoke the API tokens of `toolbelt serve`.
+    #[command(subcommand)]
+    Tokens(tokens::TokensCommand),
 }
 
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLBELT_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let json_logs = matches!(&cli.command, Command::Serve(args) if args.json_logs());
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLBELT_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if matches!(cli.command, Command::Serve(_)) {
+            "info"
+        } else {
+            "warn"
+        })
+    });
+    if json_logs {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    } else {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -82,6 +102,8 @@ pub(crate) fn main() -> ExitCode {
             Command::Memory(cmd) => memory::run(cmd).await,
             Command::Mcp(cmd) => mcp::run(cmd).await,
             Command::Skills(cmd) => skills::run(cmd).await,
+            Command::Serve(args) => serve::run(args).await,
+            Command::Tokens(cmd) => tokens::run(cmd).await,
         }
     });
     match result {

@@ -1,12 +1,13 @@
 //! Integration tests of the `toolbelt` CLI and facade.
 
-mod cli_memory_routines;
 mod cli_mcp;
+mod cli_memory_routines;
 mod cli_route;
 mod cli_run;
-mod cli_store;
-mod cli_sandbox;
 mod cli_run_models;
+mod cli_sandbox;
+mod cli_serve;
+mod cli_store;
 mod cli_tools;
 mod memory_routines;
 mod stored_agents;

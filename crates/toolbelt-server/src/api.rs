@@ -1,0 +1,123 @@
+//! The HTTP API: routes, the OpenAPI document and the docs page.
+
+pub mod agents;
+pub mod extract;
+pub mod health;
+pub mod manage;
+pub mod route;
+pub mod runs;
+pub mod tools;
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::{require_admin, require_read, require_run};
+use crate::problem::{Problem, ProblemDocument};
+use crate::state::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "toolbelt", description = "Tools, routing, agents and runs over HTTP. Errors are RFC 9457 problem documents with a stable `code`."),
+    modifiers(&BearerAuth),
+    components(schemas(ProblemDocument, crate::problem::FieldError, crate::runs::RunEvent)),
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        if let Some(components) = openapi.components.as_mut() {
+            components.add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+        }
+    }
+}
+
+/// The API routes with their auth layers, and the OpenAPI document describing them.
+pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::openapi::OpenApi) {
+    let read = OpenApiRouter::new()
+        .routes(routes!(tools::list_tools))
+        .routes(routes!(tools::get_tool))
+        .routes(routes!(manage::get_stored))
+        .routes(routes!(manage::versions))
+        .routes(routes!(tools::list_groups))
+        .routes(routes!(agents::list_agents))
+        .routes(routes!(agents::get_agent))
+        .routes(routes!(agents::agent_tools))
+        .routes(routes!(agents::get_stored_agent))
+        .routes(routes!(runs::list_runs))
+        .routes(routes!(runs::get_run))
+        .routes(routes!(runs::run_events))
+        .routes(routes!(runs::list_approvals))
+        .routes(routes!(runs::list_questions))
+        .route_layer(from_fn_with_state(state.clone(), require_read));
+    let run = OpenApiRouter::new()
+        .routes(routes!(tools::call_tool))
+        .routes(routes!(route::route))
+        .routes(routes!(runs::start_run))
+        .routes(routes!(runs::continue_run))
+        .routes(routes!(runs::cancel_run))
+        .routes(routes!(runs::resolve_approval))
+        .routes(routes!(runs::answer_question))
+        .route_layer(from_fn_with_state(state.clone(), require_run));
+    let admin = OpenApiRouter::new()
+        .routes(routes!(agents::validate_agent))
+        .routes(routes!(manage::create_tool))
+        .routes(routes!(agents::create_agent))
+        .routes(routes!(agents::update_agent, agents::delete_agent))
+        .routes(routes!(agents::bind_tool, agents::unbind_tool))
+        .routes(routes!(manage::update_tool, manage::delete))
+        .routes(routes!(manage::rollback))
+        .routes(routes!(manage::enable))
+        .routes(routes!(manage::disable))
+        .route_layer(from_fn_with_state(state.clone(), require_admin));
+    let open = OpenApiRouter::new()
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(health::metrics_text));
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(read)
+        .merge(run)
+        .merge(admin)
+        .merge(open)
+        .split_for_parts()
+}
+
+/// Answer for paths that do not exist.
+pub(crate) async fn not_found(uri: axum::http::Uri) -> Problem {
+    Problem::not_found(
+        "no_such_route",
+        format!("no route `{}`; see /api/v1/openapi.json", uri.path()),
+    )
+}
+
+/// Answer for a method a path does not take.
+pub(crate) async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> Problem {
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "`{}` does not take {method}; see /api/v1/openapi.json",
+            uri.path()
+        ),
+    )
+}
+
+/// Serves the OpenAPI document.
+pub(crate) fn openapi_json(doc: utoipa::openapi::OpenApi) -> axum::routing::MethodRouter<AppState> {
+    axum::routing::get(move || {
+        let doc = doc.clone();
+        async move { Json(doc) }
+    })
+}

@@ -1,0 +1,255 @@
+//! `/api/v1/agents`: the agents and which tools each may use.
+
+use axum::Json;
+use axum::extract::{Extension, Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::agents::AgentDef;
+use crate::api::extract::ApiJson;
+use crate::api::manage::{if_match, store_problem};
+use crate::auth::Principal;
+use crate::problem::{ApiResult, Problem, ProblemDocument};
+use crate::state::AppState;
+
+/// Lists the agents.
+#[utoipa::path(get, path = "/api/v1/agents", tag = "agents",
+    responses((status = 200, body = Vec<AgentDef>), (status = 500, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn list_agents(State(state): State<AppState>) -> ApiResult<Json<Vec<AgentDef>>> {
+    state.agents.list_all().await.map(Json)
+}
+
+/// One agent.
+#[utoipa::path(get, path = "/api/v1/agents/{id}", tag = "agents",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = AgentDef), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn get_agent(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AgentDef>> {
+    state.agents.find(&id).await.map(Json)
+}
+
+/// Whether an agent may use a tool, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolAvailability {
+    /// The tool.
+    pub name: String,
+    /// Whether the agent's model is offered it.
+    pub available: bool,
+    /// Why (or why not).
+    pub why: String,
+}
+
+/// Every tool with whether the agent may use it and why.
+#[utoipa::path(get, path = "/api/v1/agents/{id}/tools", tag = "agents",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = Vec<ToolAvailability>), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn agent_tools(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<ToolAvailability>>> {
+    let agent = state.agents.find(&id).await?;
+    let selected = agent.toolset(state.registry())?;
+    let mut out: Vec<ToolAvailability> = state
+        .registry()
+        .list()
+        .iter()
+        .map(|t| {
+            let name = t.name().to_string();
+            let available = selected.contains(&name);
+            let why = if available {
+                format!("selected by `{}`", agent.tools)
+            } else {
+                format!("not selected by `{}`", agent.tools)
+            };
+            ToolAvailability {
+                name,
+                available,
+                why,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Json(out))
+}
+
+/// Checks an agent definition without storing it (the same checks creation runs).
+#[utoipa::path(post, path = "/api/v1/agents/validate", tag = "agents", request_body = AgentDef,
+    responses((status = 204, description = "valid"), (status = 422, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn validate_agent(
+    State(state): State<AppState>,
+    ApiJson(def): ApiJson<AgentDef>,
+) -> ApiResult<axum::http::StatusCode> {
+    def.validate(state.registry())?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
+}
+
+/// The stored agent a write applies to.
+fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
+    state.store.as_ref().ok_or_else(|| {
+        Problem::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "no_database",
+            "this server runs without a database; agents cannot be changed",
+        )
+    })
+}
+
+/// A stored agent with its revision.
+fn stored_response(
+    status: axum::http::StatusCode,
+    record: toolbelt_store::AgentRecord,
+) -> Response {
+    let etag = axum::http::HeaderValue::from_str(&format!("\"{}\"", record.revision)).ok();
+    let mut response = (status, Json(record)).into_response();
+    if let Some(etag) = etag {
+        response
+            .headers_mut()
+            .insert(axum::http::header::ETAG, etag);
+    }
+    response
+}
+
+/// Creates a stored agent (`name`, `kind`, `labels`, `system_prompt`, `provider`, `model`,
+/// `options`, `router`, `selection`, `pins`, `tools`).
+#[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = Object,
+    responses((status = 201, description = "The stored agent", body = Object), (status = 409, body = ProblemDocument),
+        (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn create_agent(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    ApiJson(mut draft): ApiJson<toolbelt_store::AgentDraft>,
+) -> ApiResult<Response> {
+    draft.changed_by = who.name;
+    let record = store(&state)?
+        .create_agent(&draft)
+        .await
+        .map_err(|e| store_problem(e).with_code_if("already_exists", "agent_exists"))?;
+    Ok(stored_response(axum::http::StatusCode::CREATED, record))
+}
+
+/// Replaces a stored agent. Needs `If-Match: "<revision>"`.
+#[utoipa::path(put, path = "/api/v1/agents/{id}", tag = "agents", request_body = Object,
+    params(("id" = String, Path, description = "Agent id"), ("If-Match" = String, Header, description = "The revision read")),
+    responses((status = 200, body = Object), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument),
+        (status = 428, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn update_agent(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiJson(mut draft): ApiJson<toolbelt_store::AgentDraft>,
+) -> ApiResult<Response> {
+    let Some(revision) = if_match(&headers)? else {
+        return Err(Problem::new(
+            axum::http::StatusCode::PRECONDITION_REQUIRED,
+            "if_match_required",
+            "send `If-Match: \"<revision>\"` with the revision you read (the ETag of GET /api/v1/agents/{id}/stored)",
+        )
+        .with_pointer("If-Match"));
+    };
+    if draft.name != id {
+        return Err(Problem::invalid_field(
+            "/name",
+            format!("must be `{id}` (the agent in the URL)"),
+        ));
+    }
+    draft.changed_by = who.name;
+    let record = store(&state)?
+        .update_agent(&draft, revision)
+        .await
+        .map_err(store_problem)?;
+    Ok(stored_response(axum::http::StatusCode::OK, record))
+}
+
+/// The stored agent with its revision as `ETag`.
+#[utoipa::path(get, path = "/api/v1/agents/{id}/stored", tag = "agents",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = Object), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn get_stored_agent(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let record = store(&state)?.get_agent(&id).await.map_err(store_problem)?;
+    Ok(stored_response(axum::http::StatusCode::OK, record))
+}
+
+/// Deletes a stored agent. `If-Match` optional.
+#[utoipa::path(delete, path = "/api/v1/agents/{id}", tag = "agents",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 204, description = "deleted"), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn delete_agent(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<axum::http::StatusCode> {
+    let revision = if_match(&headers)?;
+    store(&state)?
+        .delete_agent(&id, revision)
+        .await
+        .map_err(store_problem)?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
+}
+
+/// Optional body of `POST /agents/{id}/tools/{tool}`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BindBody {
+    /// Pin this version of the tool (default: follow the current version).
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
+/// Binds a tool to a stored agent (seed 003's `add_tool`); persists at once.
+#[utoipa::path(post, path = "/api/v1/agents/{id}/tools/{tool}", tag = "agents",
+    params(("id" = String, Path, description = "Agent id"), ("tool" = String, Path, description = "Tool name")),
+    request_body(content = Option<BindBody>, description = "Optional version pin"),
+    responses((status = 200, body = Object), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument),
+        (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn bind_tool(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path((id, tool)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> ApiResult<Response> {
+    let bind: BindBody = if body.is_empty() {
+        BindBody::default()
+    } else {
+        crate::api::extract::parse_json(&body)?
+    };
+    let mut binding = toolbelt_store::Binding::new(tool);
+    if let Some(v) = bind.version {
+        binding = binding.pinned(v);
+    }
+    let record = store(&state)?
+        .bind_tool(&id, &binding, if_match(&headers)?, &who.name)
+        .await
+        .map_err(store_problem)?;
+    Ok(stored_response(axum::http::StatusCode::OK, record))
+}
+
+/// Unbinds a tool from a stored agent (seed 003's `remove_tool`); persists at once.
+#[utoipa::path(delete, path = "/api/v1/agents/{id}/tools/{tool}", tag = "agents",
+    params(("id" = String, Path, description = "Agent id"), ("tool" = String, Path, description = "Tool name")),
+    responses((status = 200, body = Object), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn unbind_tool(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path((id, tool)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let record = store(&state)?
+        .unbind_tool(&id, &tool, if_match(&headers)?, &who.name)
+        .await
+        .map_err(store_problem)?;
+    Ok(stored_response(axum::http::StatusCode::OK, record))
+}

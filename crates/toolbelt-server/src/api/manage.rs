@@ -1,0 +1,432 @@
+//! Admin endpoints over the store: create, update, enable, disable, delete, version and roll back tools.
+//!
+//! Every write goes to the store first (one transaction, durable when it returns), then this
+//! instance's live registry is reconciled at once; other instances follow the change feed.
+//! Updates need `If-Match: "<revision>"` (from the `ETag` of `GET /tools/{name}`); a stale
+//! revision is `412`, never a silent merge.
+
+use axum::Json;
+use axum::extract::{Extension, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolbelt_core::ToolSpec;
+use toolbelt_store::{StoreError, ToolDraft, ToolRecord, ToolSource};
+use toolbelt_tools::declarative::Definition;
+use utoipa::ToSchema;
+
+use crate::api::extract::ApiJson;
+use crate::auth::Principal;
+use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
+use crate::state::AppState;
+
+/// The problem document for a store error.
+pub fn store_problem(error: StoreError) -> Problem {
+    match error {
+        StoreError::NotFound { kind, name } => {
+            let code = format!("{}_not_found", kind.replace(' ', "_"));
+            Problem::not_found(&code, format!("{kind} `{name}` not found")).with_pointer("name")
+        }
+        e @ StoreError::AlreadyExists { .. } => {
+            Problem::conflict("already_exists", e.to_string()).with_pointer("/spec/name")
+        }
+        e @ StoreError::Conflict { .. } => Problem::new(
+            StatusCode::PRECONDITION_FAILED,
+            "revision_mismatch",
+            e.to_string(),
+        )
+        .with_pointer("If-Match"),
+        StoreError::Invalid { field, reason } => {
+            let pointer = field_pointer(&field);
+            Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_field",
+                format!("{pointer}: {reason}"),
+            )
+            .with_errors(vec![FieldError {
+                pointer,
+                message: reason,
+            }])
+        }
+        e @ StoreError::InUse { .. } => Problem::conflict("tool_in_use", e.to_string()),
+        other => Problem::internal(other),
+    }
+}
+
+/// `http.url` / `tools[1]` / `parameters` → a JSON pointer into the request body.
+fn field_pointer(field: &str) -> String {
+    let (root, rest) = match field.split_once(['.', '[']) {
+        Some((root, _)) => (root, &field[root.len()..]),
+        None => (field, ""),
+    };
+    let base = match root {
+        "definition" | "http" | "command" => "/definition".to_owned(),
+        "spec" => "/spec".to_owned(),
+        other => format!("/spec/{other}"),
+    };
+    let base = if matches!(root, "http" | "command") {
+        format!("{base}/{root}")
+    } else {
+        base
+    };
+    let tail: String = rest
+        .replace('[', ".")
+        .replace(']', "")
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("/{s}"))
+        .collect();
+    format!("{base}{tail}")
+}
+
+/// A stored tool: its current spec and bookkeeping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StoredTool {
+    /// The name.
+    pub name: String,
+    /// `compiled`, `declarative`, `mcp` or `agent`.
+    pub source: String,
+    /// The version in use.
+    pub current_version: i64,
+    /// The newest version.
+    pub latest_version: i64,
+    /// Whether it is offered.
+    pub enabled: bool,
+    /// A compiled tool this build no longer has.
+    pub missing: bool,
+    /// Revision for `If-Match`.
+    pub revision: i64,
+    /// Who changed it last.
+    pub changed_by: String,
+    /// Last change, Unix milliseconds.
+    pub updated_at: i64,
+    /// The current spec.
+    #[schema(value_type = Object)]
+    pub spec: Value,
+    /// The declarative definition.
+    #[schema(value_type = Option<Object>)]
+    pub definition: Option<Value>,
+}
+
+impl From<ToolRecord> for StoredTool {
+    fn from(r: ToolRecord) -> Self {
+        Self {
+            name: r.name,
+            source: r.source.as_str().to_owned(),
+            current_version: r.current_version,
+            latest_version: r.latest_version,
+            enabled: r.enabled,
+            missing: r.missing,
+            revision: r.revision,
+            changed_by: r.changed_by,
+            updated_at: r.updated_at,
+            spec: serde_json::to_value(&r.spec).unwrap_or(Value::Null),
+            definition: r.definition,
+        }
+    }
+}
+
+/// Body of `POST /tools` and `PUT /tools/{name}`: a declarative tool.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolBody {
+    /// `name`, `description`, `parameters` (JSON Schema), `tags`, `timeout_ms`, `policy`, ...
+    #[schema(value_type = Object)]
+    pub spec: ToolSpec,
+    /// `{"http": {...}}` or `{"command": {...}}`.
+    #[schema(value_type = Object)]
+    pub definition: Value,
+    /// Why it changed.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+fn store_of(state: &AppState) -> Result<&std::sync::Arc<toolbelt_store::LiveRegistry>, Problem> {
+    state.live().ok_or_else(|| {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no_database",
+            "this server runs without a database; tools cannot be changed",
+        )
+    })
+}
+
+fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
+    // The spec first: a definition is checked against the arguments the spec declares.
+    if let Err(e) = jsonschema::meta::validate(&body.spec.parameters) {
+        return Err(Problem::invalid_field(
+            "/spec/parameters",
+            format!("not a valid JSON Schema: {e}"),
+        ));
+    }
+    body.spec
+        .validate()
+        .map_err(|e| Problem::invalid_field("/spec", e.to_string()))?;
+    let definition = Definition::from_value(&body.definition).map_err(|e| {
+        Problem::invalid_field("/definition", e.reason).with_code("invalid_definition")
+    })?;
+    definition.validate(&body.spec).map_err(|e| {
+        let pointer = field_pointer(&e.field);
+        Problem::invalid_field(pointer, e.reason).with_code("invalid_definition")
+    })?;
+    let mut d =
+        ToolDraft::new(body.spec, ToolSource::Declarative, by).with_definition(body.definition);
+    if let Some(note) = body.note {
+        d = d.with_note(note);
+    }
+    Ok(d)
+}
+
+pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<i64>, Problem> {
+    let Some(value) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .map(|v| v.trim().trim_start_matches("W/").trim_matches('"'))
+        .and_then(|v| v.parse::<i64>().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            Problem::bad_request(
+                "invalid_if_match",
+                "If-Match must be a revision, e.g. `\"3\"`",
+            )
+            .with_pointer("If-Match")
+        })
+}
+
+async fn reconcile(state: &AppState) {
+    if let Some(live) = state.live()
+        && let Err(e) = live.reconcile().await
+    {
+        tracing::error!(error = %e, "could not refresh the live registry after a change");
+    }
+}
+
+fn with_etag(status: StatusCode, tool: StoredTool) -> Response {
+    let etag = HeaderValue::from_str(&format!("\"{}\"", tool.revision)).ok();
+    let mut response = (status, Json(tool)).into_response();
+    if let Some(etag) = etag {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+/// Creates a declarative tool (HTTP or command).
+#[utoipa::path(post, path = "/api/v1/tools", tag = "tools", request_body = ToolBody,
+    responses((status = 201, body = StoredTool), (status = 409, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn create_tool(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    ApiJson(body): ApiJson<ToolBody>,
+) -> ApiResult<Response> {
+    let live = store_of(&state)?;
+    let draft = draft(body, &who.name)?;
+    let record = live
+        .store()
+        .create_tool(&draft)
+        .await
+        .map_err(store_problem)?;
+    reconcile(&state).await;
+    Ok(with_etag(StatusCode::CREATED, record.into()))
+}
+
+/// Replaces a declarative tool's definition (a new version). Needs `If-Match`.
+#[utoipa::path(put, path = "/api/v1/tools/{name}", tag = "tools", request_body = ToolBody,
+    params(("name" = String, Path, description = "Tool name"), ("If-Match" = String, Header, description = "The revision read")),
+    responses((status = 200, body = StoredTool), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument),
+        (status = 428, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn update_tool(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ToolBody>,
+) -> ApiResult<Response> {
+    let live = store_of(&state)?;
+    let Some(revision) = if_match(&headers)? else {
+        return Err(Problem::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "if_match_required",
+            "send `If-Match: \"<revision>\"` with the revision you read (the ETag of GET /api/v1/tools/{name}/stored)",
+        )
+        .with_pointer("If-Match"));
+    };
+    if body.spec.name.as_str() != name {
+        return Err(Problem::invalid_field(
+            "/spec/name",
+            format!("must be `{name}` (the tool in the URL); renaming is not supported"),
+        ));
+    }
+    let draft = draft(body, &who.name)?;
+    let record = live
+        .store()
+        .update_tool(&draft, revision)
+        .await
+        .map_err(store_problem)?;
+    reconcile(&state).await;
+    Ok(with_etag(StatusCode::OK, record.into()))
+}
+
+/// The stored record of a tool, with its revision as `ETag`.
+#[utoipa::path(get, path = "/api/v1/tools/{name}/stored", tag = "tools",
+    params(("name" = String, Path, description = "Tool name")),
+    responses((status = 200, body = StoredTool), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn get_stored(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
+    let live = store_of(&state)?;
+    let record = live.store().get_tool(&name).await.map_err(store_problem)?;
+    Ok(with_etag(StatusCode::OK, record.into()))
+}
+
+/// One version of a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VersionView {
+    /// The version number.
+    pub version: i64,
+    /// The spec of that version.
+    #[schema(value_type = Object)]
+    pub spec: Value,
+    /// Its definition.
+    #[schema(value_type = Option<Object>)]
+    pub definition: Option<Value>,
+    /// Who made it.
+    pub changed_by: String,
+    /// When, Unix milliseconds.
+    pub changed_at: i64,
+    /// Why.
+    pub note: Option<String>,
+}
+
+/// Every version of a tool, oldest first.
+#[utoipa::path(get, path = "/api/v1/tools/{name}/versions", tag = "tools",
+    params(("name" = String, Path, description = "Tool name")),
+    responses((status = 200, body = Vec<VersionView>), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn versions(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<VersionView>>> {
+    let live = store_of(&state)?;
+    let versions = live
+        .store()
+        .tool_versions(&name)
+        .await
+        .map_err(store_problem)?;
+    Ok(Json(
+        versions
+            .into_iter()
+            .map(|v| VersionView {
+                version: v.version,
+                spec: serde_json::to_value(&v.spec).unwrap_or(Value::Null),
+                definition: v.definition,
+                changed_by: v.changed_by,
+                changed_at: v.changed_at,
+                note: v.note,
+            })
+            .collect(),
+    ))
+}
+
+/// Body of `POST /tools/{name}/rollback`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackBody {
+    /// The version to make current.
+    pub version: i64,
+}
+
+/// Makes an old version current again. `If-Match` optional.
+#[utoipa::path(post, path = "/api/v1/tools/{name}/rollback", tag = "tools", request_body = RollbackBody,
+    params(("name" = String, Path, description = "Tool name")),
+    responses((status = 200, body = StoredTool), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn rollback(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<RollbackBody>,
+) -> ApiResult<Response> {
+    let live = store_of(&state)?;
+    let revision = if_match(&headers)?;
+    let record = live
+        .store()
+        .rollback_tool(&name, body.version, revision, &who.name)
+        .await
+        .map_err(store_problem)?;
+    reconcile(&state).await;
+    Ok(with_etag(StatusCode::OK, record.into()))
+}
+
+async fn set_enabled(
+    state: &AppState,
+    who: &Principal,
+    name: &str,
+    headers: &HeaderMap,
+    enabled: bool,
+) -> ApiResult<Response> {
+    let live = store_of(state)?;
+    let revision = if_match(headers)?;
+    let record = live
+        .store()
+        .set_tool_enabled(name, enabled, revision, &who.name)
+        .await
+        .map_err(store_problem)?;
+    reconcile(state).await;
+    Ok(with_etag(StatusCode::OK, record.into()))
+}
+
+/// Offers the tool again. `If-Match` optional.
+#[utoipa::path(post, path = "/api/v1/tools/{name}/enable", tag = "tools",
+    params(("name" = String, Path, description = "Tool name")),
+    responses((status = 200, body = StoredTool), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn enable(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    set_enabled(&state, &who, &name, &headers, true).await
+}
+
+/// Stops offering the tool (kept with its history). `If-Match` optional.
+#[utoipa::path(post, path = "/api/v1/tools/{name}/disable", tag = "tools",
+    params(("name" = String, Path, description = "Tool name")),
+    responses((status = 200, body = StoredTool), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn disable(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    set_enabled(&state, &who, &name, &headers, false).await
+}
+
+/// Deletes a tool and its history. `If-Match` optional; refused while agents bind it.
+#[utoipa::path(delete, path = "/api/v1/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "Tool name")),
+    responses((status = 204, description = "deleted"), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
+        (status = 412, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<StatusCode> {
+    let live = store_of(&state)?;
+    let revision = if_match(&headers)?;
+    live.store()
+        .delete_tool(&name, revision)
+        .await
+        .map_err(store_problem)?;
+    reconcile(&state).await;
+    Ok(StatusCode::NO_CONTENT)
+}

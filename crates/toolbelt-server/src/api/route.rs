@@ -1,0 +1,100 @@
+//! `POST /api/v1/route`: preview which tools the router would send.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolbelt_router::{RouteRequest, TokenSavings};
+use utoipa::ToSchema;
+
+use crate::api::extract::ApiJson;
+use crate::metrics;
+use crate::problem::{ApiResult, Problem, ProblemDocument};
+use crate::state::AppState;
+
+/// Body of `POST /route`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteBody {
+    /// The user's input.
+    pub input: String,
+    /// Route over this agent's tools (default: every tool).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Or over this selection expression (e.g. `file_ops,web`).
+    #[serde(default)]
+    pub tools: Option<String>,
+    /// Recent conversation texts, oldest first.
+    #[serde(default)]
+    pub recent: Vec<String>,
+}
+
+/// Prompt tokens of the tool schemas: sent against all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TokensView {
+    /// Tokens of the tools sent.
+    pub sent: usize,
+    /// Tokens of every tool of the toolset.
+    pub all: usize,
+    /// Tokens saved.
+    pub saved: usize,
+}
+
+/// The routing decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RouteView {
+    /// `outcome` (`tools` / `direct` / `clarify`), `tools` with scores, `groups`, `fallback`, `router`, `reason`.
+    #[schema(value_type = Object)]
+    pub decision: Value,
+    /// How many tools the router chose from.
+    pub toolset_size: usize,
+    /// Schema tokens sent, of all, saved.
+    pub tokens: TokensView,
+}
+
+/// Previews the routing decision for an input over an agent's tools.
+#[utoipa::path(post, path = "/api/v1/route", tag = "route", request_body = RouteBody,
+    responses((status = 200, body = RouteView), (status = 404, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn route(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<RouteBody>,
+) -> ApiResult<Json<RouteView>> {
+    if body.input.len() > toolbelt_router::MAX_QUERY_BYTES {
+        return Err(Problem::invalid_field(
+            "/input",
+            format!("at most {} bytes", toolbelt_router::MAX_QUERY_BYTES),
+        ));
+    }
+    let toolset = match (&body.agent, &body.tools) {
+        (Some(_), Some(_)) => {
+            return Err(Problem::invalid_field(
+                "/tools",
+                "give `agent` or `tools`, not both",
+            ));
+        }
+        (Some(agent), None) => state
+            .agents
+            .find(agent)
+            .await
+            .map_err(|p| p.with_pointer("/agent"))?
+            .toolset(state.registry())?,
+        (None, Some(expr)) => state.registry().select(expr).map_err(|e| {
+            Problem::invalid_field("/tools", e.to_string()).with_code("invalid_selection")
+        })?,
+        (None, None) => state.registry().all(),
+    };
+    let request = RouteRequest::new(body.input, toolset.clone()).with_recent(body.recent);
+    let decision = state.router.route_or_fallback(&request).await;
+    metrics::record_route(&decision);
+    let tokens = TokenSavings::measure(&toolset, &decision.tool_names());
+    Ok(Json(RouteView {
+        decision: serde_json::to_value(&decision).map_err(Problem::internal)?,
+        toolset_size: toolset.len(),
+        tokens: TokensView {
+            sent: tokens.chosen,
+            all: tokens.total,
+            saved: tokens.saved(),
+        },
+    }))
+}

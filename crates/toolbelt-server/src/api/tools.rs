@@ -1,0 +1,299 @@
+//! `/api/v1/tools` and `/api/v1/groups`: read the live registry and call tools.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolbelt_core::{ToolCall, ToolContext, ToolError, ToolSpec, Toolset};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::api::extract::{ApiJson, ApiQuery};
+use crate::metrics;
+use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
+use crate::state::AppState;
+
+/// A tool in a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolSummary {
+    /// The name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its groups.
+    pub tags: Vec<String>,
+    /// Where it comes from (`function`, `mcp`, `agent`, ...).
+    pub kind: String,
+    /// Its version.
+    pub version: String,
+    /// Whether it only reads.
+    pub read_only: bool,
+    /// Whether a person must approve each call.
+    pub needs_approval: bool,
+}
+
+impl ToolSummary {
+    fn of(spec: &ToolSpec) -> Self {
+        Self {
+            name: spec.name.to_string(),
+            description: spec.description.clone(),
+            tags: spec.tags.clone(),
+            kind: serde_json::to_value(spec.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            version: spec.version.clone(),
+            read_only: spec.policy.is_read_only(),
+            needs_approval: spec.policy.needs_approval,
+        }
+    }
+}
+
+/// A page of tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolPage {
+    /// The tools, by name.
+    pub items: Vec<ToolSummary>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Filters and paging of `GET /tools`.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ToolQuery {
+    /// Only tools in this group.
+    pub tag: Option<String>,
+    /// Only tools of this kind (`function`, `mcp`, `agent`, ...).
+    pub kind: Option<String>,
+    /// Only tools whose name or description contains this text (case-insensitive).
+    pub q: Option<String>,
+    /// Start after this tool name (from `next_cursor`).
+    pub cursor: Option<String>,
+    /// Page size, 1-500 (default 100).
+    pub limit: Option<usize>,
+}
+
+/// Lists the tools, filtered and paged by name.
+#[utoipa::path(get, path = "/api/v1/tools", tag = "tools", params(ToolQuery),
+    responses((status = 200, body = ToolPage), (status = 400, body = ProblemDocument), (status = 401, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn list_tools(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ToolQuery>,
+) -> ApiResult<Json<ToolPage>> {
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(Problem::bad_request(
+            "invalid_query",
+            format!("`limit` must be 1-500, not {limit}"),
+        )
+        .with_pointer("limit"));
+    }
+    let needle = query.q.as_deref().map(str::to_lowercase);
+    let mut specs: Vec<ToolSpec> = state
+        .registry()
+        .list()
+        .iter()
+        .map(|t| t.spec().clone())
+        .filter(|s| query.tag.as_deref().is_none_or(|t| s.has_tag(t)))
+        .filter(|s| {
+            query
+                .kind
+                .as_deref()
+                .is_none_or(|k| ToolSummary::of(s).kind == k)
+        })
+        .filter(|s| {
+            needle.as_deref().is_none_or(|n| {
+                s.name.as_str().to_lowercase().contains(n)
+                    || s.description.to_lowercase().contains(n)
+            })
+        })
+        .filter(|s| query.cursor.as_deref().is_none_or(|c| s.name.as_str() > c))
+        .collect();
+    specs.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+    let more = specs.len() > limit;
+    specs.truncate(limit);
+    let items: Vec<ToolSummary> = specs.iter().map(ToolSummary::of).collect();
+    let next_cursor = more.then(|| items.last().map(|t| t.name.clone())).flatten();
+    Ok(Json(ToolPage { items, next_cursor }))
+}
+
+/// The tool `name`, or 404 naming the closest names.
+pub(crate) fn find_tool(
+    state: &AppState,
+    name: &str,
+) -> Result<toolbelt_core::ToolHandle, Problem> {
+    state.registry().get(name).ok_or_else(|| {
+        let nearest = match Toolset::from_tools(state.registry().list()).require(name) {
+            Err(ToolError::UnknownTool { nearest, .. }) => nearest,
+            _ => Vec::new(),
+        };
+        Problem::not_found("tool_not_found", format!("no tool `{name}`"))
+            .with_pointer("name")
+            .with_nearest(nearest)
+    })
+}
+
+/// A tool's full definition.
+#[utoipa::path(get, path = "/api/v1/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "Tool name")),
+    responses((status = 200, description = "The tool's spec", body = Object), (status = 404, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn get_tool(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let tool = find_tool(&state, &name)?;
+    Ok(Json(
+        serde_json::to_value(tool.spec()).map_err(Problem::internal)?,
+    ))
+}
+
+/// Body of `POST /tools/{name}/call`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallRequest {
+    /// The arguments, checked against the tool's parameter schema.
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// The outcome of a call that ran (or was refused by policy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CallResponse {
+    /// Whether the tool produced output.
+    pub ok: bool,
+    /// The output text (absent on error).
+    pub text: Option<String>,
+    /// Structured output, when the tool gave one.
+    #[schema(value_type = Option<Object>)]
+    pub json: Option<Value>,
+    /// The error the tool reported (`kind`: `failed`, `timeout`, `denied`, `cancelled`).
+    pub error: Option<CallError>,
+    /// Wall time in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// A tool's own failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CallError {
+    /// `failed`, `timeout`, `denied` or `cancelled`.
+    pub kind: String,
+    /// What went wrong.
+    pub message: String,
+    /// Whether trying again may work.
+    pub retryable: bool,
+}
+
+/// Calls a tool. Bad arguments are 422 with the JSON pointer of each wrong value
+/// (under `/arguments`); a tool that ran and failed is 200 with `ok: false`.
+#[utoipa::path(post, path = "/api/v1/tools/{name}/call", tag = "tools",
+    params(("name" = String, Path, description = "Tool name")),
+    request_body = CallRequest,
+    responses((status = 200, body = CallResponse), (status = 404, body = ProblemDocument), (status = 422, body = ProblemDocument),
+        (status = 400, body = ProblemDocument), (status = 413, body = ProblemDocument), (status = 415, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn call_tool(
+    State(state): State<AppState>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<CallRequest>,
+) -> ApiResult<Json<CallResponse>> {
+    let tool = find_tool(&state, &name)?;
+    let toolset = Toolset::from_tools([tool]);
+    let ctx = ToolContext::new().with_extensions(state.extensions.as_ref().clone());
+    let call = ToolCall::new(
+        format!("http_{}", uuid::Uuid::new_v4().simple()),
+        name,
+        body.arguments,
+    );
+    let result = state.executor.execute(&toolset, call, &ctx).await;
+    metrics::record_call(&result);
+    if let Some(log) = &state.run_log
+        && log
+            .log(crate::runs::audit_entry(&result).with_actor(who.name.clone()))
+            .await
+            .is_err()
+    {
+        tracing::warn!("the run log has stopped; an audit entry was lost");
+    }
+    let duration_ms = result.duration.as_secs_f64() * 1000.0;
+    match result.outcome {
+        Ok(output) => Ok(Json(CallResponse {
+            ok: true,
+            text: Some(output.text),
+            json: output.json,
+            error: None,
+            duration_ms,
+        })),
+        Err(ToolError::InvalidArguments { violations }) => {
+            let errors = violations
+                .into_iter()
+                .map(|v| FieldError {
+                    pointer: format!("/arguments{}", v.pointer),
+                    message: v.message,
+                })
+                .collect::<Vec<_>>();
+            let detail = errors
+                .iter()
+                .map(|e| format!("{}: {}", e.pointer, e.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            Err(Problem::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_arguments",
+                format!("the arguments break the tool's schema: {detail}"),
+            )
+            .with_errors(errors))
+        }
+        Err(error) => Ok(Json(CallResponse {
+            ok: false,
+            text: None,
+            json: None,
+            error: Some(CallError {
+                kind: metrics::kind_name(error.kind()).to_owned(),
+                message: error.to_string(),
+                retryable: error.is_retryable(),
+            }),
+            duration_ms,
+        })),
+    }
+}
+
+/// A group and its tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct GroupView {
+    /// The group (tag).
+    pub name: String,
+    /// Its tools, by name.
+    pub tools: Vec<String>,
+}
+
+/// Lists the groups with their tools.
+#[utoipa::path(get, path = "/api/v1/groups", tag = "tools",
+    responses((status = 200, body = Vec<GroupView>)),
+    security(("bearer" = [])))]
+pub(crate) async fn list_groups(State(state): State<AppState>) -> Json<Vec<GroupView>> {
+    let groups = state
+        .registry()
+        .tags()
+        .into_iter()
+        .map(|(tag, _)| {
+            let mut tools: Vec<String> = state
+                .registry()
+                .tools_by_tag(&tag)
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect();
+            tools.sort();
+            GroupView { name: tag, tools }
+        })
+        .collect();
+    Json(groups)
+}

@@ -1,0 +1,339 @@
+//! Bearer tokens with scopes: [`Scope`], [`TokenBook`] and the middleware that checks them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use crate::config::{ConfigError, ConfigToken};
+use crate::problem::Problem;
+use crate::state::AppState;
+
+/// What a token may do. `admin` includes `run`, which includes `read`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Read tools, agents, runs and metrics.
+    Read,
+    /// Call tools, run agents, answer approvals and questions.
+    Run,
+    /// Change tools and agents.
+    Admin,
+}
+
+impl Scope {
+    /// Whether holding `self` grants `needed`.
+    pub fn grants(self, needed: Scope) -> bool {
+        self >= needed
+    }
+
+    /// The scope's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Run => "run",
+            Self::Admin => "admin",
+        }
+    }
+}
+
+/// Who made a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The token's name (`dev` in development mode).
+    pub name: String,
+    /// Its scopes.
+    pub scopes: Vec<Scope>,
+}
+
+impl Principal {
+    fn grants(&self, needed: Scope) -> bool {
+        self.scopes.iter().any(|s| s.grants(needed))
+    }
+}
+
+/// Hex SHA-256 of a token: what is kept instead of the token.
+pub fn hash_token(token: &str) -> String {
+    let digest = Sha256::digest(token.as_bytes());
+    let mut out = String::with_capacity(64);
+    for byte in digest.iter() {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// A fresh random token, `tb_` + 32 hex digits (128 bits from the OS generator).
+pub fn new_token() -> String {
+    format!("tb_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The tokens the server accepts, by hash, or none at all in development mode.
+#[derive(Debug, Clone)]
+pub struct TokenBook {
+    dev: bool,
+    by_hash: Arc<RwLock<HashMap<String, Principal>>>,
+    store: Option<toolbelt_store::Store>,
+    /// Tokens verified against the store recently: hash -> (principal, when).
+    verified: Arc<RwLock<HashMap<String, (Principal, std::time::Instant)>>>,
+}
+
+/// How long a token verified against the store is trusted before it is checked again
+/// (a revocation reaches every instance within this time).
+pub const STORE_TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl TokenBook {
+    /// Development mode: every request is `admin`.
+    pub fn dev() -> Self {
+        Self {
+            dev: true,
+            by_hash: Arc::default(),
+            store: None,
+            verified: Arc::default(),
+        }
+    }
+
+    /// Accepts exactly `tokens`.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadToken`] for a token with neither a hash nor a value.
+    pub fn from_config(tokens: &[ConfigToken]) -> Result<Self, ConfigError> {
+        let book = Self {
+            dev: false,
+            by_hash: Arc::default(),
+            store: None,
+            verified: Arc::default(),
+        };
+        for t in tokens {
+            let hash = match (&t.sha256, &t.token) {
+                (Some(h), _) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                    h.to_ascii_lowercase()
+                }
+                (Some(_), _) => {
+                    return Err(ConfigError::BadToken {
+                        name: t.name.clone(),
+                        reason: "sha256 must be 64 hex digits",
+                    });
+                }
+                (None, Some(token)) => hash_token(token),
+                (None, None) => {
+                    return Err(ConfigError::BadToken {
+                        name: t.name.clone(),
+                        reason: "give `sha256` (preferred) or `token`",
+                    });
+                }
+            };
+            book.insert_hash(hash, &t.name, t.scopes.clone());
+        }
+        Ok(book)
+    }
+
+    /// Also accepts the (unrevoked) tokens stored in `store`.
+    #[must_use]
+    pub fn with_store(mut self, store: toolbelt_store::Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Whether any token is known, counting stored ones.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn has_any_token(&self) -> Result<bool, toolbelt_store::StoreError> {
+        if self.has_tokens() {
+            return Ok(true);
+        }
+        match &self.store {
+            Some(store) => Ok(store
+                .list_tokens()
+                .await?
+                .iter()
+                .any(|t| t.revoked_at.is_none())),
+            None => Ok(false),
+        }
+    }
+
+    /// Adds a token by its hash.
+    pub fn insert_hash(&self, hash: String, name: &str, scopes: Vec<Scope>) {
+        let principal = Principal {
+            name: name.to_owned(),
+            scopes,
+        };
+        self.by_hash
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(hash, principal);
+    }
+
+    /// Forgets a token by its hash; true when it was known.
+    pub fn remove_hash(&self, hash: &str) -> bool {
+        self.by_hash
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(hash)
+            .is_some()
+    }
+
+    /// Whether any token is known.
+    pub fn has_tokens(&self) -> bool {
+        !self
+            .by_hash
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Whether authentication is off.
+    pub fn is_dev(&self) -> bool {
+        self.dev
+    }
+
+    /// Who holds the `Authorization` header value `header`, if anyone.
+    ///
+    /// # Errors
+    /// 401 `missing_token` / `invalid_token`.
+    pub async fn authenticate(&self, header: Option<&str>) -> Result<Principal, Problem> {
+        if self.dev {
+            return Ok(Principal {
+                name: "dev".to_owned(),
+                scopes: vec![Scope::Admin],
+            });
+        }
+        let Some(value) = header else {
+            return Err(unauthorized(
+                "missing_token",
+                "this endpoint needs `Authorization: Bearer <token>`",
+            ));
+        };
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                unauthorized(
+                    "invalid_token",
+                    "the Authorization header must be `Bearer <token>`",
+                )
+            })?;
+        let hash = hash_token(token);
+        if let Some(p) = self
+            .by_hash
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&hash)
+        {
+            return Ok(p.clone());
+        }
+        let Some(store) = &self.store else {
+            return Err(unauthorized(
+                "invalid_token",
+                "the token is unknown or revoked",
+            ));
+        };
+        if let Some((p, at)) = self
+            .verified
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&hash)
+            && at.elapsed() < STORE_TOKEN_TTL
+        {
+            return Ok(p.clone());
+        }
+        let record = store
+            .verify_token(token)
+            .await
+            .map_err(Problem::internal)?
+            .ok_or_else(|| unauthorized("invalid_token", "the token is unknown or revoked"))?;
+        let principal = Principal {
+            name: record.name.clone(),
+            scopes: record
+                .scopes
+                .iter()
+                .filter_map(|s| match s.as_str() {
+                    "read" => Some(Scope::Read),
+                    "run" => Some(Scope::Run),
+                    "admin" => Some(Scope::Admin),
+                    _ => None,
+                })
+                .collect(),
+        };
+        self.verified
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(hash, (principal.clone(), std::time::Instant::now()));
+        Ok(principal)
+    }
+}
+
+fn unauthorized(code: &str, detail: &str) -> Problem {
+    Problem::new(StatusCode::UNAUTHORIZED, code, detail)
+}
+
+async fn require(state: &AppState, needed: Scope, mut req: Request, next: Next) -> Response {
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let principal = match state.tokens.authenticate(header).await {
+        Ok(p) => p,
+        Err(problem) => {
+            let mut response = problem.into_response();
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+            return response;
+        }
+    };
+    if !principal.grants(needed) {
+        let held: Vec<&str> = principal.scopes.iter().map(|s| s.as_str()).collect();
+        return Problem::new(
+            StatusCode::FORBIDDEN,
+            "missing_scope",
+            format!(
+                "this needs the `{}` scope; the token `{}` has: {}",
+                needed.as_str(),
+                principal.name,
+                held.join(", ")
+            ),
+        )
+        .into_response();
+    }
+    req.extensions_mut().insert(principal);
+    next.run(req).await
+}
+
+/// Middleware: the request needs `read`.
+pub(crate) async fn require_read(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    require(&state, Scope::Read, req, next).await
+}
+
+/// Middleware: the request needs `run`.
+pub(crate) async fn require_run(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    require(&state, Scope::Run, req, next).await
+}
+
+/// Middleware: the request needs `admin`.
+pub(crate) async fn require_admin(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    require(&state, Scope::Admin, req, next).await
+}

@@ -1,0 +1,170 @@
+//! [`ServerConfig`]: everything `toolbelt serve` reads from a file, the environment and flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format as _, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+use crate::agents::AgentDef;
+use crate::auth::Scope;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// A bearer token known from the configuration (kept as a SHA-256 hash).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigToken {
+    /// A name for logs.
+    pub name: String,
+    /// Hex SHA-256 of the token (`toolbelt tokens hash` prints it); preferred over `token`.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// The token in clear (for tests and local set-ups).
+    #[serde(default)]
+    pub token: Option<String>,
+    /// What the token may do.
+    pub scopes: Vec<Scope>,
+}
+
+/// Server settings. Sources, later wins: defaults, `toolbelt.toml` (or `--config`),
+/// `TOOLBELT_*` environment variables (`TOOLBELT_ADDR`, `TOOLBELT_DEV`, ...), flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub addr: SocketAddr,
+    /// Development mode: no authentication (refused unless `addr` is loopback).
+    pub dev: bool,
+    /// Database URL (`sqlite://toolbelt.db` or `postgres://...`).
+    pub database_url: String,
+    /// Largest request body accepted, in bytes.
+    pub body_limit_bytes: usize,
+    /// Longest a request may take to produce its response head, in seconds.
+    pub request_timeout_secs: u64,
+    /// Requests per second allowed per token (per client address without a token); 0 turns the limit off.
+    pub rate_limit_per_second: u64,
+    /// Requests allowed in a burst above the rate.
+    pub rate_limit_burst: u32,
+    /// Origins allowed by CORS; empty (the default) sends no CORS headers at all.
+    pub cors_origins: Vec<String>,
+    /// Log line format.
+    pub log_format: LogFormat,
+    /// Directory the file, shell and git tools are confined to.
+    pub workspace: PathBuf,
+    /// Tokens from the configuration (in addition to stored ones).
+    pub tokens: Vec<ConfigToken>,
+    /// Agents known to the server.
+    pub agents: Vec<AgentDef>,
+    /// Seconds `POST /agents/{id}/runs` (JSON) waits for a run before answering `202` with its state.
+    pub run_wait_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 7878)),
+            dev: false,
+            database_url: "sqlite://toolbelt.db".to_owned(),
+            body_limit_bytes: 1024 * 1024,
+            request_timeout_secs: 30,
+            rate_limit_per_second: 20_000,
+            rate_limit_burst: 40_000,
+            cors_origins: Vec::new(),
+            log_format: LogFormat::Text,
+            workspace: PathBuf::from("."),
+            tokens: Vec::new(),
+            agents: vec![AgentDef::default_agent()],
+            run_wait_secs: 20,
+        }
+    }
+}
+
+/// Why a configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A source could not be read or a value has the wrong type.
+    #[error("invalid configuration")]
+    Load(#[from] Box<figment::Error>),
+    /// `dev` on an address that is not loopback.
+    #[error("--dev turns authentication off and is allowed only on a loopback address, not {addr}")]
+    DevNotLoopback {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// Neither `dev` nor any token on a non-loopback address.
+    #[error(
+        "refusing to listen on {addr} without authentication: create a token (`toolbelt tokens create`) or listen on 127.0.0.1"
+    )]
+    NoTokenOffLoopback {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// A configured token has neither `sha256` nor `token`, or a bad hash.
+    #[error("token `{name}`: {reason}")]
+    BadToken {
+        /// The token's name.
+        name: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+impl ServerConfig {
+    /// Reads defaults, then `file` (when it exists), then `TOOLBELT_*` variables.
+    ///
+    /// # Errors
+    /// [`ConfigError::Load`] naming the key that could not be read.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Self::default()));
+        let file = file.map_or_else(|| PathBuf::from("toolbelt.toml"), Path::to_path_buf);
+        if file.exists() {
+            figment = figment.merge(Toml::file(file));
+        }
+        figment
+            .merge(Env::prefixed("TOOLBELT_").only(&[
+                "addr",
+                "dev",
+                "database_url",
+                "body_limit_bytes",
+                "request_timeout_secs",
+                "rate_limit_per_second",
+                "rate_limit_burst",
+                "log_format",
+                "workspace",
+                "run_wait_secs",
+            ]))
+            .extract()
+            .map_err(|e| ConfigError::Load(Box::new(e)))
+    }
+
+    /// Checks the rules that keep an instance safe to expose.
+    ///
+    /// `has_tokens` says whether any token exists (configured or stored).
+    ///
+    /// # Errors
+    /// [`ConfigError::DevNotLoopback`], [`ConfigError::NoTokenOffLoopback`].
+    pub fn check_exposure(&self, has_tokens: bool) -> Result<(), ConfigError> {
+        let loopback = self.addr.ip().is_loopback();
+        if self.dev && !loopback {
+            return Err(ConfigError::DevNotLoopback { addr: self.addr });
+        }
+        if !self.dev && !loopback && !has_tokens {
+            return Err(ConfigError::NoTokenOffLoopback { addr: self.addr });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,78 @@
+//! Opening the database a server runs on: migrations, compiled tools, the live registry.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolbelt_core::ToolHandle;
+use toolbelt_store::{LiveRegistry, Store, StoreError, ToolSource, WatchHandle};
+use toolbelt_tools::declarative::{Definition, Secrets};
+
+/// How often a SQLite instance looks for changes made by other processes (Postgres is notified).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// A store, the registry that follows it, and the watcher keeping it current.
+#[derive(Debug)]
+pub struct Database {
+    /// The live registry (its store is [`LiveRegistry::store`]).
+    pub live: Arc<LiveRegistry>,
+    /// Stops following the store when dropped.
+    pub watch: WatchHandle,
+    /// Runs marked `interrupted` at start-up (SQLite only: they were going when the server stopped).
+    pub interrupted: u64,
+}
+
+/// Opens `url` (migrating it), syncs the `compiled` tools into it, marks runs a stopped
+/// server left unfinished as interrupted, and loads every stored tool into a live registry
+/// that follows later changes (declarative tools built with secrets from the environment).
+///
+/// # Errors
+/// The store's error (unreachable database, newer schema, invalid compiled spec).
+pub async fn open(url: &str, compiled: Vec<ToolHandle>, by: &str) -> Result<Database, StoreError> {
+    let store = Store::open(url).await?;
+    open_store(store, compiled, by).await
+}
+
+/// [`open`] on a store already opened (tests open one per Postgres schema).
+///
+/// # Errors
+/// As [`open`].
+pub async fn open_store(
+    store: Store,
+    compiled: Vec<ToolHandle>,
+    by: &str,
+) -> Result<Database, StoreError> {
+    let specs: Vec<_> = compiled.iter().map(|t| t.spec().clone()).collect();
+    store.sync_compiled(&specs, by).await?;
+    // With SQLite one server owns the database, so an unfinished run was left by a stopped
+    // server. On Postgres other instances may be running theirs right now: leave them alone.
+    let interrupted = match store.engine() {
+        toolbelt_store::Engine::Sqlite => store.interrupt_unfinished_runs().await?,
+        _ => 0,
+    };
+    let secrets = Secrets::from_env();
+    let live = LiveRegistry::builder(store)
+        .compiled(compiled)
+        .factory(
+            ToolSource::Declarative,
+            move |spec: &toolbelt_core::ToolSpec, definition: Option<&serde_json::Value>| {
+                let definition = definition.ok_or_else(|| StoreError::Invalid {
+                    field: "definition".to_owned(),
+                    reason: "missing".to_owned(),
+                })?;
+                Definition::from_value(definition)
+                    .and_then(|d| d.build(spec.clone(), secrets.clone()))
+                    .map_err(|e| StoreError::Invalid {
+                        field: e.field,
+                        reason: e.reason,
+                    })
+            },
+        )
+        .build()
+        .await?;
+    let watch = live.watch(POLL_INTERVAL);
+    Ok(Database {
+        live,
+        watch,
+        interrupted,
+    })
+}

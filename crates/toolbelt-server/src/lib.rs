@@ -1,0 +1,48 @@
+//! The toolbelt HTTP server: the live registry, agents and runs behind a REST API.
+//!
+//! `/api/v1` serves tools (list, get, call), groups, routing previews, agents,
+//! runs (JSON or SSE), approvals and questions; `/healthz`, `/readyz` and
+//! `/metrics` serve operators; `/api/v1/openapi.json` describes it all and
+//! `/api/v1/docs` renders it offline. Errors are RFC 9457 problem documents.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use toolbelt_server::{AppState, ServerConfig, serve};
+//!
+//! let registry = std::sync::Arc::new(toolbelt_core::Registry::discovered()?);
+//! let mut config = ServerConfig::default();
+//! config.dev = true;
+//! let state = AppState::new(registry, config)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7878").await?;
+//! serve(listener, state, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod agents;
+pub mod api;
+mod app;
+mod auth;
+mod config;
+pub mod database;
+pub mod metrics;
+mod problem;
+mod runs;
+mod state;
+
+pub use agents::{AgentCatalog, AgentDef, ProviderDef, default_router};
+pub use app::{app, serve};
+pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
+pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
+pub use problem::{ApiResult, FieldError, Problem, ProblemDocument};
+pub use runs::{
+    ApprovalView, QuestionView, RunDetail, RunEntry, RunEvent, RunRegistry, RunStart, RunStatus,
+    RunView, UsageView, audit_entry, call_result_json,
+};
+pub use state::{AppState, StateError};
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<AppState>();
+    assert_send_sync::<RunRegistry>();
+};

@@ -1,0 +1,1091 @@
+//! [`RunRegistry`]: agent runs that live on the server, not on the connection that started them.
+//!
+//! A run is a task owned by the registry. Its events are appended to a
+//! history that every subscriber replays from any point, so a client that
+//! connects late (or reconnects with `Last-Event-ID`) sees everything. A
+//! disconnect cancels nothing; approvals and questions are answered from any
+//! client; only [`RunRegistry::cancel`] stops a run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use toolbelt_agent::{Agent, AgentError, AgentEvent, ApprovalPrompt, RunOptions};
+use toolbelt_core::{ApprovalResponse, BoxFuture, CallResult, Extensions};
+use toolbelt_llm::{Message, Usage};
+use toolbelt_tools::{HumanChannel, HumanError, HumanQuestion, PendingQuestions};
+use utoipa::ToSchema;
+
+use crate::metrics;
+use crate::problem::Problem;
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model or a tool is working.
+    Running,
+    /// Paused on an approval or a question.
+    Waiting,
+    /// Ended with an answer.
+    Succeeded,
+    /// Ended without an answer.
+    Failed,
+    /// Stopped by a cancel request.
+    Cancelled,
+    /// The server stopped while the run was going on; continue it to go on.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Whether the run has ended.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Self::Running | Self::Waiting)
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Waiting => "waiting",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One event of a run, as sent over SSE (`id` = `seq`, `event` = `type`, `data` = this JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunEvent {
+    /// 1-based position in the run's history.
+    pub seq: u64,
+    /// `started`, `routed`, `text_delta`, `model_turn`, `tool_call_started`,
+    /// `approval_requested`, `approval_resolved`, `question_asked`, `question_answered`,
+    /// `tool_call_finished`, `tools_added`, `finished`, `failed`, `cancelled`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The event's fields.
+    #[schema(value_type = Object)]
+    pub data: Value,
+}
+
+/// A tool call waiting for a decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ApprovalView {
+    /// Id to answer with (`POST /api/v1/approvals/{id}`).
+    pub id: String,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The call id.
+    pub call_id: String,
+    /// The arguments the model gave.
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// The tool's description.
+    pub description: String,
+}
+
+/// A question the `ask_human` tool is waiting on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct QuestionView {
+    /// Id to answer with (`POST /api/v1/questions/{id}/answer`).
+    pub id: String,
+    /// The run asking, when known.
+    pub run_id: Option<String>,
+    /// The question.
+    pub question: String,
+    /// Suggested answers; empty for a free answer.
+    pub choices: Vec<String>,
+}
+
+/// Tokens used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UsageView {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl From<Usage> for UsageView {
+    fn from(u: Usage) -> Self {
+        Self {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+        }
+    }
+}
+
+/// A run as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunView {
+    /// Run id.
+    pub id: String,
+    /// The agent's id.
+    pub agent: String,
+    /// Where the run is.
+    pub status: RunStatus,
+    /// The user's input.
+    pub input: String,
+    /// The conversation (shared by runs that continue each other).
+    pub conversation_id: String,
+    /// The run this one continues, if any.
+    pub parent_run: Option<String>,
+    /// Start, Unix milliseconds.
+    pub created_at_ms: u64,
+    /// End, Unix milliseconds.
+    pub finished_at_ms: Option<u64>,
+    /// The answer, once succeeded.
+    pub answer: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Tokens used.
+    pub usage: UsageView,
+    /// Calls waiting for a decision.
+    pub pending_approvals: Vec<ApprovalView>,
+    /// Questions waiting for an answer.
+    pub pending_questions: Vec<QuestionView>,
+}
+
+/// A run with its transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunDetail {
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunView,
+    /// The conversation as the model saw it last (no system prompt).
+    #[schema(value_type = Vec<Object>)]
+    pub messages: Vec<Message>,
+    /// Every event so far.
+    pub events: Vec<RunEvent>,
+}
+
+struct Pending {
+    view: ApprovalView,
+    prompt: ApprovalPrompt,
+}
+
+struct RunState {
+    status: RunStatus,
+    events: Vec<RunEvent>,
+    approvals: BTreeMap<String, Pending>,
+    questions: BTreeMap<String, QuestionView>,
+    answer: Option<String>,
+    error: Option<String>,
+    usage: Usage,
+    messages: Vec<Message>,
+    finished_at_ms: Option<u64>,
+}
+
+/// One run: its identity, state, event history and cancel switch.
+pub struct RunEntry {
+    id: String,
+    agent: String,
+    input: String,
+    conversation_id: String,
+    parent_run: Option<String>,
+    created_at_ms: u64,
+    cancel: CancellationToken,
+    state: Mutex<RunState>,
+    /// Number of events so far; subscribers wait on it.
+    progress: watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for RunEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunEntry")
+            .field("id", &self.id)
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunEntry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RunState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Appends an event and wakes subscribers.
+    fn push(&self, kind: &str, data: Value) {
+        let seq = {
+            let mut state = self.lock();
+            let seq = state.events.len() as u64 + 1;
+            state.events.push(RunEvent {
+                seq,
+                kind: kind.to_owned(),
+                data,
+            });
+            seq
+        };
+        self.progress.send_replace(seq);
+    }
+
+    fn set_waiting_from_pending(state: &mut RunState) {
+        if state.status.is_terminal() {
+            return;
+        }
+        state.status = if state.approvals.is_empty() && state.questions.is_empty() {
+            RunStatus::Running
+        } else {
+            RunStatus::Waiting
+        };
+    }
+
+    /// The run as the API shows it.
+    pub fn view(&self) -> RunView {
+        let state = self.lock();
+        self.view_locked(&state)
+    }
+
+    fn view_locked(&self, state: &RunState) -> RunView {
+        RunView {
+            id: self.id.clone(),
+            agent: self.agent.clone(),
+            status: state.status,
+            input: self.input.clone(),
+            conversation_id: self.conversation_id.clone(),
+            parent_run: self.parent_run.clone(),
+            created_at_ms: self.created_at_ms,
+            finished_at_ms: state.finished_at_ms,
+            answer: state.answer.clone(),
+            error: state.error.clone(),
+            usage: state.usage.into(),
+            pending_approvals: state.approvals.values().map(|p| p.view.clone()).collect(),
+            pending_questions: state.questions.values().cloned().collect(),
+        }
+    }
+
+    /// The run with its transcript.
+    pub fn detail(&self) -> RunDetail {
+        let state = self.lock();
+        RunDetail {
+            run: self.view_locked(&state),
+            messages: state.messages.clone(),
+            events: state.events.clone(),
+        }
+    }
+
+    /// Events from position `from` (0-based) on, and whether the run has ended.
+    pub fn events_from(&self, from: usize) -> (Vec<RunEvent>, bool) {
+        let state = self.lock();
+        let events = state
+            .events
+            .get(from..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
+        (events, state.status.is_terminal())
+    }
+
+    /// A receiver that changes whenever an event is appended.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.progress.subscribe()
+    }
+
+    /// The current status.
+    pub fn status(&self) -> RunStatus {
+        self.lock().status
+    }
+
+    /// Waits until the run ends or waits for a person, at most `limit`.
+    pub async fn settle(&self, limit: Duration) -> RunView {
+        let mut rx = self.watch();
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                if self.status() != RunStatus::Running {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+        self.view()
+    }
+}
+
+/// The runs of this server, by id. Clones share the same runs.
+#[derive(Clone)]
+pub struct RunRegistry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runs: RwLock<HashMap<String, Arc<RunEntry>>>,
+    approvals: Mutex<HashMap<String, Arc<RunEntry>>>,
+    by_conversation: Mutex<HashMap<String, Arc<RunEntry>>>,
+    questions: PendingQuestions,
+    tasks: TaskTracker,
+    next_approval: AtomicU64,
+    store: std::sync::OnceLock<toolbelt_store::Store>,
+    run_log: std::sync::OnceLock<toolbelt_store::RunLogWriter>,
+    /// Set when the server stops: runs it cancels end as `interrupted`, to be continued later.
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for RunRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunRegistry").finish_non_exhaustive()
+    }
+}
+
+impl Default for RunRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+/// What a new run starts from.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RunStart {
+    /// The user's input.
+    pub input: String,
+    /// Earlier messages (a continued conversation).
+    pub history: Vec<Message>,
+    /// The conversation id to keep (a fresh one otherwise).
+    pub conversation_id: Option<String>,
+    /// The run this continues.
+    pub parent_run: Option<String>,
+    /// The model name, for the token metrics.
+    pub model: String,
+}
+
+impl RunRegistry {
+    /// No runs.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                runs: RwLock::default(),
+                approvals: Mutex::default(),
+                by_conversation: Mutex::default(),
+                questions: PendingQuestions::new(),
+                tasks: TaskTracker::new(),
+                next_approval: AtomicU64::new(1),
+                store: std::sync::OnceLock::new(),
+                run_log: std::sync::OnceLock::new(),
+                stopping: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Records every run in `store` (created at start, updated when it waits and when it ends),
+    /// so a restarted server shows it (as `interrupted` if it had not ended) and can continue it.
+    /// Clones made before share the store.
+    #[must_use]
+    pub fn with_store(self, store: toolbelt_store::Store) -> Self {
+        let _ = self.inner.store.set(store);
+        self
+    }
+
+    /// Records every tool call and finished run of these runs in the audit log.
+    #[must_use]
+    pub fn with_run_log(self, writer: toolbelt_store::RunLogWriter) -> Self {
+        let _ = self.inner.run_log.set(writer);
+        self
+    }
+
+    async fn audit(&self, entry: toolbelt_store::LogEntry) {
+        if let Some(log) = self.inner.run_log.get()
+            && log.log(entry).await.is_err()
+        {
+            tracing::warn!("the run log has stopped; an audit entry was lost");
+        }
+    }
+
+    /// Writes the run's state to the store, when there is one.
+    async fn persist(&self, entry: &RunEntry) {
+        let Some(store) = self.inner.store.get() else {
+            return;
+        };
+        let (status, update) = {
+            let state = entry.lock();
+            let status = match state.status {
+                RunStatus::Running => toolbelt_store::RunStatus::Running,
+                RunStatus::Waiting => toolbelt_store::RunStatus::Waiting,
+                RunStatus::Succeeded => toolbelt_store::RunStatus::Completed,
+                RunStatus::Failed => toolbelt_store::RunStatus::Failed,
+                RunStatus::Cancelled => toolbelt_store::RunStatus::Cancelled,
+                RunStatus::Interrupted => toolbelt_store::RunStatus::Interrupted,
+            };
+            let mut update = toolbelt_store::RunUpdate::status(status).with_transcript(json!({
+                "messages": state.messages,
+                "events": state.events,
+                "usage": UsageView::from(state.usage),
+            }));
+            if let Some(answer) = &state.answer {
+                update = update.with_output(json!({"answer": answer}));
+            }
+            if let Some(error) = &state.error {
+                update = update.with_error(error.clone());
+            }
+            (status, update)
+        };
+        if let Err(e) = store.update_run(store_id(&entry.id), &update, None).await {
+            tracing::error!(run = %entry.id, status = status.as_str(), error = %e, "could not record the run");
+        }
+    }
+
+    async fn audit_run(&self, entry: &RunEntry) {
+        let (ms, ok, error, usage) = {
+            let state = entry.lock();
+            let ms = state
+                .finished_at_ms
+                .unwrap_or_else(now_ms)
+                .saturating_sub(entry.created_at_ms);
+            (
+                ms,
+                state.status == RunStatus::Succeeded,
+                state.error.clone(),
+                state.usage,
+            )
+        };
+        let mut log = toolbelt_store::LogEntry::agent_run(
+            entry.agent.clone(),
+            i64::try_from(ms).unwrap_or(i64::MAX),
+        )
+        .with_run(entry.id.clone())
+        .with_tokens(
+            i64::try_from(usage.input_tokens).unwrap_or(i64::MAX),
+            i64::try_from(usage.output_tokens).unwrap_or(i64::MAX),
+        );
+        if !ok {
+            log = log.failed(error.unwrap_or_else(|| "did not succeed".to_owned()));
+        }
+        self.audit(log).await;
+    }
+
+    /// A run that is not in memory but in the store (e.g. from before a restart).
+    async fn stored(&self, id: &str) -> Option<RunDetail> {
+        let store = self.inner.store.get()?;
+        let record = store.get_run(store_id(id)).await.ok()?;
+        Some(detail_from_record(&record))
+    }
+
+    /// The run `id` with its transcript, from memory or from the store.
+    ///
+    /// # Errors
+    /// 404 `run_not_found`.
+    pub async fn detail(&self, id: &str) -> Result<RunDetail, Problem> {
+        match self.get(id) {
+            Ok(entry) => Ok(entry.detail()),
+            Err(not_found) => self.stored(id).await.ok_or(not_found),
+        }
+    }
+
+    /// Runs in the store that this process does not hold, newest first.
+    pub async fn stored_list(
+        &self,
+        agent: Option<&str>,
+        status: Option<RunStatus>,
+    ) -> Vec<RunView> {
+        let Some(store) = self.inner.store.get() else {
+            return Vec::new();
+        };
+        let held = self
+            .inner
+            .runs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect::<std::collections::HashSet<_>>();
+        match store.list_runs(agent, None, 500).await {
+            Ok(records) => records
+                .iter()
+                .filter(|r| !held.contains(&r.id))
+                .map(|r| detail_from_record(r).run)
+                .filter(|v| status.is_none_or(|s| v.status == s))
+                .collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "could not list stored runs");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The channel to give `ask_human` (as a `Human` extension): questions
+    /// become run events and are answered through [`RunRegistry::answer_question`].
+    pub fn human_channel(&self) -> impl HumanChannel + use<> {
+        RunQuestions {
+            registry: self.clone(),
+        }
+    }
+
+    /// Starts `agent` on `start` in a task owned by the registry.
+    ///
+    /// # Errors
+    /// 500 when the store cannot record the run (nothing is started then).
+    pub async fn start(
+        &self,
+        agent: Agent,
+        start: RunStart,
+        extensions: Extensions,
+    ) -> Result<Arc<RunEntry>, Problem> {
+        let conversation_id = start
+            .conversation_id
+            .clone()
+            .unwrap_or_else(|| format!("conv_{}", uuid::Uuid::new_v4().simple()));
+        let id = match self.inner.store.get() {
+            Some(store) => {
+                let input = json!({"input": start.input, "conversation_id": conversation_id, "parent_run": start.parent_run});
+                let record = store
+                    .create_run(agent.name(), &input, None)
+                    .await
+                    .map_err(Problem::internal)?;
+                format!("run_{}", record.id)
+            }
+            None => format!("run_{}", uuid::Uuid::new_v4().simple()),
+        };
+        let (progress, _) = watch::channel(0);
+        let entry = Arc::new(RunEntry {
+            id: id.clone(),
+            agent: agent.name().to_owned(),
+            input: start.input.clone(),
+            conversation_id: conversation_id.clone(),
+            parent_run: start.parent_run.clone(),
+            created_at_ms: now_ms(),
+            cancel: CancellationToken::new(),
+            state: Mutex::new(RunState {
+                status: RunStatus::Running,
+                events: Vec::new(),
+                approvals: BTreeMap::new(),
+                questions: BTreeMap::new(),
+                answer: None,
+                error: None,
+                usage: Usage::default(),
+                messages: start.history.clone(),
+                finished_at_ms: None,
+            }),
+            progress,
+        });
+        self.write_runs().insert(id.clone(), Arc::clone(&entry));
+        lock(&self.inner.by_conversation).insert(conversation_id.clone(), Arc::clone(&entry));
+        entry.push(
+            "started",
+            json!({"run_id": id, "agent": entry.agent, "input": start.input, "conversation_id": conversation_id}),
+        );
+        let options = RunOptions::new()
+            .with_cancellation(entry.cancel.clone())
+            .with_history(start.history)
+            .with_conversation_id(conversation_id)
+            .with_extensions(extensions);
+        let registry = self.clone();
+        let driven = Arc::clone(&entry);
+        self.inner.tasks.spawn(async move {
+            registry.persist(&driven).await;
+            registry
+                .drive(driven, agent, start.input, options, start.model)
+                .await;
+        });
+        Ok(entry)
+    }
+
+    async fn drive(
+        &self,
+        entry: Arc<RunEntry>,
+        agent: Agent,
+        input: String,
+        options: RunOptions,
+        model: String,
+    ) {
+        let mut stream = agent.run_stream_with(input, options);
+        while let Some(event) = stream.next_event().await {
+            if let AgentEvent::ToolCallFinished(result) = &event {
+                self.audit(
+                    audit_entry(result)
+                        .with_run(entry.id.clone())
+                        .with_agent(entry.agent.clone()),
+                )
+                .await;
+            }
+            let before = entry.status();
+            self.on_event(&entry, event, &model);
+            if entry.status() != before {
+                self.persist(&entry).await;
+                if entry.status().is_terminal() {
+                    self.audit_run(&entry).await;
+                }
+            }
+        }
+        // The stream always ends with Finished or Failed; this covers the impossible case.
+        if !entry.status().is_terminal() {
+            self.finish(
+                &entry,
+                RunStatus::Failed,
+                None,
+                Some("the run ended without a result".to_owned()),
+                None,
+            );
+        }
+    }
+
+    fn on_event(&self, entry: &Arc<RunEntry>, event: AgentEvent, model: &str) {
+        match event {
+            AgentEvent::Routed(decision) => {
+                metrics::record_route(&decision);
+                entry.push(
+                    "routed",
+                    serde_json::to_value(&decision).unwrap_or(Value::Null),
+                );
+            }
+            AgentEvent::TextDelta(text) => entry.push("text_delta", json!({"text": text})),
+            AgentEvent::ModelTurn {
+                iteration,
+                tool_calls,
+            } => entry.push(
+                "model_turn",
+                json!({"iteration": iteration, "tool_calls": tool_calls}),
+            ),
+            AgentEvent::ToolCallStarted(call) => {
+                entry.push(
+                    "tool_call_started",
+                    serde_json::to_value(&call).unwrap_or(Value::Null),
+                );
+            }
+            AgentEvent::ApprovalRequested(prompt) => self.add_approval(entry, prompt),
+            AgentEvent::ToolCallFinished(result) => {
+                metrics::record_call(&result);
+                entry.push("tool_call_finished", call_result_json(&result));
+            }
+            AgentEvent::ToolsAdded { by, tools } => {
+                entry.push("tools_added", json!({"by": by, "tools": tools}));
+            }
+            AgentEvent::Finished(output) => {
+                let usage = output.usage();
+                metrics::record_tokens(&entry.agent, model, usage);
+                self.finish(
+                    entry,
+                    RunStatus::Succeeded,
+                    Some(output.answer.clone()),
+                    None,
+                    Some((output.transcript.messages.clone(), usage)),
+                );
+            }
+            AgentEvent::Failed(error) => {
+                let status = if matches!(error, AgentError::Cancelled { .. })
+                    && self.inner.stopping.load(Ordering::Relaxed)
+                {
+                    RunStatus::Interrupted
+                } else if matches!(error, AgentError::Cancelled { .. }) {
+                    RunStatus::Cancelled
+                } else {
+                    RunStatus::Failed
+                };
+                let usage = error.transcript().usage;
+                metrics::record_tokens(&entry.agent, model, usage);
+                let message = error_chain(&error);
+                let transcript = error.into_transcript();
+                self.finish(
+                    entry,
+                    status,
+                    None,
+                    Some(message),
+                    Some((transcript.messages, usage)),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn add_approval(&self, entry: &Arc<RunEntry>, prompt: ApprovalPrompt) {
+        let n = self.inner.next_approval.fetch_add(1, Ordering::Relaxed);
+        let request = prompt.request();
+        let view = ApprovalView {
+            id: format!("apr_{n}_{}", &entry.id[4..12.min(entry.id.len())]),
+            run_id: entry.id.clone(),
+            tool: request.call.name.clone(),
+            call_id: request.call.id.clone(),
+            arguments: request.call.arguments.clone(),
+            description: request.spec.description.clone(),
+        };
+        let data = serde_json::to_value(&view).unwrap_or(Value::Null);
+        {
+            let mut state = entry.lock();
+            state.approvals.insert(
+                view.id.clone(),
+                Pending {
+                    view: view.clone(),
+                    prompt,
+                },
+            );
+            RunEntry::set_waiting_from_pending(&mut state);
+        }
+        lock(&self.inner.approvals).insert(view.id.clone(), Arc::clone(entry));
+        entry.push("approval_requested", data);
+    }
+
+    fn finish(
+        &self,
+        entry: &Arc<RunEntry>,
+        status: RunStatus,
+        answer: Option<String>,
+        error: Option<String>,
+        transcript: Option<(Vec<Message>, Usage)>,
+    ) {
+        let dropped: Vec<String> = {
+            let mut state = entry.lock();
+            state.status = status;
+            state.answer = answer.clone();
+            state.error = error.clone();
+            state.finished_at_ms = Some(now_ms());
+            if let Some((messages, usage)) = transcript {
+                state.messages = messages;
+                state.usage = usage;
+            }
+            state.questions.clear();
+            let ids = state.approvals.keys().cloned().collect();
+            state.approvals.clear();
+            ids
+        };
+        {
+            let mut approvals = lock(&self.inner.approvals);
+            for id in dropped {
+                approvals.remove(&id);
+            }
+        }
+        metrics::record_run(&entry.agent, status.as_str());
+        let usage = UsageView::from(entry.lock().usage);
+        let kind = match status {
+            RunStatus::Succeeded => "finished",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Interrupted => "interrupted",
+            _ => "failed",
+        };
+        entry.push(
+            kind,
+            json!({"status": status, "answer": answer, "error": error, "usage": usage}),
+        );
+    }
+
+    /// The run `id`.
+    ///
+    /// # Errors
+    /// 404 `run_not_found`.
+    pub fn get(&self, id: &str) -> Result<Arc<RunEntry>, Problem> {
+        self.inner
+            .runs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                Problem::not_found("run_not_found", format!("no run `{id}` on this server"))
+                    .with_pointer("id")
+            })
+    }
+
+    /// Every run, newest first, optionally of one agent and status.
+    pub fn list(&self, agent: Option<&str>, status: Option<RunStatus>) -> Vec<RunView> {
+        let mut runs: Vec<RunView> = self
+            .inner
+            .runs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|r| agent.is_none_or(|a| r.agent == a))
+            .map(|r| r.view())
+            .filter(|v| status.is_none_or(|s| v.status == s))
+            .collect();
+        runs.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then(b.id.cmp(&a.id)));
+        runs
+    }
+
+    /// Asks run `id` to stop; its task ends it as `cancelled`.
+    ///
+    /// # Errors
+    /// 404 `run_not_found`; 409 `run_finished` when it has already ended.
+    pub fn cancel(&self, id: &str) -> Result<Arc<RunEntry>, Problem> {
+        let entry = self.get(id)?;
+        if entry.status().is_terminal() {
+            return Err(Problem::conflict(
+                "run_finished",
+                format!("run `{id}` has already ended ({})", entry.status().as_str()),
+            ));
+        }
+        entry.cancel.cancel();
+        Ok(entry)
+    }
+
+    /// Every call waiting for a decision.
+    pub fn approvals(&self) -> Vec<ApprovalView> {
+        let entries: Vec<Arc<RunEntry>> = lock(&self.inner.approvals).values().cloned().collect();
+        let mut out: Vec<ApprovalView> = Vec::new();
+        for entry in entries {
+            for p in entry.lock().approvals.values() {
+                if !out.iter().any(|v| v.id == p.view.id) {
+                    out.push(p.view.clone());
+                }
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out
+    }
+
+    /// Answers the approval `id`.
+    ///
+    /// # Errors
+    /// 404 `approval_not_found` when it is not pending (answered, run ended, never asked).
+    pub fn resolve(&self, id: &str, response: ApprovalResponse) -> Result<ApprovalView, Problem> {
+        let entry = lock(&self.inner.approvals).remove(id).ok_or_else(|| {
+            Problem::not_found(
+                "approval_not_found",
+                format!("no pending approval `{id}` on this instance; it was answered, its run ended, or the run is held by another instance (approvals are answered on the instance running the run)"),
+            )
+            .with_pointer("id")
+        })?;
+        let pending = {
+            let mut state = entry.lock();
+            let pending = state.approvals.remove(id);
+            RunEntry::set_waiting_from_pending(&mut state);
+            pending
+        };
+        let Some(pending) = pending else {
+            return Err(Problem::not_found(
+                "approval_not_found",
+                format!("no pending approval `{id}`"),
+            ));
+        };
+        let (decision, extra) = match &response {
+            ApprovalResponse::Approve => ("approve", Value::Null),
+            ApprovalResponse::Edit(args) => ("edit", args.clone()),
+            ApprovalResponse::Reject(reason) => ("reject", Value::String(reason.clone())),
+            _ => ("other", Value::Null),
+        };
+        entry.push(
+            "approval_resolved",
+            json!({"approval_id": id, "decision": decision, "detail": extra}),
+        );
+        let view = pending.view.clone();
+        pending.prompt.respond(response);
+        let registry = self.clone();
+        self.inner
+            .tasks
+            .spawn(async move { registry.persist(&entry).await });
+        Ok(view)
+    }
+
+    /// Every open question.
+    pub fn questions(&self) -> Vec<QuestionView> {
+        let runs = lock(&self.inner.by_conversation);
+        self.inner
+            .questions
+            .pending()
+            .into_iter()
+            .map(|q| QuestionView {
+                run_id: q
+                    .conversation_id
+                    .as_deref()
+                    .and_then(|c| runs.get(c))
+                    .map(|r| r.id.clone()),
+                id: q.id,
+                question: q.question,
+                choices: q.choices,
+            })
+            .collect()
+    }
+
+    /// Answers the open question `id`.
+    ///
+    /// # Errors
+    /// 404 `question_not_found`.
+    pub fn answer_question(&self, id: &str, answer: String) -> Result<(), Problem> {
+        self.inner.questions.answer(id, answer).map_err(|e| {
+            Problem::not_found(
+                "question_not_found",
+                format!("{e}; it was answered, timed out, or never asked"),
+            )
+            .with_pointer("id")
+        })
+    }
+
+    /// Stops every run that is still going (used at shutdown); they end as `interrupted`
+    /// and can be continued after a restart.
+    pub fn cancel_all(&self) {
+        self.inner.stopping.store(true, Ordering::Relaxed);
+        for entry in self
+            .inner
+            .runs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            entry.cancel.cancel();
+        }
+    }
+
+    /// Waits for every run task to end.
+    pub async fn wait_idle(&self) {
+        self.inner.tasks.close();
+        self.inner.tasks.wait().await;
+    }
+
+    fn write_runs(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<RunEntry>>> {
+        self.inner
+            .runs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn run_of_conversation(&self, conversation: Option<&str>) -> Option<Arc<RunEntry>> {
+        conversation.and_then(|c| lock(&self.inner.by_conversation).get(c).cloned())
+    }
+}
+
+/// The audit entry of a finished call (arguments as executed; secrets are never in them:
+/// declarative tools resolve `{{secret.*}}` at call time).
+pub fn audit_entry(result: &CallResult) -> toolbelt_store::LogEntry {
+    let ms = i64::try_from(result.duration.as_millis()).unwrap_or(i64::MAX);
+    let entry = toolbelt_store::LogEntry::tool_call(result.call.name.clone(), ms)
+        .with_arguments(result.call.arguments.clone());
+    match &result.outcome {
+        Ok(_) => entry,
+        Err(e) => entry.failed(e.to_string()),
+    }
+}
+
+/// The store's id of run `id` (the API prefixes `run_`).
+fn store_id(id: &str) -> &str {
+    id.strip_prefix("run_").unwrap_or(id)
+}
+
+fn detail_from_record(record: &toolbelt_store::RunRecord) -> RunDetail {
+    use toolbelt_store::RunStatus as S;
+    let status = match record.status {
+        S::Completed => RunStatus::Succeeded,
+        S::Failed => RunStatus::Failed,
+        S::Cancelled => RunStatus::Cancelled,
+        S::Waiting => RunStatus::Waiting,
+        S::Interrupted => RunStatus::Interrupted,
+        // Queued or running: held by another instance on the same database.
+        _ => RunStatus::Running,
+    };
+    let t = &record.transcript;
+    let messages: Vec<Message> = serde_json::from_value(t["messages"].clone()).unwrap_or_default();
+    let events: Vec<RunEvent> = serde_json::from_value(t["events"].clone()).unwrap_or_default();
+    let usage: UsageView = serde_json::from_value(t["usage"].clone()).unwrap_or_default();
+    let str_of = |v: &Value| v.as_str().map(str::to_owned);
+    RunDetail {
+        run: RunView {
+            id: format!("run_{}", record.id),
+            agent: record.agent.clone(),
+            status,
+            input: str_of(&record.input["input"]).unwrap_or_default(),
+            conversation_id: str_of(&record.input["conversation_id"]).unwrap_or_default(),
+            parent_run: str_of(&record.input["parent_run"]),
+            created_at_ms: u64::try_from(record.created_at).unwrap_or_default(),
+            finished_at_ms: record.finished_at.and_then(|t| u64::try_from(t).ok()),
+            answer: record.output.as_ref().and_then(|o| str_of(&o["answer"])),
+            error: record.error.clone(),
+            usage,
+            pending_approvals: Vec::new(),
+            pending_questions: Vec::new(),
+        },
+        messages,
+        events,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The JSON of a finished call, as events and transcripts show it.
+pub fn call_result_json(result: &CallResult) -> Value {
+    match &result.outcome {
+        Ok(output) => json!({
+            "call": result.call,
+            "ok": true,
+            "output": {"text": output.text, "json": output.json, "truncated": output.truncated},
+            "duration_ms": result.duration.as_secs_f64() * 1000.0,
+            "attempts": result.attempts,
+            "cached": result.cached,
+        }),
+        Err(error) => json!({
+            "call": result.call,
+            "ok": false,
+            "error": {"kind": metrics::kind_name(error.kind()), "message": error.to_string()},
+            "duration_ms": result.duration.as_secs_f64() * 1000.0,
+            "attempts": result.attempts,
+            "cached": result.cached,
+        }),
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// `ask_human`'s channel on a server: a question becomes an event of its run.
+struct RunQuestions {
+    registry: RunRegistry,
+}
+
+impl HumanChannel for RunQuestions {
+    fn ask(&self, question: HumanQuestion) -> BoxFuture<'_, Result<String, HumanError>> {
+        Box::pin(async move {
+            let run = self
+                .registry
+                .run_of_conversation(question.conversation_id.as_deref());
+            let view = QuestionView {
+                id: question.id.clone(),
+                run_id: run.as_ref().map(|r| r.id.clone()),
+                question: question.question.clone(),
+                choices: question.choices.clone(),
+            };
+            if let Some(run) = &run {
+                {
+                    let mut state = run.lock();
+                    state.questions.insert(view.id.clone(), view.clone());
+                    RunEntry::set_waiting_from_pending(&mut state);
+                }
+                run.push(
+                    "question_asked",
+                    serde_json::to_value(&view).unwrap_or(Value::Null),
+                );
+            }
+            let id = view.id.clone();
+            let answer = self.registry.inner.questions.ask(question).await;
+            if let Some(run) = &run {
+                {
+                    let mut state = run.lock();
+                    state.questions.remove(&id);
+                    RunEntry::set_waiting_from_pending(&mut state);
+                }
+                run.push(
+                    "question_answered",
+                    json!({"question_id": id, "answered": answer.is_ok()}),
+                );
+            }
+            answer
+        })
+    }
+}

@@ -1,0 +1,417 @@
+//! Tools, groups, routing, health, metrics, OpenAPI and every 4xx the API promises.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::support::{ADMIN, READER, RUNNER, TestServer, json_of, problem_of};
+
+#[tokio::test]
+async fn a_tool_call_returns_the_output() {
+    let s = TestServer::start(None).await;
+    let body = json_of(
+        s.post("/api/v1/tools/echo/call", RUNNER)
+            .json(&json!({"arguments": {"text": "hi"}}))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(
+        (body["ok"].clone(), body["text"].clone()),
+        (json!(true), json!("hi"))
+    );
+}
+
+#[tokio::test]
+async fn bad_arguments_name_the_pointer_under_arguments() {
+    let s = TestServer::start(None).await;
+    let r = s
+        .post("/api/v1/tools/echo/call", RUNNER)
+        .json(&json!({"arguments": {"text": 5}}))
+        .send()
+        .await
+        .unwrap();
+    let p = problem_of(r, 422, "invalid_arguments").await;
+    assert_eq!(p["pointer"], "/arguments/text");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_404_with_the_nearest_names() {
+    let s = TestServer::start(None).await;
+    let r = s
+        .post("/api/v1/tools/ecko/call", RUNNER)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let p = problem_of(r, 404, "tool_not_found").await;
+    assert_eq!(p["nearest"][0], "echo");
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_problem_documents() {
+    let s = TestServer::start_with(None, |c| c.body_limit_bytes = 1000).await;
+    let url = "/api/v1/tools/echo/call";
+    let raw = |body: &'static str| {
+        s.post(url, RUNNER)
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    problem_of(
+        raw("{\"arguments\": ").send().await.unwrap(),
+        400,
+        "invalid_json",
+    )
+    .await;
+    let p = problem_of(
+        raw("{\"arguments\": {}, \"extra\": 1}")
+            .send()
+            .await
+            .unwrap(),
+        422,
+        "invalid_field",
+    )
+    .await;
+    assert_eq!(p["pointer"], "/extra");
+    let p = problem_of(
+        raw("{\"arguments\": 7}").send().await.unwrap(),
+        422,
+        "invalid_arguments",
+    )
+    .await;
+    assert_eq!(p["pointer"], "/arguments");
+    let big = format!("{{\"arguments\": {{\"text\": \"{}\"}}}}", "x".repeat(2000));
+    let r = s
+        .post(url, RUNNER)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    problem_of(r, 413, "body_too_large").await;
+    let r = s.post(url, RUNNER).body("text=hi").send().await.unwrap();
+    problem_of(r, 415, "unsupported_media_type").await;
+}
+
+#[tokio::test]
+async fn tokens_and_scopes_are_checked() {
+    let s = TestServer::start(None).await;
+    let call = |token: &str| {
+        s.post("/api/v1/tools/noop/call", token)
+            .json(&json!({}))
+            .send()
+    };
+    problem_of(call("nope").await.unwrap(), 401, "invalid_token").await;
+    let r = s
+        .http
+        .get(format!("{}/api/v1/tools", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    problem_of(r, 401, "missing_token").await;
+    let p = problem_of(call(READER).await.unwrap(), 403, "missing_scope").await;
+    assert!(p["detail"].as_str().unwrap().contains("`run`"), "{p}");
+    json_of(call(ADMIN).await.unwrap(), 200).await;
+    json_of(s.get("/api/v1/tools", READER).send().await.unwrap(), 200).await;
+}
+
+#[tokio::test]
+async fn tools_are_listed_filtered_and_paged() {
+    let s = TestServer::start(None).await;
+    let names = |v: &Value| {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let all = json_of(s.get("/api/v1/tools", READER).send().await.unwrap(), 200).await;
+    assert_eq!(names(&all), ["delete_file", "echo", "noop"]);
+    let util = json_of(
+        s.get("/api/v1/tools?tag=util", READER)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(names(&util), ["echo", "noop"]);
+    let page = json_of(
+        s.get("/api/v1/tools?limit=2", READER).send().await.unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(
+        (names(&page), page["next_cursor"].clone()),
+        (
+            vec!["delete_file".to_owned(), "echo".to_owned()],
+            json!("echo")
+        )
+    );
+    let rest = json_of(
+        s.get("/api/v1/tools?limit=2&cursor=echo", READER)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(
+        (names(&rest), rest["next_cursor"].clone()),
+        (vec!["noop".to_owned()], Value::Null)
+    );
+    let found = json_of(
+        s.get("/api/v1/tools?q=ECHO", READER).send().await.unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(names(&found), ["echo"]);
+    problem_of(
+        s.get("/api/v1/tools?limit=0", READER).send().await.unwrap(),
+        400,
+        "invalid_query",
+    )
+    .await;
+    let p = problem_of(
+        s.get("/api/v1/tools?limit=x", READER).send().await.unwrap(),
+        400,
+        "invalid_query",
+    )
+    .await;
+    assert_eq!(p["pointer"], "limit");
+    let one = json_of(
+        s.get("/api/v1/tools/echo", READER).send().await.unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(one["parameters"]["required"], json!(["text"]));
+}
+
+#[tokio::test]
+async fn groups_list_their_tools() {
+    let s = TestServer::start(None).await;
+    let groups = json_of(s.get("/api/v1/groups", READER).send().await.unwrap(), 200).await;
+    assert_eq!(
+        groups,
+        json!([{"name": "danger", "tools": ["delete_file"]}, {"name": "util", "tools": ["echo", "noop"]}])
+    );
+}
+
+#[tokio::test]
+async fn route_previews_tools_scores_and_tokens() {
+    let s = TestServer::start(None).await;
+    let body = json_of(
+        s.post("/api/v1/route", RUNNER)
+            .json(&json!({"input": "echo this text back", "agent": "helper"}))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(body["toolset_size"], 3);
+    assert_eq!(body["decision"]["tools"][0]["name"], "echo", "{body}");
+    let tokens = &body["tokens"];
+    assert_eq!(
+        tokens["saved"].as_u64().unwrap(),
+        tokens["all"].as_u64().unwrap() - tokens["sent"].as_u64().unwrap()
+    );
+    let p = problem_of(
+        s.post("/api/v1/route", RUNNER)
+            .json(&json!({"input": "x", "agent": "ghost"}))
+            .send()
+            .await
+            .unwrap(),
+        404,
+        "agent_not_found",
+    )
+    .await;
+    assert_eq!(p["nearest"], json!(["helper"]));
+    let p = problem_of(
+        s.post("/api/v1/route", RUNNER)
+            .json(&json!({"input": "x", "tools": "util,"}))
+            .send()
+            .await
+            .unwrap(),
+        422,
+        "invalid_selection",
+    )
+    .await;
+    assert_eq!(p["pointer"], "/tools");
+}
+
+#[tokio::test]
+async fn health_metrics_and_openapi_are_served() {
+    let s = TestServer::start(None).await;
+    let h = json_of(
+        s.http
+            .get(format!("{}/healthz", s.url))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(h, json!({"status": "ok", "tools": 3}));
+    json_of(
+        s.http
+            .get(format!("{}/readyz", s.url))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    s.post("/api/v1/tools/noop/call", RUNNER)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let metrics = s
+        .http
+        .get(format!("{}/metrics", s.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("toolbelt_tool_calls_total{tool=\"noop\",outcome=\"ok\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("toolbelt_tool_call_duration_seconds_bucket{tool=\"noop\""),
+        "{metrics}"
+    );
+    let doc = json_of(
+        s.http
+            .get(format!("{}/api/v1/openapi.json", s.url))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(doc["paths"]["/api/v1/tools/{name}/call"]["post"].is_object());
+    let docs = s
+        .http
+        .get(format!("{}/api/v1/docs/", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(docs.status(), 200);
+    assert!(docs.text().await.unwrap().contains("swagger"));
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_are_problems() {
+    let s = TestServer::start(None).await;
+    problem_of(
+        s.get("/api/v1/nothing", READER).send().await.unwrap(),
+        404,
+        "no_such_route",
+    )
+    .await;
+    problem_of(
+        s.http
+            .delete(format!("{}/healthz", s.url))
+            .send()
+            .await
+            .unwrap(),
+        405,
+        "method_not_allowed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_rate_limit_answers_429_per_token() {
+    let s = TestServer::start_with(None, |c| {
+        c.rate_limit_per_second = 1;
+        c.rate_limit_burst = 2;
+    })
+    .await;
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(
+            s.get("/api/v1/groups", READER)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+        );
+    }
+    assert_eq!(statuses, [200, 200, 429]);
+    problem_of(
+        s.get("/api/v1/groups", READER).send().await.unwrap(),
+        429,
+        "rate_limited",
+    )
+    .await;
+    // Another token has its own budget.
+    json_of(s.get("/api/v1/groups", RUNNER).send().await.unwrap(), 200).await;
+}
+
+#[tokio::test]
+async fn cors_is_off_by_default_and_on_when_configured() {
+    let s = TestServer::start(None).await;
+    let r = s
+        .get("/api/v1/groups", READER)
+        .header("origin", "http://x.test")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    let s =
+        TestServer::start_with(None, |c| c.cors_origins = vec!["http://x.test".to_owned()]).await;
+    let r = s
+        .get("/api/v1/groups", READER)
+        .header("origin", "http://x.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["access-control-allow-origin"], "http://x.test");
+}
+
+#[tokio::test]
+async fn dev_mode_needs_no_token() {
+    let s = TestServer::start_with(None, |c| c.dev = true).await;
+    json_of(
+        s.http
+            .get(format!("{}/api/v1/tools", s.url))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    s.stop().await;
+}
+
+#[test]
+fn exposure_rules_refuse_unsafe_addresses() {
+    let mut c = toolbelt_server::ServerConfig::default();
+    c.addr = "0.0.0.0:7878".parse().unwrap();
+    assert!(
+        c.check_exposure(false)
+            .unwrap_err()
+            .to_string()
+            .contains("without authentication")
+    );
+    assert!(c.check_exposure(true).is_ok());
+    c.dev = true;
+    assert!(
+        c.check_exposure(true)
+            .unwrap_err()
+            .to_string()
+            .contains("loopback")
+    );
+    c.addr = "127.0.0.1:7878".parse().unwrap();
+    assert!(c.check_exposure(false).is_ok());
+}

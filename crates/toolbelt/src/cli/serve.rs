@@ -1,0 +1,136 @@
+//! `toolbelt serve`: the REST API on the built-in tools and the configured agents.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use toolbelt_server::{AppState, LogFormat, ServerConfig};
+// Links the built-in tools so `#[tool]` registrations are discovered.
+use toolbelt_tools as _;
+
+/// Arguments of `toolbelt serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on (default 127.0.0.1:7878; env TOOLBELT_ADDR).
+    #[arg(long)]
+    addr: Option<SocketAddr>,
+    /// Database URL (default sqlite://toolbelt.db; env TOOLBELT_DATABASE_URL).
+    #[arg(long)]
+    database_url: Option<String>,
+    /// No authentication: allowed on a loopback address only.
+    #[arg(long)]
+    dev: bool,
+    /// Configuration file (default ./toolbelt.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Log line format.
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormatArg>,
+    /// Directory the file, shell and git tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormatArg {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl ServeArgs {
+    /// Whether logs must be JSON (flag, or `TOOLBELT_LOG_FORMAT=json`).
+    pub(crate) fn json_logs(&self) -> bool {
+        match self.log_format {
+            Some(f) => f == LogFormatArg::Json,
+            None => std::env::var("TOOLBELT_LOG_FORMAT").is_ok_and(|v| v == "json"),
+        }
+    }
+}
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let mut config =
+        ServerConfig::load(args.config.as_deref()).context("reading the configuration")?;
+    if let Some(addr) = args.addr {
+        config.addr = addr;
+    }
+    if let Some(url) = args.database_url {
+        config.database_url = url;
+    }
+    if args.dev {
+        config.dev = true;
+    }
+    if let Some(dir) = args.workspace {
+        config.workspace = dir;
+    }
+    if let Some(f) = args.log_format {
+        config.log_format = match f {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        };
+    }
+    let compiled = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
+    let db = toolbelt_server::database::open(&config.database_url, compiled, "toolbelt serve")
+        .await
+        .with_context(|| format!("opening the database {}", config.database_url))?;
+    if db.interrupted > 0 {
+        tracing::warn!(
+            runs = db.interrupted,
+            "runs left unfinished by a stopped server are marked interrupted"
+        );
+    }
+    let state = AppState::with_live(db.live.clone(), config.clone())?;
+    let has_tokens = state
+        .tokens
+        .has_any_token()
+        .await
+        .context("reading the tokens")?;
+    config.check_exposure(has_tokens)?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.addr))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
+    println!(
+        "toolbelt serving on http://{addr} ({} tools)",
+        state.registry().len()
+    );
+    let auth = if config.dev {
+        String::new()
+    } else {
+        " -H \"Authorization: Bearer $TOOLBELT_TOKEN\"".to_owned()
+    };
+    println!(
+        "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
+    );
+    println!("docs: http://{addr}/api/v1/docs/");
+    toolbelt_server::serve(listener, state, shutdown_signal()).await?;
+    db.watch.stop().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,161 @@
+//! `toolbelt serve` and `toolbelt tokens` as processes: durability across kill -9, exposure rules, tokens.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP/1.1 request over a fresh connection: (status, body).
+fn http(port: u16, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let auth = token
+        .map(|t| format!("authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nhost: x\r\n{auth}content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Starts `toolbelt serve` in `dir` and waits until it prints its address.
+fn serve(dir: &Path, args: &[&str]) -> (Child, u16) {
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+            "--database-url",
+            "sqlite://t.db",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(
+        first.starts_with("toolbelt serving on http://127.0.0.1:"),
+        "{first}"
+    );
+    let started = Instant::now();
+    while http(port, "GET", "/readyz", None, "").0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(10), "not ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, port)
+}
+
+const TOOL: &str = r#"{"spec": {"name": "shout", "description": "Echo", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}},
+  "definition": {"command": {"argv": ["echo", "{{text}}"]}}}"#;
+
+#[test]
+fn a_created_tool_survives_kill_9_right_after_the_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, port) = serve(dir.path(), &["--dev"]);
+    let (status, body) = http(port, "POST", "/api/v1/tools", None, TOOL);
+    child.kill().unwrap(); // SIGKILL, right after the 201
+    child.wait().unwrap();
+    assert_eq!(status, 201, "{body}");
+    let (mut child, port) = serve(dir.path(), &["--dev"]);
+    let (status, body) = http(port, "GET", "/api/v1/tools/shout/stored", None, "");
+    let (call, _) = http(
+        port,
+        "POST",
+        "/api/v1/tools/shout/call",
+        None,
+        r#"{"arguments": {"text": "hi"}}"#,
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!((status, call), (200, 200), "{body}");
+}
+
+#[test]
+fn tokens_created_on_the_command_line_open_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args([
+            "tokens",
+            "create",
+            "ci",
+            "--scope",
+            "read",
+            "--database-url",
+            "sqlite://t.db",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secret = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(secret.starts_with("tb_"), "{secret}");
+    let (mut child, port) = serve(dir.path(), &[]);
+    let without = http(port, "GET", "/api/v1/tools", None, "").0;
+    let with = http(port, "GET", "/api/v1/tools", Some(&secret), "").0;
+    let write = http(port, "POST", "/api/v1/tools", Some(&secret), TOOL).0;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!((without, with, write), (401, 200, 403));
+    let ls = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["tokens", "ls", "--database-url", "sqlite://t.db"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let ls = String::from_utf8(ls.stdout).unwrap();
+    assert!(
+        ls.contains("ci") && ls.contains("read") && !ls.contains(&secret),
+        "{ls}"
+    );
+}
+
+#[test]
+fn it_refuses_to_listen_off_loopback_without_a_token_and_dev_off_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(["serve", "--database-url", "sqlite://t.db"])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = run(&["--addr", "0.0.0.0:0"]);
+    assert!(!ok && err.contains("without authentication"), "{err}");
+    let (ok, err) = run(&["--addr", "0.0.0.0:0", "--dev"]);
+    assert!(!ok && err.contains("loopback"), "{err}");
+}
