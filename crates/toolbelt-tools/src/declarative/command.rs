@@ -1,17 +1,20 @@
 //! [`CommandTool`]: an argument-vector template run without a shell.
 //!
-//! TODO(sandbox): the command runs as a plain child process in `cwd`; the lead wires it to the
-//! workspace sandbox that the `hardening` work adds (ADR 0018). Until then only operators who may
-//! run commands on the host should be allowed to create command tools.
+//! The command runs like `shell_exec`: inside the host's workspace (the [`Workspace`] of the
+//! tool context), under the workspace sandbox of [`ShellConfig`] (ADR 0018: Landlock, no
+//! network, a kill no descendant escapes), with the process group killed on timeout or
+//! cancellation and its output capped.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolbelt_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::template::{Template, arg_text, scrub, verbatim};
+use crate::process::{self, Limits, RunError};
+use crate::sandbox::{Sandbox, SandboxError};
+use crate::{ShellConfig, Workspace};
 use super::{DefinitionError, Secrets, declared_args};
 
 /// A command tool definition.
@@ -30,11 +33,12 @@ pub struct CommandDef {
     /// except an element that is exactly `{{arg}}` naming an array argument, which expands to
     /// one argument per item. No shell ever sees them.
     pub argv: Vec<String>,
-    /// Working directory (default: the process's).
+    /// Working directory inside the workspace (default: the workspace root); a path that
+    /// leads outside it is refused when the tool is called.
     #[serde(default)]
     pub cwd: Option<String>,
     /// Extra environment variables (templates); the rest of the environment is cleared except
-    /// `PATH`, `HOME`, `LANG`.
+    /// the variables [`ShellConfig`] allows (`PATH`, `HOME`, locale, ...).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Largest output kept, in bytes (default 64 KiB).
@@ -122,40 +126,47 @@ impl Tool for CommandTool {
                 _ => argv.push(template.render(&args, &self.secrets, verbatim, &mut used)?),
             }
         }
-        let mut command = tokio::process::Command::new(&argv[0]);
-        command
-            .args(&argv[1..])
-            .env_clear()
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for name in ["PATH", "HOME", "LANG"] {
-            if let Ok(value) = std::env::var(name) {
-                command.env(name, value);
-            }
-        }
+        let workspace = Workspace::from_context(&ctx)?;
+        let config = ShellConfig::from_context(&ctx);
+        let dir = workspace.resolve(self.def.cwd.as_deref().unwrap_or("."))?;
+        let mut command = config.command(&argv[0]);
+        command.args(&argv[1..]).current_dir(&dir);
         for (name, template) in &env_templates {
             command.env(
                 name,
                 template.render(&args, &self.secrets, verbatim, &mut used)?,
             );
         }
-        if let Some(cwd) = &self.def.cwd {
-            command.current_dir(cwd);
-        }
-        let child = command
-            .spawn()
-            .map_err(|e| ToolError::failed(format!("cannot start `{}`: {e}", argv[0])))?;
-        let output = tokio::select! {
-            out = child.wait_with_output() => out.map_err(|e| ToolError::failed(format!("`{}` failed: {e}", argv[0])))?,
-            () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+        let limits = Limits {
+            timeout: config.timeout(None),
+            max_output_bytes: self.def.max_output_bytes.unwrap_or(64 * 1024),
         };
-        let cap = self.def.max_output_bytes.unwrap_or(64 * 1024);
-        let stdout = scrub(&capped(&output.stdout, cap), &used);
-        let stderr = scrub(&capped(&output.stderr, cap), &used);
-        let code = output.status.code();
-        if !output.status.success() {
+        let sandbox = Sandbox::new(workspace.root(), config.sandbox.clone());
+        let done = match process::run(command, Some(&sandbox), limits, ctx.cancellation()).await {
+            Ok(done) => done,
+            Err(RunError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(RunError::Sandbox(err @ SandboxError::Unavailable { .. })) => {
+                return Err(ToolError::Denied {
+                    reason: err.to_string(),
+                });
+            }
+            Err(err @ RunError::TimedOut { .. }) => {
+                return Err(ToolError::failed(format!("`{}` {err}", argv[0])));
+            }
+            Err(err) => {
+                let mut message = format!("`{}`: {err}", argv[0]);
+                let mut source = std::error::Error::source(&err);
+                while let Some(cause) = source {
+                    message.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                return Err(ToolError::failed(message));
+            }
+        };
+        let stdout = scrub(&done.stdout.text, &used);
+        let stderr = scrub(&done.stderr.text, &used);
+        let code = done.exit_code;
+        if code != Some(0) {
             return Err(ToolError::failed(format!(
                 "`{}` exited with {}: {}",
                 argv[0],
@@ -171,14 +182,5 @@ impl Tool for CommandTool {
         let mut out = ToolOutput::text(stdout.clone());
         out.json = Some(json!({"exit_code": code, "stdout": stdout, "stderr": stderr}));
         Ok(out)
-    }
-}
-
-fn capped(bytes: &[u8], cap: usize) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(cap)]).into_owned();
-    if bytes.len() > cap {
-        format!("{text}\n[output cut at {cap} bytes]")
-    } else {
-        text
     }
 }

@@ -1,5 +1,6 @@
 //! Declarative HTTP and command tools: templates, secrets, extraction, SSRF guard, validation.
 
+use crate::Fx;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolbelt_core::{ToolContext, ToolError, ToolHandle, ToolSpec};
@@ -13,7 +14,7 @@ fn spec(name: &str) -> ToolSpec {
         .description("test")
         .parameters(json!({
             "type": "object",
-            "properties": {"repo": {"type": "string"}, "n": {"type": "integer"}, "files": {"type": "array"}},
+            "properties": {"repo": {"type": "string"}, "n": {"type": "integer"}, "files": {"type": "array"}, "path": {"type": "string"}},
         }))
         .build()
         .unwrap()
@@ -157,6 +158,7 @@ fn invalid_definitions_name_the_field() {
 
 #[tokio::test]
 async fn a_command_tool_runs_an_argv_without_a_shell() {
+    let fx = Fx::new();
     let tool = build(
         "echo",
         json!({"command": {"argv": ["echo", "repo={{repo}}", "{{files}}"], "env": {"X": "{{secret.S}}"}}}),
@@ -166,7 +168,7 @@ async fn a_command_tool_runs_an_argv_without_a_shell() {
     let out = tool
         .call(
             json!({"repo": "$(id); x", "files": ["a b", "c"]}),
-            ToolContext::new(),
+            fx.ctx.clone(),
         )
         .await
         .unwrap();
@@ -177,6 +179,49 @@ async fn a_command_tool_runs_an_argv_without_a_shell() {
         Secrets::from_pairs([("S", "hidden")]),
     )
     .unwrap();
-    let err = env.call(json!({}), ToolContext::new()).await.unwrap_err();
+    let err = env.call(json!({}), fx.ctx.clone()).await.unwrap_err();
     assert_eq!(err.to_string(), "`sh` exited with status 3: [redacted]");
+}
+
+#[tokio::test]
+async fn a_command_tool_runs_in_the_workspace_sandbox() {
+    let fx = Fx::new();
+    fx.write("notes.txt", "inside\n");
+    let cat = build(
+        "cat",
+        json!({"command": {"argv": ["cat", "{{path}}"]}}),
+        Secrets::default(),
+    )
+    .unwrap();
+    // Inside the workspace: allowed (the working directory is the root).
+    let out = cat
+        .call(json!({"path": "notes.txt"}), fx.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "inside\n");
+    // Without a workspace in the context the tool refuses to run at all.
+    let err = cat
+        .call(json!({"path": "notes.txt"}), ToolContext::new())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("workspace is not configured"), "{err}");
+    // A working directory outside the workspace is refused before anything runs.
+    let outside = build(
+        "pwd",
+        json!({"command": {"argv": ["pwd"], "cwd": "/etc"}}),
+        Secrets::default(),
+    )
+    .unwrap();
+    let err = outside.call(json!({}), fx.ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("/cwd") || err.to_string().contains("outside"), "{err}");
+    if !toolbelt_tools::sandbox::probe().landlock() {
+        println!("skipped: no Landlock, the confinement half of this test cannot run");
+        return;
+    }
+    // Under Landlock the command cannot read what the workspace does not hold.
+    let err = cat
+        .call(json!({"path": "/etc/shadow"}), fx.ctx.clone())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("exited with status"), "{err}");
 }
