@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use toolbelt_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::template::{Template, arg_text, scrub, verbatim};
+use super::{DefinitionError, Secrets, declared_args};
 use crate::process::{self, Limits, RunError};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::{ShellConfig, Workspace};
-use super::{DefinitionError, Secrets, declared_args};
 
 /// A command tool definition.
 ///

@@ -127,7 +127,7 @@ fn invalid_definitions_name_the_field() {
         ),
         (
             json!({"http": {"url": "http://x/{{owner}}"}}),
-            "invalid http.url: `{{owner}}` names no argument; the parameters declare: files, n, repo",
+            "invalid http.url: `{{owner}}` names no argument; the parameters declare: files, n, path, repo",
         ),
         (
             json!({"http": {"url": "http://x?k={{secret.K}}"}}),
@@ -204,7 +204,10 @@ async fn a_command_tool_runs_in_the_workspace_sandbox() {
         .call(json!({"path": "notes.txt"}), ToolContext::new())
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("workspace is not configured"), "{err}");
+    assert!(
+        err.to_string().contains("workspace is not configured"),
+        "{err}"
+    );
     // A working directory outside the workspace is refused before anything runs.
     let outside = build(
         "pwd",
@@ -213,7 +216,10 @@ async fn a_command_tool_runs_in_the_workspace_sandbox() {
     )
     .unwrap();
     let err = outside.call(json!({}), fx.ctx.clone()).await.unwrap_err();
-    assert!(err.to_string().contains("/cwd") || err.to_string().contains("outside"), "{err}");
+    assert!(
+        err.to_string().contains("/cwd") || err.to_string().contains("outside"),
+        "{err}"
+    );
     if !toolbelt_tools::sandbox::probe().landlock() {
         println!("skipped: no Landlock, the confinement half of this test cannot run");
         return;

@@ -13,6 +13,7 @@ use toolbelt::store::{
 use toolbelt::stored::{AgentToolFactory, ToolFile, build_agent, declarative_factory};
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_core::ToolContext;
+use toolbelt_tools::Workspace;
 use toolbelt_tools::declarative::Secrets;
 
 const ECHO: &str = r#"
@@ -88,8 +89,11 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
         assert_eq!(agent.tools().names(), ["shout"]);
 
         let ask = live.registry().get("ask_worker").unwrap();
+        // The inner agent's command tool runs in the caller's workspace (and its sandbox).
+        let workspace = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new().with(Workspace::new(workspace.path()).unwrap());
         let out = ask
-            .call(json!({"input": "shout hello"}), ToolContext::new())
+            .call(json!({"input": "shout hello"}), ctx)
             .await
             .unwrap();
         assert_eq!(out.text, "done: HELLO");
