@@ -13,7 +13,7 @@ if [ ! -x "$venv/bin/schemathesis" ]; then
     exit 0
   fi
 fi
-cargo build -p toolbelt --quiet
+cargo build -p toolbelt --all-features --quiet   # the binary the test build already made
 tb="${CARGO_TARGET_DIR:-$PWD/target}/debug/toolbelt"
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
