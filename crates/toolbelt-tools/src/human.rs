@@ -131,10 +131,16 @@ pub async fn ask_human(
     let wait = timeout_secs
         .map_or(human.default_timeout, Duration::from_secs)
         .min(human.max_timeout);
-    let id = ctx.call_id().map_or_else(
-        || format!("q{}", QUESTION_SEQ.fetch_add(1, Ordering::Relaxed)),
-        str::to_owned,
-    );
+    // Call ids come from the model's provider and repeat across runs ("call_0"), so a
+    // question is named by its conversation (UUID v7, unique across processes) and call,
+    // or, without a conversation, by its call and a process-wide sequence number.
+    let seq = || QUESTION_SEQ.fetch_add(1, Ordering::Relaxed);
+    let id = match (ctx.conversation_id(), ctx.call_id()) {
+        (Some(conversation), Some(call)) => format!("{conversation}:{call}"),
+        (Some(conversation), None) => format!("{conversation}:q{}", seq()),
+        (None, Some(call)) => format!("{call}:q{}", seq()),
+        (None, None) => format!("q{}", seq()),
+    };
     let asked = HumanQuestion {
         id,
         question,

@@ -93,3 +93,40 @@ async fn without_a_channel_the_host_is_told_what_to_add() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn questions_of_two_runs_with_the_same_call_id_do_not_collide() {
+    let (fx, pending) = with_channel();
+    let answerer = pending.clone();
+    let mut changes = pending.subscribe();
+    let answering = tokio::spawn(async move {
+        changes.wait_for(|open| *open == 2).await.unwrap();
+        let asked = answerer.pending();
+        for question in &asked {
+            let answer = question.conversation_id.clone().unwrap_or_default();
+            answerer.answer(&question.id, answer).unwrap();
+        }
+        asked
+    });
+    // Both calls carry the provider's call id "c1"; only their conversations differ.
+    let (a, b) = (
+        fx.ctx.clone().with_conversation_id("run-a"),
+        fx.ctx.clone().with_conversation_id("run-b"),
+    );
+    let args = json!({"question": "Which run are you?"});
+    // With colliding ids one question would replace the other and both calls would wait forever.
+    let (ra, rb) = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        tokio::join!(
+            fx.call_in(&a, "ask_human", args.clone()),
+            fx.call_in(&b, "ask_human", args)
+        )
+    })
+    .await
+    .expect("both questions were asked and answered");
+    assert_eq!(
+        (ra.unwrap().text, rb.unwrap().text),
+        ("run-a".to_owned(), "run-b".to_owned())
+    );
+    let asked = answering.await.unwrap();
+    assert_ne!(asked[0].id, asked[1].id);
+}
