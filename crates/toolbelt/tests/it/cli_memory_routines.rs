@@ -10,46 +10,7 @@ use std::sync::Arc;
 use toolbelt::store::Store;
 use toolbelt_tools::{MemoryScope, MemoryStore, NewMemory};
 
-struct Db {
-    url: String,
-    schema: Option<String>,
-}
-
-fn databases(dir: &Path) -> Vec<Db> {
-    let mut dbs = vec![Db {
-        url: format!("sqlite://{}", dir.join("cli.db").display()),
-        schema: None,
-    }];
-    match std::env::var("TOOLBELT_TEST_PG_URL") {
-        Ok(base) => {
-            let schema = format!("cli_mr_{}", std::process::id());
-            let sep = if base.contains('?') { '&' } else { '?' };
-            dbs.push(Db {
-                url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
-                schema: Some(schema),
-            });
-        }
-        Err(_) => eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)"),
-    }
-    dbs
-}
-
-async fn schema(db: &Db, create: bool) {
-    let (Some(schema), Ok(base)) = (&db.schema, std::env::var("TOOLBELT_TEST_PG_URL")) else {
-        return;
-    };
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&base).await.unwrap();
-    let sql = if create {
-        format!("CREATE SCHEMA \"{schema}\"")
-    } else {
-        format!("DROP SCHEMA \"{schema}\" CASCADE")
-    };
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(&pool)
-        .await
-        .unwrap();
-}
+use crate::cli_db::{Db, databases, schema};
 
 fn toolbelt(db: &Db, dir: &Path, args: &[&str]) -> Output {
     crate::run_with_stdin(
@@ -79,7 +40,7 @@ fn stderr(out: &Output) -> String {
 #[tokio::test]
 async fn routines_and_memory_from_the_cli() {
     let dir = tempfile::tempdir().unwrap();
-    for db in databases(dir.path()) {
+    for db in databases(dir.path(), "cli_mr") {
         schema(&db, true).await;
         let run = |args: &[&str]| toolbelt(&db, dir.path(), args);
         let out = stdout(&run(&[

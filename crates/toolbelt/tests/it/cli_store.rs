@@ -8,46 +8,7 @@ use std::process::{Command, Output};
 
 use pretty_assertions::assert_eq;
 
-struct Db {
-    url: String,
-    schema: Option<String>,
-}
-
-fn databases(dir: &Path) -> Vec<Db> {
-    let mut dbs = vec![Db {
-        url: format!("sqlite://{}", dir.join("cli.db").display()),
-        schema: None,
-    }];
-    match std::env::var("TOOLBELT_TEST_PG_URL") {
-        Ok(base) => {
-            let schema = format!("cli_{}", std::process::id());
-            let sep = if base.contains('?') { '&' } else { '?' };
-            dbs.push(Db {
-                url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
-                schema: Some(schema),
-            });
-        }
-        Err(_) => eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)"),
-    }
-    dbs
-}
-
-async fn with_schema(db: &Db, create: bool) {
-    let (Some(schema), Ok(base)) = (&db.schema, std::env::var("TOOLBELT_TEST_PG_URL")) else {
-        return;
-    };
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&base).await.unwrap();
-    let sql = if create {
-        format!("CREATE SCHEMA \"{schema}\"")
-    } else {
-        format!("DROP SCHEMA \"{schema}\" CASCADE")
-    };
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(&pool)
-        .await
-        .unwrap();
-}
+use crate::cli_db::{Db, databases, schema};
 
 fn toolbelt(db: &Db, dir: &Path, args: &[&str]) -> Output {
     crate::run_with_stdin(
@@ -100,8 +61,8 @@ async fn create_bind_show_version_and_explain_a_tool_from_the_cli() {
         "name: x\ndescription: d\nhttp: {url: \"http://x/{{y}}\"}\n",
     )
     .unwrap();
-    for db in databases(dir.path()) {
-        with_schema(&db, true).await;
+    for db in databases(dir.path(), "cli") {
+        schema(&db, true).await;
         std::fs::write(dir.path().join("weather.yaml"), WEATHER).unwrap();
         let run = |args: &[&str]| toolbelt(&db, dir.path(), args);
         assert!(ok(&run(&["db", "migrate"])).contains("compiled tools: 21 new"));
@@ -159,6 +120,6 @@ async fn create_bind_show_version_and_explain_a_tool_from_the_cli() {
             "error: tool `weather` not found\n"
         );
         assert!(ok(&run(&["agents", "ls"])).starts_with("helper "));
-        with_schema(&db, false).await;
+        schema(&db, false).await;
     }
 }
