@@ -362,9 +362,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         insert_version(&mut tx, draft, 1, &hash, at).await?;
-        record_change(&mut tx, "tool", name, "upsert").await?;
-        tx.commit().await?;
-        self.get_tool(name).await
+        self.commit_tool_change(tx, name).await
     }
 
     /// Writes a new version of an existing tool and makes it current.
@@ -429,9 +427,7 @@ impl Store {
         .bind(name)
         .execute(&mut *tx)
         .await?;
-        record_change(&mut tx, "tool", name, "upsert").await?;
-        tx.commit().await?;
-        self.get_tool(name).await
+        self.commit_tool_change(tx, name).await
     }
 
     /// The tool `name` with its current version.
@@ -522,6 +518,15 @@ impl Store {
         .bind(name)
         .execute(&mut *tx)
         .await?;
+        self.commit_tool_change(tx, name).await
+    }
+
+    /// Records the change of `name` in the feed, commits, and reads the tool back.
+    async fn commit_tool_change(
+        &self,
+        mut tx: sqlx::Transaction<'static, sqlx::Any>,
+        name: &str,
+    ) -> Result<ToolRecord> {
         record_change(&mut tx, "tool", name, "upsert").await?;
         tx.commit().await?;
         self.get_tool(name).await
@@ -549,9 +554,7 @@ impl Store {
         .bind(name)
         .execute(&mut *tx)
         .await?;
-        record_change(&mut tx, "tool", name, "upsert").await?;
-        tx.commit().await?;
-        self.get_tool(name).await
+        self.commit_tool_change(tx, name).await
     }
 
     /// Replaces who may use a tool, and when.
@@ -577,9 +580,7 @@ impl Store {
         .bind(name)
         .execute(&mut *tx)
         .await?;
-        record_change(&mut tx, "tool", name, "upsert").await?;
-        tx.commit().await?;
-        self.get_tool(name).await
+        self.commit_tool_change(tx, name).await
     }
 
     /// Deletes a tool and its history.
