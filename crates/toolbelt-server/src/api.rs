@@ -5,6 +5,7 @@ pub mod extract;
 pub mod health;
 pub mod manage;
 pub mod route;
+pub mod routines;
 pub mod runs;
 pub mod tools;
 
@@ -58,6 +59,8 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(runs::run_events))
         .routes(routes!(runs::list_approvals))
         .routes(routes!(runs::list_questions))
+        .routes(routes!(routines::list_routines))
+        .routes(routes!(routines::get_routine))
         .route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))
@@ -67,6 +70,7 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(runs::cancel_run))
         .routes(routes!(runs::resolve_approval))
         .routes(routes!(runs::answer_question))
+        .routes(routes!(routines::run_routine))
         .route_layer(from_fn_with_state(state.clone(), require_run));
     let admin = OpenApiRouter::new()
         .routes(routes!(agents::validate_agent))
@@ -78,6 +82,10 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(manage::rollback))
         .routes(routes!(manage::enable))
         .routes(routes!(manage::disable))
+        .routes(routes!(routines::create_routine))
+        .routes(routes!(routines::delete_routine))
+        .routes(routes!(routines::pause_routine))
+        .routes(routes!(routines::resume_routine))
         .route_layer(from_fn_with_state(state.clone(), require_admin));
     let open = OpenApiRouter::new()
         .routes(routes!(health::healthz))

@@ -27,6 +27,7 @@ mod config;
 pub mod database;
 pub mod metrics;
 mod problem;
+pub mod routines;
 mod runs;
 mod state;
 

@@ -49,7 +49,7 @@ impl RunStatus {
         !matches!(self, Self::Running | Self::Waiting)
     }
 
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Running => "running",
             Self::Waiting => "waiting",

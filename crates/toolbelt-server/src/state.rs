@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{Executor, Extensions, Registry};
 use toolbelt_router::AnyRouter;
-use toolbelt_tools::{BuiltinConfig, Human, Workspace};
+use toolbelt_tools::{BuiltinConfig, Human, Memory, MemoryScope, Routines, Workspace};
 
 use crate::agents::{AgentCatalog, default_router};
 use crate::auth::TokenBook;
@@ -118,6 +118,21 @@ impl AppState {
         self.run_log = Some(writer);
         self.store = Some(store);
         self
+    }
+
+    /// The tool context of a run of `agent`: the shared extensions plus, when there is a
+    /// store, the agent's memory (`memory_*` tools, scoped to the agent) and the routines
+    /// (the `routine` tool; new routines run this agent unless told otherwise).
+    pub fn run_extensions(&self, agent: &str) -> Extensions {
+        let mut extensions = self.extensions.as_ref().clone();
+        if let Some(store) = &self.store {
+            extensions.insert(Memory::new(
+                Arc::new(store.memory()),
+                MemoryScope::agent(agent),
+            ));
+            extensions.insert(Routines::new(Arc::new(store.routines()), agent));
+        }
+        extensions
     }
 
     /// State over `registry` with the settings of `config`.

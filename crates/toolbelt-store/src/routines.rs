@@ -131,7 +131,11 @@ impl StoreRoutines {
         Self { store, clock }
     }
 
-    async fn get(&self, name: &str) -> Result<RoutineInfo, RoutineError> {
+    /// The routine `name`.
+    ///
+    /// # Errors
+    /// [`RoutineError::NotFound`], or the database's error.
+    pub async fn get(&self, name: &str) -> Result<RoutineInfo, RoutineError> {
         let sql = format!("SELECT {ROUTINE_COLUMNS} FROM routines r WHERE r.name = $1");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(name)

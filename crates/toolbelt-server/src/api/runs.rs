@@ -91,7 +91,7 @@ pub(crate) async fn start_run(
     };
     let entry = state
         .runs
-        .start(agent, start, state.extensions.as_ref().clone())
+        .start(agent, start, state.run_extensions(&def.id))
         .await?;
     Ok(answer(&state, entry, &headers).await)
 }
@@ -131,7 +131,7 @@ pub(crate) async fn continue_run(
     };
     let entry = state
         .runs
-        .start(agent, start, state.extensions.as_ref().clone())
+        .start(agent, start, state.run_extensions(&def.id))
         .await?;
     Ok(answer(&state, entry, &headers).await)
 }

@@ -63,7 +63,21 @@ impl TestServer {
         let opened = toolbelt_server::database::open_store(store, compiled, "test")
             .await
             .unwrap();
-        let mut server = Self::start_inner(model_url, |_| {}, Some(opened.live.clone())).await;
+        let mut server =
+            Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), false).await;
+        server.watch = Some(opened.watch);
+        server
+    }
+
+    /// A server over a database that also runs the routine scheduler, as `toolbelt serve` does.
+    pub(crate) async fn start_scheduled(db: &TestDb, model_url: Option<&str>) -> Self {
+        let store = db.open().await;
+        let compiled = vec![echo(), noop(), delete_file()];
+        let opened = toolbelt_server::database::open_store(store, compiled, "test")
+            .await
+            .unwrap();
+        let mut server =
+            Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), true).await;
         server.watch = Some(opened.watch);
         server
     }
@@ -72,13 +86,14 @@ impl TestServer {
         model_url: Option<&str>,
         edit: impl FnOnce(&mut ServerConfig),
     ) -> Self {
-        Self::start_inner(model_url, edit, None).await
+        Self::start_inner(model_url, edit, None, false).await
     }
 
     async fn start_inner(
         model_url: Option<&str>,
         edit: impl FnOnce(&mut ServerConfig),
         live: Option<Arc<toolbelt_store::LiveRegistry>>,
+        scheduled: bool,
     ) -> Self {
         let registry = Registry::new();
         registry.add_tools([echo(), noop(), delete_file()]).unwrap();
@@ -105,6 +120,9 @@ impl TestServer {
             Some(live) => AppState::with_live(live, config).unwrap(),
             None => AppState::new(Arc::new(registry), config).unwrap(),
         };
+        if scheduled {
+            toolbelt_server::routines::spawn_scheduler(&state, "test").unwrap();
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel();

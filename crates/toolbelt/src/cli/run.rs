@@ -25,7 +25,8 @@ use toolbelt_router::{
     LowConfidence, RouteDecision, RouteOutcome, SearchTools,
 };
 use toolbelt_tools::{
-    AgentInfo, BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Workspace,
+    AgentInfo, BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Memory, MemoryScope,
+    Routines, Workspace,
 };
 
 /// Exit code when no provider is configured (the run never started).
@@ -104,6 +105,13 @@ pub(crate) struct RunArgs {
     /// Sampling seed, for repeatable runs on servers that honour it.
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Where the memory (`memory_*` tools) and the routines (`routine` tool) are kept;
+    /// `toolbelt serve` on the same database runs the routines.
+    #[command(flatten)]
+    db: super::db::DbArgs,
+    /// Run without a database: the memory and routine tools then say they are not configured.
+    #[arg(long)]
+    no_store: bool,
 }
 
 fn on_off(value: &str) -> Result<bool, String> {
@@ -229,11 +237,22 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .with_mode(args.sandbox)
             .with_network(args.sandbox_network),
     );
-    let extensions = BuiltinConfig::new(workspace)
+    let mut builtins = BuiltinConfig::new(workspace)
         .with_shell(shell)
         .with_human(Human::from_arc(terminal.clone()))
-        .with_agent_info(info)
-        .extensions();
+        .with_agent_info(info);
+    if !args.no_store {
+        let store = args.db.open().await?;
+        // Memory is the agent's own; routines run the server's `default` agent unless the
+        // model names another, since `toolbelt serve` is what fires them.
+        builtins = builtins
+            .with_memory(Memory::new(
+                Arc::new(store.memory()),
+                MemoryScope::agent(preset.name),
+            ))
+            .with_routines(Routines::new(Arc::new(store.routines()), "default"));
+    }
+    let extensions = builtins.extensions();
     let cancel = CancellationToken::new();
     let mut options = RunOptions::new()
         .with_extensions(extensions)

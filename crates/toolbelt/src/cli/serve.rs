@@ -108,7 +108,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
     );
     println!("docs: http://{addr}/api/v1/docs/");
+    // Routines run on this instance too; on Postgres several instances share the work,
+    // each occurrence claimed by exactly one.
+    let scheduler = toolbelt_server::routines::spawn_scheduler(
+        &state,
+        format!("{addr}/{}", std::process::id()),
+    );
     toolbelt_server::serve(listener, state, shutdown_signal()).await?;
+    if let Some(task) = scheduler {
+        let _ = task.await;
+    }
     db.watch.stop().await;
     Ok(ExitCode::SUCCESS)
 }

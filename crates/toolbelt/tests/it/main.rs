@@ -6,6 +6,7 @@ mod cli_memory_routines;
 mod cli_route;
 mod cli_run;
 mod cli_run_models;
+mod cli_run_store;
 mod cli_sandbox;
 mod cli_serve;
 mod cli_store;
