@@ -566,7 +566,9 @@ impl MemoryIndex {
         index.insert(entry);
     }
 
-    fn search(&self, scope: &MemoryScope, query: &RecallQuery) -> Vec<RecallHit> {
+    /// The entries `scope` can read that match `query`, best first (BM25 over
+    /// [`memory_terms`], then importance, then newest).
+    pub fn search(&self, scope: &MemoryScope, query: &RecallQuery) -> Vec<RecallHit> {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
         let n = index.entries.len();
         let avg = if n == 0 {

@@ -15,6 +15,10 @@ use toolbelt_persist::{
 use crate::error::StoreError;
 use crate::store::{Engine, Store, now_ms};
 
+mod cache;
+
+pub(crate) use cache::MemoryCache;
+
 /// Memory entries in the store's database; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct StoreMemory {
@@ -150,6 +154,12 @@ impl StoreMemory {
             format!(",{},", entry.tags.join(","))
         };
         let mut tx = self.store.begin().await.map_err(backend)?;
+        // First: on Postgres the row lock orders memory writes, so ids become visible in
+        // increasing order (what the recall indexes rely on).
+        sqlx::query("UPDATE memory_version SET writes = writes + 1 WHERE id = 1")
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
         if self.store.engine() == Engine::Postgres {
             // Serialises inserts of one agent so the count below holds.
             sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
@@ -203,63 +213,15 @@ impl StoreMemory {
         scope: &MemoryScope,
         query: &RecallQuery,
     ) -> Result<Vec<RecallHit>, MemoryError> {
-        let mut terms = memory_terms(&query.query);
-        terms.sort();
-        terms.dedup();
-        if terms.is_empty() || query.limit == 0 {
+        if query.limit == 0 || memory_terms(&query.query).is_empty() {
             return Ok(Vec::new());
         }
-        let mut sql = match self.store.engine() {
-            Engine::Sqlite => {
-                let expr = terms
-                    .iter()
-                    .map(|t| format!("\"{t}\""))
-                    .collect::<Vec<_>>()
-                    .join(" OR ");
-                let mut sql = Sql::new(&format!(
-                    // CROSS JOIN fixes the loop order: the full-text match drives, then each
-                    // hit is looked up by rowid. With a plain JOIN SQLite may scan `memories`
-                    // by the scope index and run the MATCH once per row.
-                    "SELECT {COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts \
-                     CROSS JOIN memories m ON m.id = memories_fts.rowid WHERE "
-                ));
-                sql.push("memories_fts MATCH ?", Bind::Text(expr));
-                sql
-            }
-            Engine::Postgres => {
-                let expr = terms
-                    .iter()
-                    .map(|t| format!("'{t}'"))
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                let mut sql = Sql::new(&format!(
-                    "SELECT {COLUMNS}, CAST(ts_rank(m.terms_tsv, q) AS DOUBLE PRECISION) AS score \
-                     FROM memories m, "
-                ));
-                sql.push(
-                    "CAST(? AS tsquery) q WHERE m.terms_tsv @@ q",
-                    Bind::Text(expr),
-                );
-                sql
-            }
-        };
-        self.scope_filter(&mut sql, scope);
-        self.tag_filter(&mut sql, &query.tags);
-        if let Some(since) = query.since_ms {
-            sql.push(" AND m.created_at >= ?", Bind::Int(since));
-        }
-        if let Some(until) = query.until_ms {
-            sql.push(" AND m.created_at < ?", Bind::Int(until));
-        }
-        sql.raw(" ORDER BY score DESC, m.importance DESC, m.created_at DESC, m.id DESC");
-        sql.push(
-            " LIMIT ?",
-            Bind::Int(i64::try_from(query.limit).unwrap_or(i64::MAX)),
-        );
-        let rows = sql.fetch(self.store.pool()).await.map_err(backend)?;
-        rows.iter()
-            .map(|row| Ok(RecallHit::new(decode(row)?, row.try_get("score")?)))
-            .collect::<Result<_, sqlx::Error>>()
+        self.store
+            .memory_cache()
+            .with_index(&self.store, &scope.agent, |index| {
+                index.search(scope, query)
+            })
+            .await
             .map_err(backend)
     }
 
@@ -318,6 +280,12 @@ impl StoreMemory {
     async fn delete(&self, scope: &MemoryScope, ids: &[i64]) -> Result<u64, MemoryError> {
         let mut gone = 0;
         let mut tx = self.store.begin().await.map_err(backend)?;
+        sqlx::query(
+            "UPDATE memory_version SET writes = writes + 1, deletes = deletes + 1 WHERE id = 1",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
         for id in ids {
             gone +=
                 sqlx::query("DELETE FROM memories WHERE id = $1 AND agent = $2 AND user_id = $3")

@@ -46,7 +46,7 @@ impl Engine {
 
 /// Highest schema version this build knows (the number of the last migration).
 /// Migrations from 100 on belong to memory and routines (issue 10).
-pub const SCHEMA_VERSION: i64 = 101;
+pub const SCHEMA_VERSION: i64 = 102;
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -64,6 +64,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "routines",
         include_str!("../migrations/sqlite/0101_routines.sql"),
     ),
+    (
+        102,
+        "memory_version",
+        include_str!("../migrations/sqlite/0102_memory_version.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -80,6 +85,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         101,
         "routines",
         include_str!("../migrations/postgres/0101_routines.sql"),
+    ),
+    (
+        102,
+        "memory_version",
+        include_str!("../migrations/postgres/0102_memory_version.sql"),
     ),
 ];
 
@@ -131,9 +141,15 @@ pub struct Store {
     engine: Engine,
     url: String,
     pg_schema: Option<String>,
+    /// Recall indexes of agent memory, shared by the clones of this store.
+    memory_cache: std::sync::Arc<crate::memory::MemoryCache>,
 }
 
 impl Store {
+    pub(crate) fn memory_cache(&self) -> &crate::memory::MemoryCache {
+        &self.memory_cache
+    }
+
     /// Opens the database at `url`, creating a SQLite file on first use, and applies migrations.
     ///
     /// `url` is `sqlite://PATH` (relative to the working directory), `sqlite::memory:`, or
@@ -185,6 +201,7 @@ impl Store {
             engine,
             url,
             pg_schema,
+            memory_cache: std::sync::Arc::default(),
         };
         let applied = store.applied_schema_version().await?;
         if applied > SCHEMA_VERSION {

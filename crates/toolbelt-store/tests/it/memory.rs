@@ -340,3 +340,53 @@ async fn recall_quality_on_the_bilingual_set() {
     assert!(bm25.hit3 >= 0.85, "{bm25:?}");
     assert!(raw.hit3 < bm25.hit3, "{raw:?} vs {bm25:?}");
 }
+
+/// Recall reads an in-process index (ADR 0028): a second handle on the same database, with an
+/// index of its own, sees every write and delete of the first at its next recall.
+#[tokio::test]
+async fn recall_indexes_follow_writes_and_deletes_of_another_process() {
+    for db in crate::support::databases() {
+        let (a, b) = (db.open().await, db.open().await);
+        let (mem_a, mem_b) = (a.memory(), b.memory());
+        let scope = MemoryScope::agent("helper");
+        let query = RecallQuery::new("mailbox nine");
+        let first = mem_a
+            .store(&scope, NewMemory::new("Check the mailbox at nine"))
+            .await
+            .unwrap();
+        assert_eq!(
+            mem_b.recall(&scope, &query).await.unwrap().len(),
+            1,
+            "{}",
+            db.engine
+        );
+        let second = mem_a
+            .store(&scope, NewMemory::new("The mailbox key is under the mat"))
+            .await
+            .unwrap();
+        let other = MemoryScope::agent("other");
+        mem_a
+            .store(&other, NewMemory::new("Check the mailbox at ten"))
+            .await
+            .unwrap();
+        let ids = |hits: Vec<toolbelt_tools::RecallHit>| {
+            hits.iter().map(|h| h.entry.id).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(mem_b.recall(&scope, &query).await.unwrap()),
+            [first.id, second.id],
+            "{}",
+            db.engine
+        );
+        assert_eq!(mem_a.forget(&scope, &[first.id]).await.unwrap(), 1);
+        assert_eq!(
+            ids(mem_b.recall(&scope, &query).await.unwrap()),
+            [second.id],
+            "{}",
+            db.engine
+        );
+        a.close().await;
+        b.close().await;
+        db.cleanup().await;
+    }
+}

@@ -45,6 +45,7 @@ async fn both_engines_have_the_same_tables_and_columns() {
             "changes",
             "mcp_servers",
             "memories",
+            "memory_version",
             "routine_runs",
             "routines",
             "run_log",

@@ -1,0 +1,136 @@
+//! [`MemoryCache`]: per-agent in-process BM25 indexes of the entries an agent can read,
+//! kept current with the database by one version lookup per recall (ADR 0028).
+//!
+//! The database stays the truth: every write goes there first, and a recall first reads the
+//! `memory_version` row. New writes since the index was built are read by id (rows above the
+//! last id the index holds: memory writes are serialised, so ids become visible in order);
+//! a delete anywhere rebuilds the index from the database.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use sqlx::Row;
+use toolbelt_persist::MemoryIndex;
+
+use super::{COLUMNS, decode};
+use crate::error::StoreError;
+use crate::store::Store;
+
+/// How many agents' indexes one store keeps; the least recently used goes first.
+const MAX_AGENTS: usize = 64;
+
+/// An agent's index and the database version it reflects.
+struct AgentIndex {
+    index: MemoryIndex,
+    writes: i64,
+    deletes: i64,
+    max_id: i64,
+}
+
+#[derive(Default)]
+struct Slot {
+    state: tokio::sync::Mutex<Option<AgentIndex>>,
+    used: std::sync::atomic::AtomicU64,
+}
+
+/// The indexes of one store, shared by every clone of it.
+#[derive(Default)]
+pub(crate) struct MemoryCache {
+    agents: Mutex<HashMap<String, Arc<Slot>>>,
+    clock: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for MemoryCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self
+            .agents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("MemoryCache").field("agents", &n).finish()
+    }
+}
+
+impl MemoryCache {
+    fn slot(&self, agent: &str) -> Arc<Slot> {
+        let tick = self
+            .clock
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        if !agents.contains_key(agent) && agents.len() >= MAX_AGENTS {
+            let oldest = agents
+                .iter()
+                .min_by_key(|(_, s)| s.used.load(std::sync::atomic::Ordering::Relaxed))
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                agents.remove(&k);
+            }
+        }
+        let slot = Arc::clone(agents.entry(agent.to_owned()).or_default());
+        slot.used.store(tick, std::sync::atomic::Ordering::Relaxed);
+        slot
+    }
+
+    /// Runs `f` on `agent`'s index, brought up to date with `store` first.
+    pub(crate) async fn with_index<T>(
+        &self,
+        store: &Store,
+        agent: &str,
+        f: impl FnOnce(&MemoryIndex) -> T,
+    ) -> Result<T, StoreError> {
+        let slot = self.slot(agent);
+        let mut state = slot.state.lock().await;
+        let row = sqlx::query("SELECT writes, deletes FROM memory_version WHERE id = 1")
+            .fetch_one(store.pool())
+            .await?;
+        let (writes, deletes): (i64, i64) = (row.try_get("writes")?, row.try_get("deletes")?);
+        match state.as_mut() {
+            Some(current) if current.deletes == deletes => {
+                if current.writes != writes {
+                    let rows = rows_of(store, agent, current.max_id).await?;
+                    for row in &rows {
+                        let entry = decode(row)?;
+                        current.max_id = current.max_id.max(entry.id);
+                        current.index.insert_entry(entry);
+                    }
+                    current.writes = writes;
+                }
+            }
+            _ => {
+                let index = MemoryIndex::new();
+                let mut max_id = 0;
+                for row in &rows_of(store, agent, 0).await? {
+                    let entry = decode(row)?;
+                    max_id = max_id.max(entry.id);
+                    index.insert_entry(entry);
+                }
+                *state = Some(AgentIndex {
+                    index,
+                    writes,
+                    deletes,
+                    max_id,
+                });
+            }
+        }
+        let current = state
+            .as_ref()
+            .ok_or_else(|| StoreError::invalid("memory", "index missing"))?;
+        Ok(f(&current.index))
+    }
+}
+
+/// The entries `agent` can read (its own and shared ones, every user) above `after`.
+async fn rows_of(
+    store: &Store,
+    agent: &str,
+    after: i64,
+) -> Result<Vec<sqlx::any::AnyRow>, sqlx::Error> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM memories m WHERE m.id > $1 AND (m.agent = $2 OR m.shared = 1) ORDER BY m.id"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(after)
+        .bind(agent)
+        .fetch_all(store.pool())
+        .await
+}
