@@ -288,8 +288,8 @@ pub fn agent_tool_parameters() -> Value {
 /// Builds a runnable [`Agent`](toolbelt_agent::Agent) from a stored agent: its options, and
 /// every stored tool [`availability`](toolbelt_store::availability) grants it in `env` (pinned
 /// versions through [`LiveRegistry::tool_at`], the rest from the live registry). Tools this
-/// process cannot build are left out (logged). Router settings are stored but not applied here:
-/// the caller picks a router.
+/// process cannot build are left out (logged). The stored router settings choose the router
+/// ([`router_for`]).
 ///
 /// # Errors
 /// The database's error; [`StoreError::Invalid`] naming `agent` when the runtime refuses the
@@ -331,6 +331,9 @@ pub async fn build_agent(
         .name(&record.name)
         .description(&record.description)
         .tools(toolbelt_core::Toolset::from_tools(handles));
+    if let Some(router) = router_for(&record.router)? {
+        builder = builder.router(router);
+    }
     if let Some(prompt) = &record.system_prompt {
         builder = builder.system_prompt(prompt);
     }
@@ -364,6 +367,57 @@ pub async fn build_agent(
         });
     }
     builder.build().map_err(|e| invalid("agent", e.to_string()))
+}
+
+/// The router a stored agent's settings ask for; `None` for `none` (every tool is sent).
+///
+/// No strategy means `hybrid`. `max_tools` caps how many tools one request gets (keyword,
+/// lexical, hybrid); `always` tools are sent whatever the ranking (hybrid, and `embedding`,
+/// which is the hybrid router: the embedding signal joins it where the host adds an embedder).
+///
+/// # Errors
+/// [`StoreError::Invalid`] at `router.strategy` for an unknown strategy, or at `router.max_tools`
+/// for 0 (stored rows are checked on write; this guards rows written by other means).
+pub fn router_for(
+    settings: &toolbelt_store::RouterSettings,
+) -> Result<Option<toolbelt_router::AnyRouter>, StoreError> {
+    use toolbelt_router::{
+        AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter,
+    };
+    if settings.max_tools == Some(0) {
+        return Err(invalid("router.max_tools", "must be at least 1"));
+    }
+    let strategy = settings.strategy.as_deref().unwrap_or("hybrid");
+    let router = match strategy {
+        "none" => return Ok(None),
+        "keyword" => AnyRouter::new(KeywordRouter::builtin()),
+        "lexical" => {
+            let mut lexical = LexicalRouter::new(LexicalConfig::default());
+            if let Some(n) = settings.max_tools {
+                lexical = lexical.with_top_k(n);
+            }
+            AnyRouter::new(lexical)
+        }
+        "hybrid" | "embedding" => {
+            let defaults = HybridConfig::default();
+            let mut config = HybridConfig::default().with_pinned(settings.always.clone());
+            if let Some(n) = settings.max_tools {
+                config = config.with_k_range(defaults.min_k.min(n), defaults.max_k.min(n));
+            }
+            AnyRouter::new(
+                HybridRouter::new(LexicalRouter::new(LexicalConfig::default()))
+                    .with_config(config)
+                    .with_keyword(KeywordRouter::builtin()),
+            )
+        }
+        other => {
+            return Err(invalid(
+                "router.strategy",
+                format!("`{other}` is not one of none, keyword, lexical, embedding, hybrid"),
+            ));
+        }
+    };
+    Ok(Some(router))
 }
 
 /// Chooses the provider for a stored agent (by its `provider`/`model` fields).

@@ -30,13 +30,13 @@ command:
 
 const ASK: &str = "name: ask_worker\ndescription: Ask the worker agent\nagent: {agent: worker}\n";
 
-async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
+async fn stores(test: &str) -> Vec<(Store, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("a.db").display());
     let mut stores = vec![(Store::open(&url).await.unwrap(), Some(dir))];
     match std::env::var("TOOLBELT_TEST_PG_URL") {
         Ok(pg) => {
-            let schema = format!("agents_{}", std::process::id());
+            let schema = format!("{test}_{}", std::process::id());
             let options = StoreOptions::default().with_pg_schema(schema);
             stores.push((Store::open_with(&pg, options).await.unwrap(), None));
         }
@@ -47,7 +47,7 @@ async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
 
 #[tokio::test]
 async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in stores("agents").await {
         store
             .create_tool(&ToolFile::parse(ECHO).unwrap().to_draft("t").unwrap())
             .await
@@ -104,6 +104,91 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
             .text()
             .map(str::to_owned);
         assert_eq!(tool_result.as_deref().map(str::trim), Some("HELLO"));
+        if let Some(schema) = store.pg_schema().map(str::to_owned) {
+            let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(store.pool())
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A stored agent's router settings are applied: `max_tools` caps what one request offers,
+/// `always` tools are offered whatever the ranking, `none` offers everything.
+#[tokio::test]
+async fn stored_router_settings_choose_the_router() {
+    use toolbelt::store::RouterSettings;
+    for (store, _dir) in stores("agent_routers").await {
+        let mut names = Vec::new();
+        for (name, what) in [
+            ("weather", "Get the weather forecast for a city"),
+            ("stocks", "Get a stock quote"),
+            ("news", "Read the latest news headlines"),
+            ("translate", "Translate text between languages"),
+        ] {
+            let yaml = format!(
+                "name: {name}\ndescription: {what}\nneeds_approval: false\nparameters: {{type: object}}\ncommand:\n  argv: [\"true\"]\n"
+            );
+            store
+                .create_tool(&ToolFile::parse(&yaml).unwrap().to_draft("t").unwrap())
+                .await
+                .unwrap();
+            names.push(name);
+        }
+        let offered = |strategy: &str, max_tools: Option<usize>, always: &[&str]| {
+            let store = store.clone();
+            let (strategy, always) = (
+                strategy.to_owned(),
+                always.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+            );
+            let names = names.clone();
+            async move {
+                let mut draft = AgentDraft::new(format!("a_{strategy}"));
+                for n in &names {
+                    draft = draft.with_tool(Binding::new(*n));
+                }
+                let mut router = RouterSettings::default();
+                router.strategy = Some(strategy.clone());
+                router.max_tools = max_tools;
+                router.always = always;
+                draft.router = router;
+                store.create_agent(&draft).await.unwrap();
+                let live = LiveRegistry::builder(store.clone())
+                    .factory(
+                        ToolSource::Declarative,
+                        declarative_factory(Secrets::default()),
+                    )
+                    .build()
+                    .await
+                    .unwrap();
+                let record = store.get_agent(&format!("a_{strategy}")).await.unwrap();
+                let script = ScriptedProvider::new().then_text("ok");
+                let agent = build_agent(&live, &record, script.provider(), &Environment::now())
+                    .await
+                    .unwrap();
+                agent
+                    .run("what is the weather forecast in Paris")
+                    .await
+                    .unwrap();
+                let mut sent: Vec<String> = script.requests()[0]
+                    .tools
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect();
+                sent.sort();
+                sent
+            }
+        };
+        assert_eq!(
+            offered("none", None, &[]).await,
+            ["news", "stocks", "translate", "weather"]
+        );
+        assert_eq!(
+            offered("hybrid", Some(1), &["translate"]).await,
+            ["translate", "weather"]
+        );
+        assert_eq!(offered("lexical", Some(1), &[]).await, ["weather"]);
         if let Some(schema) = store.pg_schema().map(str::to_owned) {
             let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
             sqlx::query(sqlx::AssertSqlSafe(sql))
