@@ -3,11 +3,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use toolbelt_core::{Approver, CancellationToken, Extensions};
 use toolbelt_llm::{Message, ModelProfile, ToolChoice};
 
 /// How an agent runs; set through [`AgentBuilder`](crate::AgentBuilder).
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Serialisable (durations in milliseconds, e.g. `run_timeout_ms`), so a host can store or
+/// show the options an agent runs with; missing fields take their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct AgentOptions {
     /// Instructions sent first in every request.
@@ -22,6 +27,10 @@ pub struct AgentOptions {
     /// Whether the model may ask for several calls per turn, run concurrently (default true).
     pub parallel_tool_calls: bool,
     /// Limit on a whole run (default none).
+    #[serde(
+        rename = "run_timeout_ms",
+        with = "toolbelt_core::duration_serde::opt_millis"
+    )]
     pub run_timeout: Option<Duration>,
     /// Model id; `None` uses the provider's configured model.
     pub model: Option<String>,

@@ -2,12 +2,16 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use toolbelt_core::{CallResult, ToolCall};
 use toolbelt_llm::{FinishReason, Message, Usage};
 use toolbelt_router::RouteDecision;
 
 /// Everything a run did, in order: what the model saw, asked and got back.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// Serialisable as the JSON a server or a console shows (durations in milliseconds,
+/// steps tagged by `type`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Transcript {
     /// The run's id (a UUID v7): unique across runs and processes; approval
@@ -78,7 +82,8 @@ impl Transcript {
 }
 
 /// One step of a run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Step {
     /// The router chose the tools for this run.
@@ -101,6 +106,7 @@ pub enum Step {
         /// Tokens used.
         usage: Usage,
         /// Wall time of the model call.
+        #[serde(rename = "duration_ms", with = "toolbelt_core::duration_serde::millis")]
         duration: Duration,
     },
     /// A tool call ended (successfully or with an error the model sees).
@@ -130,7 +136,8 @@ pub enum Step {
 }
 
 /// What kind of answer a run ended with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AnswerKind {
     /// The model's final answer.
@@ -142,7 +149,7 @@ pub enum AnswerKind {
 }
 
 /// A finished run: the answer and how it was reached.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RunOutput {
     /// The answer text (empty if the model gave none).

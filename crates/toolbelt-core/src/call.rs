@@ -31,14 +31,19 @@ impl ToolCall {
 }
 
 /// The outcome of one executed call, in the order the calls were given.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// As JSON: `{"call", "outcome": {"ok": output} | {"error": {"kind", …}}, "duration_ms",
+/// "attempts", "cached"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CallResult {
     /// The call, with arguments as finally executed (an approver may edit them).
     pub call: ToolCall,
     /// Output or the error the model will see.
+    #[serde(with = "outcome_serde")]
     pub outcome: Result<ToolOutput, ToolError>,
     /// Wall time from start to finish, retries included.
+    #[serde(rename = "duration_ms", with = "crate::duration_serde::millis")]
     pub duration: Duration,
     /// Attempts made (1 without retries; 0 when refused before running).
     pub attempts: u32,
@@ -58,5 +63,38 @@ impl CallResult {
     /// Whether the call succeeded.
     pub fn is_ok(&self) -> bool {
         self.outcome.is_ok()
+    }
+}
+
+/// `Result<ToolOutput, ToolError>` as `{"ok": …}` or `{"error": …}`.
+mod outcome_serde {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::{ToolError, ToolOutput};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Outcome<O, E> {
+        Ok(O),
+        Error(E),
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        outcome: &Result<ToolOutput, ToolError>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match outcome {
+            Ok(out) => Outcome::<&ToolOutput, &ToolError>::Ok(out).serialize(s),
+            Err(err) => Outcome::<&ToolOutput, &ToolError>::Error(err).serialize(s),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Result<ToolOutput, ToolError>, D::Error> {
+        Ok(match Outcome::<ToolOutput, ToolError>::deserialize(d)? {
+            Outcome::Ok(out) => Ok(out),
+            Outcome::Error(err) => Err(err),
+        })
     }
 }

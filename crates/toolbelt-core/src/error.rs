@@ -163,7 +163,10 @@ pub enum ToolErrorKind {
 ///
 /// Every variant renders to a message that tells the model what to do next,
 /// so it is returned to the model as the tool result rather than ending the run.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// As JSON it is tagged by `kind` (the [`ToolErrorKind`] spelling), with `after_ms` for timeouts.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolError {
     /// The tool is not in the toolset.
@@ -184,6 +187,7 @@ pub enum ToolError {
     #[error("timed out after {}", humanize(*.after))]
     Timeout {
         /// The timeout that elapsed.
+        #[serde(rename = "after_ms", with = "crate::duration_serde::millis")]
         after: Duration,
     },
     /// The call was refused by policy or by a person.

@@ -3,6 +3,7 @@
 
 mod call;
 mod context;
+pub mod duration_serde;
 mod error;
 mod events;
 mod executor;

@@ -4,6 +4,7 @@
 
 mod agent_tool;
 mod approval;
+mod dto;
 mod guards;
 mod limits;
 mod nested_permits;
