@@ -6,6 +6,7 @@ pub mod health;
 pub mod manage;
 pub mod route;
 pub mod runs;
+pub mod stats;
 pub mod tools;
 
 use axum::Json;
@@ -58,6 +59,8 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(runs::run_events))
         .routes(routes!(runs::list_approvals))
         .routes(routes!(runs::list_questions))
+        .routes(routes!(stats::stats))
+        .routes(routes!(stats::list_stored_tools))
         .route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))
