@@ -119,6 +119,8 @@ export async function followEvents(runId, onEvent, signal) {
           } catch {
             /* keep the text */
           }
+          // Run events come as the whole RunEvent ({seq, type, data}); unwrap to its fields.
+          if (ev.data && typeof ev.data === 'object' && 'seq' in ev.data && 'data' in ev.data) ev.data = ev.data.data;
           onEvent(ev);
           if (['finished', 'failed', 'cancelled', 'shutdown', 'end'].includes(ev.type)) ended = true;
         }

@@ -79,8 +79,9 @@ async function render() {
     return;
   }
   logout.hidden = !token();
+  const path = hash.split('?')[0];
   for (const [re, load] of routes) {
-    const m = hash.match(re);
+    const m = path.match(re);
     if (!m) continue;
     clear(main, h('p', { class: 'muted' }, 'Loading…'));
     const started = performance.now();
@@ -100,8 +101,13 @@ async function render() {
     return;
   }
   clear(main, h('h1', {}, 'Not found'), h('p', {}, 'No page here. ', h('a', { href: '#/' }, 'Go to the overview.')));
+  main.dataset.ready = hash;
 }
 
+document.querySelector('.skip').addEventListener('click', (ev) => {
+  ev.preventDefault(); // '#main' would be taken for a route
+  main.focus();
+});
 logout.addEventListener('click', () => {
   setToken('');
   location.hash = '#/';

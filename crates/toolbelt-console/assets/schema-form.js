@@ -62,7 +62,7 @@ export function schemaForm(schema, { idPrefix = 'arg' } = {}) {
     } else if (type === 'integer' || type === 'number') {
       control = h('input', { id, name, type: 'number', step: type === 'integer' ? '1' : 'any', inputmode: 'decimal' });
     } else if (type === 'string') {
-      control = (p.maxLength ?? 0) > 200 || /text|body|content|code/i.test(name)
+      control = (p.maxLength ?? 0) > 200 || /^(body|content|code|script|query_text)$/i.test(name)
         ? h('textarea', { id, name, rows: 3 })
         : h('input', { id, name, type: 'text' });
     } else {

@@ -184,8 +184,13 @@ export async function runPage(main, id) {
   head.append(cancel);
 
   let refreshing = null;
+  let again = false;
+  /** Re-reads the run; a call made while one is in flight runs once more after it. */
   async function refresh() {
-    if (refreshing) return refreshing;
+    if (refreshing) {
+      again = true;
+      return refreshing;
+    }
     refreshing = (async () => {
       const r = await get(`/runs/${enc}`);
       clear(facts,
@@ -208,7 +213,13 @@ export async function runPage(main, id) {
       if (terminal) live.textContent = '';
       main.dataset.runStatus = r.status;
       return r;
-    })().finally(() => { refreshing = null; });
+    })().finally(() => {
+      refreshing = null;
+      if (again) {
+        again = false;
+        refresh().catch(() => {});
+      }
+    });
     return refreshing;
   }
 

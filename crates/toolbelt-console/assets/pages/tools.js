@@ -170,7 +170,11 @@ export async function toolPage(main, name) {
       const b = versions.find((v) => String(v.version) === to.value);
       const lines = diffLines(versionText(a), versionText(b));
       const changed = lines.filter((l) => l[0] !== ' ').length;
-      out.replaceChildren(h('p', { class: 'muted' }, changed ? `${changed} changed lines` : 'identical'),
+      if (!changed) {
+        out.replaceChildren(h('p', { class: 'muted' }, versions.length > 1 ? 'The two versions are identical.' : 'Only one version so far: edit the tool to make another.'));
+        return;
+      }
+      out.replaceChildren(h('p', { class: 'muted' }, `${changed} changed lines`),
         h('pre', {}, lines.map(([op, text]) => h('span', { class: op === '+' ? 'add' : op === '-' ? 'del' : '' }, `${op} ${text}\n`))));
     };
     from.addEventListener('change', showDiff);
@@ -180,7 +184,7 @@ export async function toolPage(main, name) {
       h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
         h('thead', {}, h('tr', {}, ['Version', 'Changed', 'By', 'Note', ''].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, [...versions].reverse().map((v) => h('tr', {},
-          h('th', { scope: 'row' }, `v${v.version}`, record?.current_version === v.version ? badge('current', 'ok') : null),
+          h('th', { scope: 'row' }, `v${v.version} `, record?.current_version === v.version ? badge('current', 'ok') : null),
           h('td', {}, when(v.changed_at)), h('td', {}, v.changed_by), h('td', {}, v.note || ''),
           h('td', {}, record?.current_version === v.version ? '' : h('button', { type: 'button', class: 'secondary small',
             onclick: () => { if (confirm(`Roll ${name} back to v${v.version}?`)) act(`/tools/${enc}/rollback`, { version: v.version }, `Rolled back to v${v.version}.`); } },
