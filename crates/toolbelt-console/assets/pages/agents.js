@@ -99,7 +99,7 @@ export async function agentPage(main, id) {
     h('div', { class: 'page-head' }, h('h1', {}, `Agent ${id}`)),
     agent.description ? h('p', { class: 'lead' }, agent.description) : null,
     h('dl', { class: 'facts' },
-      h('dt', {}, 'Selection'), h('dd', {}, h('code', { id: 'agent-selection' }, agent.tools || '(none)')),
+      h('dt', {}, 'Selection'), h('dd', {}, h('code', { id: 'agent-selection' }, (record ? record.selection : agent.tools) || '(none: bound tools only)')),
       h('dt', {}, 'Bound tools'), h('dd', { id: 'bound-tools' }, bound.size ? [...bound].map(([t, v]) => h('span', { class: 'tag' }, v ? `${t}@v${v}` : t)) : (record ? 'none' : 'not a stored agent: defined in the configuration')),
       h('dt', {}, 'Model'), h('dd', {}, [agent.provider?.kind, agent.provider?.model].filter(Boolean).join(' / ') || 'from the environment'),
       h('dt', {}, 'Tools available'), h('dd', {}, `${num(available)} of ${num(tools.length)}`)),

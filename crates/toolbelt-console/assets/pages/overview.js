@@ -27,7 +27,7 @@ function chart(U, el, title, xs, series, yLabel) {
     height: 220,
     scales: { x: { time: true } },
     axes: [{}, { label: yLabel, size: 60 }],
-    series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: xs.length < 3 } }))],
+    series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 5 } }))],
   };
   const plot = new U(opts, [xs.map((x) => x / 1000), ...series.map((s) => s.values)], el);
   return plot;
@@ -51,9 +51,10 @@ export async function overview(main) {
   for (const b of stats.tools) totals.set(b.tool, (totals.get(b.tool) || 0) + b.calls);
   const top = [...totals].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([t]) => t);
   const mk = () => buckets.map(() => null);
-  const calls = new Map(top.map((t) => [t, mk()]));
-  const errors = new Map(top.map((t) => [t, mk()]));
-  const latency = new Map(top.map((t) => [t, mk()]));
+  const zeros = () => buckets.map(() => 0); // no call in a bucket is a count of 0
+  const calls = new Map(top.map((t) => [t, zeros()]));
+  const errors = new Map(top.map((t) => [t, zeros()]));
+  const latency = new Map(top.map((t) => [t, mk()])); // no call: no latency (a gap)
   const perTool = new Map();
   for (const b of stats.tools) {
     const row = perTool.get(b.tool) || { calls: 0, errors: 0, total: 0, max: 0 };
@@ -65,8 +66,8 @@ export async function overview(main) {
     errors.get(b.tool)[i] = b.errors;
     latency.get(b.tool)[i] = b.mean_ms;
   }
-  const decisions = mk();
-  const fallbacks = mk();
+  const decisions = zeros();
+  const fallbacks = zeros();
   for (const r of stats.routes) {
     const i = idx.get(r.at_ms);
     if (i !== undefined) { decisions[i] = r.decisions; fallbacks[i] = r.fallbacks; }

@@ -206,7 +206,7 @@ export async function runPage(main, id) {
       clear(pending,
         r.pending_approvals.map((a) => approvalCard(a, refresh)),
         r.pending_questions.map((q) => questionCard(q, refresh)));
-      clear(transcript, r.messages.map(renderMessage));
+      clear(transcript, r.messages.length ? r.messages.map(renderMessage) : h('li', { class: 'muted' }, 'No messages recorded yet; the events on the left are live.'));
       const terminal = !['running', 'waiting'].includes(r.status);
       cancel.hidden = terminal;
       contForm.hidden = !terminal;
