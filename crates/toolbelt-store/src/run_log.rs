@@ -515,6 +515,17 @@ pub struct ToolCallBucket {
     pub max_ms: i64,
 }
 
+fn bucket_of(row: &sqlx::any::AnyRow) -> Result<ToolCallBucket> {
+    Ok(ToolCallBucket {
+        tool: row.try_get("tool")?,
+        bucket_start: row.try_get("bucket")?,
+        calls: row.try_get("calls")?,
+        errors: row.try_get("errors")?,
+        total_ms: row.try_get("total_ms")?,
+        max_ms: row.try_get("max_ms")?,
+    })
+}
+
 /// Tokens and runs of one agent (from [`Store::agent_token_stats`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -530,8 +541,9 @@ pub struct AgentTokens {
 }
 
 impl Store {
-    /// Tool calls logged since `since_ms`, grouped by tool and by buckets `bucket_ms` wide,
-    /// oldest bucket first. One aggregate query (uses the `run_log_at` index).
+    /// Tool calls logged since `since_ms` of the `top` most called tools, grouped by tool and
+    /// by buckets `bucket_ms` wide, oldest bucket first. One aggregate query (uses the
+    /// `run_log_at` index).
     ///
     /// # Errors
     /// The database's error.
@@ -539,31 +551,44 @@ impl Store {
         &self,
         since_ms: i64,
         bucket_ms: i64,
+        top: i64,
     ) -> Result<Vec<ToolCallBucket>> {
         let bucket_ms = bucket_ms.max(1);
         let rows = sqlx::query(
             "SELECT tool, (at / $1) * $1 AS bucket, COUNT(*) AS calls, \
              CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT) AS errors, \
              CAST(SUM(duration_ms) AS BIGINT) AS total_ms, MAX(duration_ms) AS max_ms \
-             FROM run_log WHERE kind = 'tool_call' AND at >= $2 AND tool IS NOT NULL \
+             FROM run_log WHERE kind = 'tool_call' AND at >= $2 AND tool IN ( \
+               SELECT tool FROM run_log WHERE kind = 'tool_call' AND at >= $2 AND tool IS NOT NULL \
+               GROUP BY tool ORDER BY COUNT(*) DESC, tool LIMIT $3) \
              GROUP BY tool, bucket ORDER BY bucket, tool",
         )
         .bind(bucket_ms)
         .bind(since_ms)
+        .bind(top.max(0))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ToolCallBucket {
-                    tool: row.try_get("tool")?,
-                    bucket_start: row.try_get("bucket")?,
-                    calls: row.try_get("calls")?,
-                    errors: row.try_get("errors")?,
-                    total_ms: row.try_get("total_ms")?,
-                    max_ms: row.try_get("max_ms")?,
-                })
-            })
-            .collect()
+        rows.iter().map(bucket_of).collect()
+    }
+
+    /// Tool calls logged since `since_ms` per tool (the `limit` most called, most first), each
+    /// as one bucket starting at `since_ms`.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn tool_call_totals(&self, since_ms: i64, limit: i64) -> Result<Vec<ToolCallBucket>> {
+        let rows = sqlx::query(
+            "SELECT tool, CAST($1 AS BIGINT) AS bucket, COUNT(*) AS calls, \
+             CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT) AS errors, \
+             CAST(SUM(duration_ms) AS BIGINT) AS total_ms, MAX(duration_ms) AS max_ms \
+             FROM run_log WHERE kind = 'tool_call' AND at >= $1 AND tool IS NOT NULL \
+             GROUP BY tool ORDER BY calls DESC, tool LIMIT $2",
+        )
+        .bind(since_ms)
+        .bind(limit.max(0))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(bucket_of).collect()
     }
 
     /// Runs and tokens per agent logged since `since_ms`, by agent.

@@ -43,23 +43,19 @@ export async function overview(main) {
   clear(main, h('div', { class: 'page-head' }, h('h1', {}, 'Overview'),
     h('form', { class: 'filters inline', onsubmit: (e) => e.preventDefault() }, field('Window', windowSel))), body);
 
-  const [stats, U] = await Promise.all([get(`/stats?minutes=${windowSel.value}`), uPlot()]);
+  const [stats, U] = await Promise.all([get(`/stats?minutes=${windowSel.value}&top=6`), uPlot()]);
   const buckets = [];
   for (let t = stats.since_ms; t <= Date.now(); t += stats.bucket_ms) buckets.push(t);
   const idx = new Map(buckets.map((b, i) => [b, i]));
-  const totals = new Map();
-  for (const b of stats.tools) totals.set(b.tool, (totals.get(b.tool) || 0) + b.calls);
-  const top = [...totals].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([t]) => t);
+  const top = [...new Set(stats.tools.map((b) => b.tool))].slice(0, 6);
   const mk = () => buckets.map(() => null);
   const zeros = () => buckets.map(() => 0); // no call in a bucket is a count of 0
   const calls = new Map(top.map((t) => [t, zeros()]));
   const errors = new Map(top.map((t) => [t, zeros()]));
   const latency = new Map(top.map((t) => [t, mk()])); // no call: no latency (a gap)
   const perTool = new Map();
+  for (const b of stats.totals) perTool.set(b.tool, { calls: b.calls, errors: b.errors, total: b.mean_ms * b.calls, max: b.max_ms });
   for (const b of stats.tools) {
-    const row = perTool.get(b.tool) || { calls: 0, errors: 0, total: 0, max: 0 };
-    row.calls += b.calls; row.errors += b.errors; row.total += b.mean_ms * b.calls; row.max = Math.max(row.max, b.max_ms);
-    perTool.set(b.tool, row);
     const i = idx.get(b.at_ms);
     if (i === undefined || !calls.has(b.tool)) continue;
     calls.get(b.tool)[i] = b.calls;
@@ -84,7 +80,7 @@ export async function overview(main) {
 
   clear(body,
     h('ul', { class: 'kpis' },
-      h('li', {}, h('strong', {}, num(totalCalls)), ' tool calls'),
+      h('li', {}, h('strong', {}, `${num(totalCalls)}${stats.totals.length >= 300 ? '+' : ''}`), ' tool calls'),
       h('li', {}, h('strong', {}, num(totalErrors)), ' errors'),
       h('li', {}, h('strong', {}, num(totalFallbacks)), ` routing fallbacks of ${num(totalDecisions)}`),
       h('li', {}, h('strong', {}, num(stats.agents.reduce((a, x) => a + x.runs, 0))), ' runs')),
@@ -97,6 +93,7 @@ export async function overview(main) {
           h('td', { class: 'num' }, num(a.runs)), h('td', { class: 'num' }, num(a.input_tokens)), h('td', { class: 'num' }, num(a.output_tokens)),
           h('td', { class: 'bar-cell' }, h('span', { class: 'bar', style: `width:${(100 * (a.input_tokens + a.output_tokens)) / maxTokens}%` })))))) : h('p', { class: 'muted' }, 'No runs in this window.')),
     h('section', { 'aria-labelledby': 'pt-h' }, h('h2', { id: 'pt-h' }, 'Calls per tool'),
+      stats.totals.length >= 300 ? h('p', { class: 'muted' }, 'The 300 most called tools.') : null,
       perTool.size ? h('div', { class: 'table-wrap' }, h('table', { class: 'list', id: 'tool-stats' },
         h('thead', {}, h('tr', {}, ['Tool', 'Calls', 'Errors', 'Mean latency', 'Max latency'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, [...perTool].sort((a, b) => b[1].calls - a[1].calls).map(([t, r]) => h('tr', {},

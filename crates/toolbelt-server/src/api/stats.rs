@@ -56,6 +56,9 @@ pub struct StatsQuery {
     pub minutes: Option<i64>,
     /// Bucket width in seconds, 10-86400 (default: the window divided into 48 buckets).
     pub bucket_secs: Option<i64>,
+    /// Time series for this many of the most called tools, 1-100 (default 8); `totals` lists
+    /// up to 50 times as many tools.
+    pub top: Option<i64>,
 }
 
 /// Calls of one tool in one bucket.
@@ -106,8 +109,11 @@ pub struct StatsView {
     pub since_ms: i64,
     /// Bucket width, ms.
     pub bucket_ms: i64,
-    /// Tool calls per tool and bucket, from the stored run log (every instance on the database).
+    /// Tool calls per bucket of the `top` most called tools, from the stored run log (every
+    /// instance on the database).
     pub tools: Vec<ToolBucket>,
+    /// Tool calls over the whole window per tool, most called first (`at_ms` = `since_ms`).
+    pub totals: Vec<ToolBucket>,
     /// Routing decisions and fallbacks per bucket, counted by this process since it started.
     pub routes: Vec<RouteBucket>,
     /// Runs and tokens per agent, from the stored run log.
@@ -141,40 +147,51 @@ pub(crate) async fn stats(
         }
         None => (minutes * 60_000 / 48).max(10_000),
     };
+    let top = query.top.unwrap_or(8);
+    if !(1..=100).contains(&top) {
+        return Err(Problem::bad_request(
+            "invalid_query",
+            format!("`top` must be 1-100, not {top}"),
+        )
+        .with_pointer("top"));
+    }
     let now = now_ms();
     let since_ms = (now - minutes * 60_000) / bucket_ms * bucket_ms;
-    let (tools, agents) = match &state.store {
+    let (tools, totals, agents) = match &state.store {
         Some(store) => {
             if let Some(log) = &state.run_log {
                 let _ = log.flush().await;
             }
             let tools = store
-                .tool_call_stats(since_ms, bucket_ms)
+                .tool_call_stats(since_ms, bucket_ms, top)
+                .await
+                .map_err(store_problem)?;
+            let totals = store
+                .tool_call_totals(since_ms, top * 50)
                 .await
                 .map_err(store_problem)?;
             let agents = store
                 .agent_token_stats(since_ms)
                 .await
                 .map_err(store_problem)?;
-            (tools, agents)
+            (tools, totals, agents)
         }
-        None => (Vec::new(), Vec::new()),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
-    let tools = tools
-        .into_iter()
-        .map(|b| ToolBucket {
-            mean_ms: if b.calls > 0 {
-                b.total_ms as f64 / b.calls as f64
-            } else {
-                0.0
-            },
-            tool: b.tool,
-            at_ms: b.bucket_start,
-            calls: b.calls,
-            errors: b.errors,
-            max_ms: b.max_ms,
-        })
-        .collect();
+    let view = |b: toolbelt_store::ToolCallBucket| ToolBucket {
+        mean_ms: if b.calls > 0 {
+            b.total_ms as f64 / b.calls as f64
+        } else {
+            0.0
+        },
+        tool: b.tool,
+        at_ms: b.bucket_start,
+        calls: b.calls,
+        errors: b.errors,
+        max_ms: b.max_ms,
+    };
+    let tools = tools.into_iter().map(view).collect();
+    let totals = totals.into_iter().map(view).collect();
     let agents = agents
         .into_iter()
         .map(|a| AgentTokenView {
@@ -205,6 +222,7 @@ pub(crate) async fn stats(
         since_ms,
         bucket_ms,
         tools,
+        totals,
         routes,
         agents,
     }))

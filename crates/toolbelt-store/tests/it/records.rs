@@ -230,7 +230,15 @@ async fn run_log_stats_group_calls_by_tool_and_bucket_and_tokens_by_agent() {
             entries.push(e);
         }
         store.append_log(&entries).await.unwrap();
-        let stats = store.tool_call_stats(1_000, 1_000).await.unwrap();
+        let top1 = store.tool_call_stats(1_000, 1_000, 1).await.unwrap();
+        assert!(top1.iter().all(|b| b.tool == "a"), "{top1:?}");
+        let totals = store.tool_call_totals(1_000, 10).await.unwrap();
+        let got: Vec<_> = totals
+            .iter()
+            .map(|b| (b.tool.as_str(), b.calls, b.errors, b.max_ms))
+            .collect();
+        assert_eq!(got, vec![("a", 3, 1, 30), ("b", 1, 0, 5)]);
+        let stats = store.tool_call_stats(1_000, 1_000, 10).await.unwrap();
         let got: Vec<_> = stats
             .iter()
             .map(|b| {
