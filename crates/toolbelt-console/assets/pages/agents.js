@@ -140,7 +140,7 @@ export async function routePreview(main) {
           h('dt', {}, 'Tokens'), h('dd', { id: 'route-tokens' }, `${num(r.tokens.sent)} sent of ${num(r.tokens.all)}: ${num(r.tokens.saved)} saved (${r.tokens.all ? Math.round((100 * r.tokens.saved) / r.tokens.all) : 0} %)`),
           h('dt', {}, 'Router'), h('dd', {}, d.router, d.reason ? ` — ${d.reason}` : '')),
         h('table', { class: 'list', id: 'route-tools' },
-          h('caption', {}, `${d.tools.length} tools chosen from ${num(r.toolset_size)}`),
+          h('caption', {}, `${d.tools.length} of ${num(r.toolset_size)} tools chosen`),
           h('thead', {}, h('tr', {}, ['Tool', 'Score', ''].map((c) => h('th', { scope: 'col' }, c)))),
           h('tbody', {}, d.tools.map((t) => h('tr', {},
             h('th', { scope: 'row' }, h('a', { href: `#/tools/${encodeURIComponent(t.name)}` }, t.name)),

@@ -185,6 +185,13 @@ try {
   await shot('08-run-done');
   assert.ok(model.requests.length >= 2, 'the model was asked twice');
 
+  // 8b. Roll the tool back to its first version (the page asks to confirm).
+  await go(`#/tools/${TOOL}`);
+  page.once('dialog', (d) => d.accept());
+  await page.getByRole('button', { name: 'Roll back to v1' }).click();
+  await page.locator('p.lead', { hasText: 'Echo a text back (console test)' }).waitFor();
+  await page.getByRole('button', { name: 'Roll back to v2' }).waitFor();
+
   // 9. Runs list and overview.
   await go('#/runs');
   const runRow = page.locator('#runs-table tbody tr', { hasText: AGENT });
