@@ -185,6 +185,21 @@ try {
   await shot('08-run-done');
   assert.ok(model.requests.length >= 2, 'the model was asked twice');
 
+  // 8a. A question from the agent (ask_human), answered from the page.
+  await go(`#/agents/${AGENT}`);
+  await page.locator('#agent-tool-filter').fill('ask_human');
+  await page.getByRole('button', { name: 'Bind ask_human' }).click();
+  await page.getByRole('button', { name: 'Unbind ask_human' }).waitFor();
+  await page.locator('#run-input').fill('ask me a colour');
+  await page.getByRole('button', { name: 'Start run' }).click();
+  await page.waitForFunction(() => location.hash.startsWith('#/runs/'));
+  const question = page.locator('form.question');
+  await question.getByText('Which colour?').waitFor({ timeout: 30_000 });
+  await question.getByLabel('Answer').selectOption('blue');
+  await question.getByRole('button', { name: 'Answer' }).click();
+  await page.locator('#run-status').getByText('succeeded').waitFor({ timeout: 30_000 });
+  await page.locator('#transcript').getByText('The tool said: blue').waitFor();
+
   // 8b. Roll the tool back to its first version (the page asks to confirm).
   await go(`#/tools/${TOOL}`);
   page.once('dialog', (d) => d.accept());
@@ -194,8 +209,8 @@ try {
 
   // 9. Runs list and overview.
   await go('#/runs');
-  const runRow = page.locator('#runs-table tbody tr', { hasText: AGENT });
-  await runRow.getByText('succeeded').waitFor();
+  await rows('#runs-table', 2);
+  assert.equal(await page.locator('#runs-table tbody tr', { hasText: AGENT }).getByText('succeeded').count(), 2);
   await checkLabels('the runs list');
   await shot('09-runs');
   await go('#/');

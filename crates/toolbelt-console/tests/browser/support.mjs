@@ -29,7 +29,8 @@ function chunk(delta, finish = null, usage = null) {
 
 /**
  * A scripted OpenAI-compatible model: when the last message is a tool result it answers
- * with text quoting it; otherwise it calls `tool` with `args`. Streams like the real API.
+ * with text quoting it; otherwise it calls `ask_human` when the user wrote "ask me", and
+ * `tool` with `args` else. Streams like the real API.
  */
 export async function scriptedModel(tool, args) {
   const requests = [];
@@ -46,7 +47,10 @@ export async function scriptedModel(tool, args) {
         out = chunk({ role: 'assistant', content: 'The tool said: ' }) + chunk({ content: String(last.content).trim() })
           + chunk({}, 'stop') + `data: ${JSON.stringify({ id: 's', model: 'scripted', choices: [], usage: { prompt_tokens: 42, completion_tokens: 7 } })}\n\n`;
       } else {
-        const call = { index: 0, id: 'call_1', type: 'function', function: { name: tool, arguments: JSON.stringify(args) } };
+        const asks = (json.messages || []).some((m) => m.role === 'user' && String(m.content).includes('ask me'));
+        const call = asks
+          ? { index: 0, id: 'call_q', type: 'function', function: { name: 'ask_human', arguments: JSON.stringify({ question: 'Which colour?', choices: ['red', 'blue'] }) } }
+          : { index: 0, id: 'call_1', type: 'function', function: { name: tool, arguments: JSON.stringify(args) } };
         out = chunk({ role: 'assistant', tool_calls: [call] }) + chunk({}, 'tool_calls')
           + `data: ${JSON.stringify({ id: 's', model: 'scripted', choices: [], usage: { prompt_tokens: 30, completion_tokens: 5 } })}\n\n`;
       }
