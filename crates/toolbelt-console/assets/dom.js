@@ -98,3 +98,13 @@ export function debounce(fn, wait = 250) {
     t = setTimeout(() => fn(...a), wait);
   };
 }
+
+/** Copies each column's header into its cells' data-label (phone layout shows it). */
+export function labelCells(table) {
+  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+  for (const tr of table.querySelectorAll('tbody tr')) {
+    [...tr.children].forEach((cell, i) => {
+      if (heads[i]) cell.dataset.label = heads[i];
+    });
+  }
+}

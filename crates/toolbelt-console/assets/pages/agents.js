@@ -2,7 +2,7 @@
 // available, bind/unbind in one click, version pins, start a run) and the route preview.
 
 import { call, get, post, startRun } from '../api.js';
-import { badge, clear, errorBox, field, h, num, pre, say } from '../dom.js';
+import { badge, clear, errorBox, field, h, labelCells, num, pre, say } from '../dom.js';
 
 export async function agentList(main) {
   const agents = await get('/agents');
@@ -74,8 +74,9 @@ export async function agentPage(main, id) {
           onclick: () => change('POST', t.name, pin.value ? { version: Number(pin.value) } : {}, pin.value ? `Pinned ${t.name} to v${pin.value}.` : `${t.name} follows the current version.`) }, 'Pin')) : '–'));
     }));
   }
-  filter.addEventListener('input', draw);
-  onlyAvail.addEventListener('change', draw);
+  const drawLabelled = () => { draw(); if (tbody.closest('table')) labelCells(tbody.closest('table')); };
+  filter.addEventListener('input', drawLabelled);
+  onlyAvail.addEventListener('change', drawLabelled);
 
   const input = h('textarea', { id: 'run-input', rows: 2, required: true });
   const runOut = h('div');
@@ -110,7 +111,7 @@ export async function agentPage(main, id) {
       h('div', { class: 'table-wrap' }, h('table', { class: 'list', id: 'agent-tools' },
         h('thead', {}, h('tr', {}, ['Tool', 'Available', 'Why', 'Binding', 'Version pin'].map((c) => h('th', { scope: 'col' }, c)))),
         tbody))));
-  draw();
+  drawLabelled();
 }
 
 export async function routePreview(main) {

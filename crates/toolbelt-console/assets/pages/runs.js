@@ -3,7 +3,7 @@
 // (approve / edit / reject) and questions (answer).
 
 import { ApiError, followEvents, get, post } from '../api.js';
-import { badge, clear, errorBox, field, h, ms, num, pre, say, when } from '../dom.js';
+import { badge, clear, errorBox, field, h, labelCells, ms, num, pre, say, when } from '../dom.js';
 
 const STATUS_KIND = { succeeded: 'ok', running: 'info', waiting: 'warn', failed: 'bad', cancelled: 'bad', interrupted: 'warn' };
 const statusBadge = (s) => badge(s, STATUS_KIND[s] || '');
@@ -44,6 +44,7 @@ export async function runList(main) {
       h('td', {}, when(r.created_at_ms)),
       h('td', { class: 'num' }, ms(duration(r))),
       h('td', { class: 'num' }, num(r.usage.input_tokens + r.usage.output_tokens)))));
+    labelCells(tbody.closest('table'));
     more.hidden = !cursor;
     count.textContent = `${shown} runs shown${cursor ? ' (more below)' : ''}`;
   }

@@ -2,7 +2,7 @@
 // enable/disable, try it) and the editor of declarative tools with live validation.
 
 import { ApiError, all, call, get, post } from '../api.js';
-import { badge, clear, debounce, errorBox, field, h, ms, pre, say, setFieldError, when } from '../dom.js';
+import { badge, clear, debounce, errorBox, field, h, labelCells, ms, pre, say, setFieldError, when } from '../dom.js';
 import { renderSchema, schemaForm } from '../schema-form.js';
 
 const PAGE = 200;
@@ -67,6 +67,7 @@ export async function toolList(main) {
       h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'warn')),
       h('td', {}, r.available ? badge('available', 'ok') : badge(r.missing ? 'missing' : 'unavailable', 'warn'),
         r.restricted ? badge('restricted') : null))));
+    if (tbody.closest('table')) labelCells(tbody.closest('table'));
     more.hidden = hits.length <= shown;
     more.textContent = `Show ${Math.min(PAGE, hits.length - shown)} more`;
   }
@@ -85,6 +86,7 @@ export async function toolList(main) {
       tbody)),
     more);
   draw();
+  labelCells(tbody.closest('table'));
 }
 
 /** Line diff of two texts (longest common subsequence); returns [[' '|'-'|'+', line]]. */
