@@ -20,5 +20,6 @@ if [ ! -s "$data/admin.token" ]; then
 fi
 export TOOLBELT_TOKEN
 TOOLBELT_TOKEN=$(cat "$data/admin.token")
+echo "console: http://${TOOLBELT_ADDR:-127.0.0.1:7878}/  (open it in a browser and log in with the admin token below)"
 echo "admin token: $TOOLBELT_TOKEN   (kept in $data/admin.token; export TOOLBELT_TOKEN=\$(cat $data/admin.token))"
 exec "$tb" serve --database-url "$db" --addr "${TOOLBELT_ADDR:-127.0.0.1:7878}" --workspace "${TOOLBELT_WORKSPACE:-$PWD}"

@@ -14,4 +14,6 @@ scripts/setup-mcp-peers.sh || echo "warning: could not install the MCP peers; th
 # The router's catalog loader is tested on the tool lists of real MCP servers from npm.
 python3 eval/mcp_catalogs.py || echo "warning: could not fetch MCP tool lists; their catalog test will be skipped" >&2
 cargo test --workspace --all-features "$@"
+# The web console in Debian's Chromium (installs chromium + playwright-core; "skipped: ..." when impossible).
+scripts/console-test.sh
 scripts/api-fuzz.sh

@@ -7,6 +7,7 @@ pub mod manage;
 pub mod route;
 pub mod routines;
 pub mod runs;
+pub mod stats;
 pub mod tools;
 
 use axum::Json;
@@ -61,6 +62,8 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(runs::list_questions))
         .routes(routes!(routines::list_routines))
         .routes(routes!(routines::get_routine))
+        .routes(routes!(stats::stats))
+        .routes(routes!(stats::list_stored_tools))
         .route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))

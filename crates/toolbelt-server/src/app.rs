@@ -102,6 +102,9 @@ pub fn app(state: AppState) -> Router {
         .layer(from_fn_with_state(state.clone(), record_http))
         .with_state(state)
         .merge(SwaggerUi::new("/api/v1/docs").url("/api/v1/docs/openapi.json", doc));
+    if config.console {
+        router = router.merge(toolbelt_console::router());
+    }
     if !config.cors_origins.is_empty() {
         let origins: Vec<HeaderValue> = config
             .cors_origins

@@ -70,6 +70,8 @@ pub struct ServerConfig {
     pub agents: Vec<AgentDef>,
     /// Seconds `POST /agents/{id}/runs` (JSON) waits for a run before answering `202` with its state.
     pub run_wait_secs: u64,
+    /// Serve the web console at `/` (its data still needs a token unless `dev`).
+    pub console: bool,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +90,7 @@ impl Default for ServerConfig {
             tokens: Vec::new(),
             agents: vec![AgentDef::default_agent()],
             run_wait_secs: 20,
+            console: true,
         }
     }
 }
@@ -146,6 +149,7 @@ impl ServerConfig {
                 "log_format",
                 "workspace",
                 "run_wait_secs",
+                "console",
             ]))
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))

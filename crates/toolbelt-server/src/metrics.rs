@@ -88,6 +88,7 @@ pub fn record_route(decision: &toolbelt_router::RouteDecision) {
         toolbelt_router::RouteOutcome::Clarify { .. } => "clarify",
         _ => "other",
     };
+    crate::api::stats::count_route(decision.fallback);
     let fallback = if decision.fallback { "true" } else { "false" };
     metrics::counter!(ROUTE_DECISIONS, "outcome" => outcome, "fallback" => fallback).increment(1);
 }

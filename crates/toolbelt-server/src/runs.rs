@@ -514,7 +514,7 @@ impl RunRegistry {
         match store.list_runs(agent, None, 500).await {
             Ok(records) => records
                 .iter()
-                .filter(|r| !held.contains(&r.id))
+                .filter(|r| !held.contains(&format!("run_{}", r.id)))
                 .map(|r| detail_from_record(r).run)
                 .filter(|v| status.is_none_or(|s| v.status == s))
                 .collect(),

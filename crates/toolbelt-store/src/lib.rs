@@ -28,8 +28,8 @@ pub use mcp_servers::McpServerRecord;
 pub use memory::StoreMemory;
 pub use routines::{RoutineRun, StoreRoutines};
 pub use run_log::{
-    LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask, RunLogWriter,
-    redact,
+    AgentTokens, LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask,
+    RunLogWriter, ToolCallBucket, redact,
 };
 pub use runs::{RunRecord, RunStatus, RunUpdate};
 pub use scheduler::{

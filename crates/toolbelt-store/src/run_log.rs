@@ -496,3 +496,124 @@ async fn insert_chunk(
     query.execute(&mut **tx).await?;
     Ok(())
 }
+
+/// Tool calls of one tool in one time bucket (from [`Store::tool_call_stats`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ToolCallBucket {
+    /// The tool.
+    pub tool: String,
+    /// Start of the bucket, Unix ms (a multiple of the bucket width).
+    pub bucket_start: i64,
+    /// Calls.
+    pub calls: i64,
+    /// Calls that failed.
+    pub errors: i64,
+    /// Sum of the calls' durations, ms (divide by `calls` for the mean).
+    pub total_ms: i64,
+    /// Longest call, ms.
+    pub max_ms: i64,
+}
+
+fn bucket_of(row: &sqlx::any::AnyRow) -> Result<ToolCallBucket> {
+    Ok(ToolCallBucket {
+        tool: row.try_get("tool")?,
+        bucket_start: row.try_get("bucket")?,
+        calls: row.try_get("calls")?,
+        errors: row.try_get("errors")?,
+        total_ms: row.try_get("total_ms")?,
+        max_ms: row.try_get("max_ms")?,
+    })
+}
+
+/// Tokens and runs of one agent (from [`Store::agent_token_stats`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct AgentTokens {
+    /// The agent.
+    pub agent: String,
+    /// Runs logged.
+    pub runs: i64,
+    /// Prompt tokens.
+    pub tokens_in: i64,
+    /// Completion tokens.
+    pub tokens_out: i64,
+}
+
+impl Store {
+    /// Tool calls logged since `since_ms` of the `top` most called tools, grouped by tool and
+    /// by buckets `bucket_ms` wide, oldest bucket first. One aggregate query (uses the
+    /// `run_log_at` index).
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn tool_call_stats(
+        &self,
+        since_ms: i64,
+        bucket_ms: i64,
+        top: i64,
+    ) -> Result<Vec<ToolCallBucket>> {
+        let bucket_ms = bucket_ms.max(1);
+        let rows = sqlx::query(
+            "SELECT tool, (at / $1) * $1 AS bucket, COUNT(*) AS calls, \
+             CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT) AS errors, \
+             CAST(SUM(duration_ms) AS BIGINT) AS total_ms, MAX(duration_ms) AS max_ms \
+             FROM run_log WHERE kind = 'tool_call' AND at >= $2 AND tool IN ( \
+               SELECT tool FROM run_log WHERE kind = 'tool_call' AND at >= $2 AND tool IS NOT NULL \
+               GROUP BY tool ORDER BY COUNT(*) DESC, tool LIMIT $3) \
+             GROUP BY tool, bucket ORDER BY bucket, tool",
+        )
+        .bind(bucket_ms)
+        .bind(since_ms)
+        .bind(top.max(0))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(bucket_of).collect()
+    }
+
+    /// Tool calls logged since `since_ms` per tool (the `limit` most called, most first), each
+    /// as one bucket starting at `since_ms`.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn tool_call_totals(&self, since_ms: i64, limit: i64) -> Result<Vec<ToolCallBucket>> {
+        let rows = sqlx::query(
+            "SELECT tool, CAST($1 AS BIGINT) AS bucket, COUNT(*) AS calls, \
+             CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT) AS errors, \
+             CAST(SUM(duration_ms) AS BIGINT) AS total_ms, MAX(duration_ms) AS max_ms \
+             FROM run_log WHERE kind = 'tool_call' AND at >= $1 AND tool IS NOT NULL \
+             GROUP BY tool ORDER BY calls DESC, tool LIMIT $2",
+        )
+        .bind(since_ms)
+        .bind(limit.max(0))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(bucket_of).collect()
+    }
+
+    /// Runs and tokens per agent logged since `since_ms`, by agent.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn agent_token_stats(&self, since_ms: i64) -> Result<Vec<AgentTokens>> {
+        let rows = sqlx::query(
+            "SELECT agent, COUNT(*) AS runs, CAST(SUM(COALESCE(tokens_in, 0)) AS BIGINT) AS tokens_in, \
+             CAST(SUM(COALESCE(tokens_out, 0)) AS BIGINT) AS tokens_out \
+             FROM run_log WHERE kind = 'agent_run' AND at >= $1 AND agent IS NOT NULL \
+             GROUP BY agent ORDER BY agent",
+        )
+        .bind(since_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AgentTokens {
+                    agent: row.try_get("agent")?,
+                    runs: row.try_get("runs")?,
+                    tokens_in: row.try_get("tokens_in")?,
+                    tokens_out: row.try_get("tokens_out")?,
+                })
+            })
+            .collect()
+    }
+}

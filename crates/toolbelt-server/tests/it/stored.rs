@@ -455,3 +455,187 @@ async fn agents_are_stored_and_tools_bound_and_unbound() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_console_reads_stats_stored_tools_and_why_a_tool_is_unavailable() {
+    on_both(|db| async move {
+        let s = TestServer::start_stored(&db, None).await;
+        json_of(
+            s.post("/api/v1/tools", ADMIN)
+                .json(&shout("Echo"))
+                .send()
+                .await
+                .unwrap(),
+            201,
+        )
+        .await;
+        for text in ["a", "b"] {
+            let r = s
+                .post("/api/v1/tools/shout/call", RUNNER)
+                .json(&json!({"arguments": {"text": text}}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(json_of(r, 200).await["ok"], true);
+        }
+        json_of(
+            s.post("/api/v1/route", RUNNER)
+                .json(&json!({"input": "shout hello"}))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        let stats = json_of(
+            s.get("/api/v1/stats?minutes=60&bucket_secs=60", READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        let shout_calls: i64 = stats["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["tool"] == "shout")
+            .map(|b| b["calls"].as_i64().unwrap())
+            .sum();
+        assert_eq!(shout_calls, 2, "{} {stats}", db.engine);
+        assert_eq!(stats["bucket_ms"], 60_000);
+        assert_eq!(stats["totals"][0]["tool"], "shout", "{stats}");
+        assert_eq!(stats["totals"][0]["calls"], 2);
+        let decisions: u64 = stats["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["decisions"].as_u64().unwrap())
+            .sum();
+        assert!(decisions >= 1, "{stats}");
+        let bad = s
+            .get("/api/v1/stats?minutes=0", READER)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            problem_of(bad, 400, "invalid_query").await["pointer"],
+            "minutes"
+        );
+        let bad = s
+            .get("/api/v1/stats?bucket_secs=1", READER)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            problem_of(bad, 400, "invalid_query").await["pointer"],
+            "bucket_secs"
+        );
+        let anonymous = s
+            .http
+            .get(format!("{}/api/v1/stats", s.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(anonymous.status(), 401);
+
+        json_of(
+            s.post("/api/v1/tools/shout/disable", ADMIN)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        let stored = json_of(
+            s.get("/api/v1/stored-tools", READER).send().await.unwrap(),
+            200,
+        )
+        .await;
+        let row = stored
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "shout")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (
+                row["source"].clone(),
+                row["enabled"].clone(),
+                row["restricted"].clone()
+            ),
+            (json!("declarative"), json!(false), json!(false))
+        );
+        let agent = json!({"name": "ops", "selection": "util"});
+        json_of(
+            s.post("/api/v1/agents", ADMIN)
+                .json(&agent)
+                .send()
+                .await
+                .unwrap(),
+            201,
+        )
+        .await;
+        let tools = json_of(
+            s.get("/api/v1/agents/ops/tools", READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        let why = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "shout")
+            .unwrap()
+            .clone();
+        assert_eq!(why["available"], false);
+        assert!(why["why"].as_str().unwrap().contains("disabled"), "{why}");
+        s.stop().await;
+        db
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_console_is_served_at_the_root_and_reveals_no_data() {
+    let s = TestServer::start(None).await;
+    let page = s.http.get(format!("{}/", s.url)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'self'")
+    );
+    let html = page.text().await.unwrap();
+    assert!(html.contains("/console/app.js"), "{html}");
+    let js = s
+        .http
+        .get(format!("{}/console/pages/tools.js", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        js.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let missing = s
+        .http
+        .get(format!("{}/console/nope.js", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let api = s
+        .http
+        .get(format!("{}/api/v1/tools", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 401, "the data still needs a token");
+    s.stop().await;
+}

@@ -208,3 +208,64 @@ async fn the_run_log_flushes_by_time_without_being_asked() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn run_log_stats_group_calls_by_tool_and_bucket_and_tokens_by_agent() {
+    each_engine(|store| async move {
+        let mut entries = Vec::new();
+        for (at, tool, ms, ok) in [
+            (1_000, "a", 10, true),
+            (1_500, "a", 30, false),
+            (1_900, "b", 5, true),
+            (2_100, "a", 7, true),
+            (500, "a", 99, true), // before `since`
+        ] {
+            let mut e = LogEntry::tool_call(tool, ms);
+            e.at = at;
+            entries.push(if ok { e } else { e.failed("boom") });
+        }
+        for (agent, tin, tout) in [("x", 10, 2), ("x", 5, 1), ("y", 7, 0)] {
+            let mut e = LogEntry::agent_run(agent, 3).with_tokens(tin, tout);
+            e.at = 1_200;
+            entries.push(e);
+        }
+        store.append_log(&entries).await.unwrap();
+        let top1 = store.tool_call_stats(1_000, 1_000, 1).await.unwrap();
+        assert!(top1.iter().all(|b| b.tool == "a"), "{top1:?}");
+        let totals = store.tool_call_totals(1_000, 10).await.unwrap();
+        let got: Vec<_> = totals
+            .iter()
+            .map(|b| (b.tool.as_str(), b.calls, b.errors, b.max_ms))
+            .collect();
+        assert_eq!(got, vec![("a", 3, 1, 30), ("b", 1, 0, 5)]);
+        let stats = store.tool_call_stats(1_000, 1_000, 10).await.unwrap();
+        let got: Vec<_> = stats
+            .iter()
+            .map(|b| {
+                (
+                    b.tool.as_str(),
+                    b.bucket_start,
+                    b.calls,
+                    b.errors,
+                    b.total_ms,
+                    b.max_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", 1_000, 2, 1, 40, 30),
+                ("b", 1_000, 1, 0, 5, 5),
+                ("a", 2_000, 1, 0, 7, 7)
+            ]
+        );
+        let tokens = store.agent_token_stats(0).await.unwrap();
+        let got: Vec<_> = tokens
+            .iter()
+            .map(|t| (t.agent.as_str(), t.runs, t.tokens_in, t.tokens_out))
+            .collect();
+        assert_eq!(got, vec![("x", 2, 15, 3), ("y", 1, 7, 0)]);
+    })
+    .await;
+}
