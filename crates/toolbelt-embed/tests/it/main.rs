@@ -1,0 +1,3 @@
+//! Integration tests of toolbelt-embed.
+
+mod use_m3;
