@@ -46,8 +46,11 @@ const SENTENCES: &[&str] = &[
     "",
 ];
 
-/// What the wheel's numpy implementation computes: (piece ids, vectors), or why it cannot run.
-fn reference(dir: &std::path::Path) -> Result<(Vec<Vec<u32>>, Vec<Vec<f32>>), String> {
+/// Piece ids and vectors per sentence.
+type Reference = (Vec<Vec<u32>>, Vec<Vec<f32>>);
+
+/// What the wheel's numpy implementation computes, or why it cannot run.
+fn reference(dir: &std::path::Path) -> Result<Reference, String> {
     let python = std::env::var_os("TOOLBELT_USE_PYTHON").map_or_else(
         || {
             PathBuf::from(concat!(
