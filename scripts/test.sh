@@ -8,7 +8,7 @@
 # After the cargo tests, scripts/api-fuzz.sh runs schemathesis against a served OpenAPI document.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/fetch-model.sh || echo "warning: could not fetch the embedding model; its tests will be skipped" >&2
+TOOLBELT_FETCH_NUMPY=1 scripts/fetch-model.sh || echo "warning: could not fetch the embedding models (MiniLM, USE-multilingual) or numpy; their tests will be skipped" >&2
 # The real MCP peers of toolbelt-mcp's tests (npm reference servers, the Python SDK), pinned.
 scripts/setup-mcp-peers.sh || echo "warning: could not install the MCP peers; their tests will be skipped" >&2
 # The router's catalog loader is tested on the tool lists of real MCP servers from npm.

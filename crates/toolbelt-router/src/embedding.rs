@@ -2,6 +2,8 @@
 
 #[cfg(feature = "local-embed")]
 mod local;
+#[cfg(feature = "multilingual-embed")]
+mod multilingual;
 #[cfg(feature = "openai-embeddings")]
 mod openai;
 
@@ -12,6 +14,8 @@ use toolbelt_core::{BoxFuture, ToolHandle, Toolset};
 
 #[cfg(feature = "local-embed")]
 pub use local::{LocalEmbedError, LocalEmbedder};
+#[cfg(feature = "multilingual-embed")]
+pub use multilingual::UseEmbedder;
 #[cfg(feature = "openai-embeddings")]
 pub use openai::OpenAiEmbedder;
 
@@ -412,4 +416,17 @@ fn normalize(mut v: Vec<f32>) -> Vec<f32> {
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The error and its sources on one line (the route error carries text only).
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
 }

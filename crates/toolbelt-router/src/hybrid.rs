@@ -84,6 +84,14 @@ pub struct HybridConfig {
     pub learned_weight: f32,
     /// Past requests consulted per query (default 5).
     pub learned_neighbours: usize,
+    /// Weight of the multilingual embedding ranking ([`HybridRouter::with_multilingual_embedding`])
+    /// for input not mostly in Chinese, Japanese or Korean script (0 skips it there).
+    pub multilingual_weight: f32,
+    /// Weight of the multilingual embedding ranking for input mostly in Han, kana or Hangul.
+    pub cjk_multilingual_weight: f32,
+    /// For input mostly in Han, kana or Hangul, the lexical weight is multiplied by this
+    /// when a multilingual embedding ranked the tools (character bigrams match noise there).
+    pub cjk_lexical_factor: f32,
 }
 
 impl Default for HybridConfig {
@@ -108,6 +116,9 @@ impl Default for HybridConfig {
             max_skills: 2,
             learned_weight: 0.5,
             learned_neighbours: 5,
+            multilingual_weight: 1.0,
+            cjk_multilingual_weight: 2.0,
+            cjk_lexical_factor: 0.5,
         }
     }
 }
@@ -193,6 +204,16 @@ impl HybridConfig {
         self
     }
 
+    /// Sets the weights of the multilingual embedding ranking for other input and for
+    /// Chinese, Japanese or Korean input, and the lexical factor for the latter.
+    #[must_use]
+    pub fn with_multilingual_weights(mut self, other: f32, cjk: f32, cjk_lexical: f32) -> Self {
+        self.multilingual_weight = other.max(0.0);
+        self.cjk_multilingual_weight = cjk.max(0.0);
+        self.cjk_lexical_factor = cjk_lexical.max(0.0);
+        self
+    }
+
     /// Sets the weights of the lexical, keyword and embedding rankings.
     #[must_use]
     pub fn with_weights(mut self, lexical: f32, keyword: f32, embedding: f32) -> Self {
@@ -219,6 +240,7 @@ pub struct HybridRouter {
     skills: Option<SkillSet>,
     keyword: Option<KeywordRouter>,
     embedding: Option<EmbeddingRouter>,
+    multilingual: Option<EmbeddingRouter>,
     config: HybridConfig,
 }
 
@@ -250,6 +272,7 @@ impl HybridRouter {
             skills: None,
             keyword: None,
             embedding: None,
+            multilingual: None,
             config: HybridConfig::default(),
         }
     }
@@ -304,6 +327,28 @@ impl HybridRouter {
     pub fn with_embedding(mut self, embedding: EmbeddingRouter) -> Self {
         self.embedding = Some(embedding);
         self
+    }
+
+    /// Adds a multilingual embedding ranking (e.g. USE-multilingual), weighted by the
+    /// input's script: [`HybridConfig::cjk_multilingual_weight`] for input mostly in
+    /// Han, kana or Hangul, [`HybridConfig::multilingual_weight`] otherwise.
+    #[must_use]
+    pub fn with_multilingual_embedding(mut self, embedding: EmbeddingRouter) -> Self {
+        self.multilingual = Some(embedding);
+        self
+    }
+
+    /// Builds the lexical index and embeds every tool not cached yet, so the first
+    /// request does not pay for it.
+    ///
+    /// # Errors
+    /// [`RouteError::Backend`] when an embedder fails.
+    pub async fn prepare(&self, toolset: &Toolset) -> Result<(), RouteError> {
+        self.lexical.prepare_async(toolset).await;
+        for router in self.embedding.iter().chain(&self.multilingual) {
+            router.prepare(toolset).await?;
+        }
+        Ok(())
     }
 
     /// Replaces the options.
@@ -383,30 +428,42 @@ impl HybridRouter {
                 reason.push_str(&format!("; keyword {}", groups.join(",")));
             }
         }
-        let mut embedding = Vec::new();
-        let mut embedding_ok = false;
-        if let Some(router) = &self.embedding {
-            match router.rank(toolset, input, n).await {
-                Ok(hits) => {
-                    embedding_ok = hits
-                        .first()
-                        .is_some_and(|t| t.score >= router.min_similarity());
-                    if let Some(t) = hits.first() {
-                        reason.push_str(&format!("; embedding best {} {:.3}", t.name, t.score));
-                    }
-                    embedding = hits;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "hybrid router: embeddings failed; going on without them");
-                    reason.push_str("; embedding failed");
-                }
-            }
-        }
-        let lexical_weight = if lexical_ok {
+        let (embedding, embedding_ok) = embedding_ranking(
+            self.embedding.as_ref(),
+            toolset,
+            input,
+            n,
+            "embedding",
+            &mut reason,
+        )
+        .await;
+        let cjk = crate::text::mostly_cjk(input);
+        let multilingual_weight = if cjk {
+            cfg.cjk_multilingual_weight
+        } else {
+            cfg.multilingual_weight
+        };
+        let (multilingual, multilingual_ok) = if multilingual_weight > 0.0 {
+            embedding_ranking(
+                self.multilingual.as_ref(),
+                toolset,
+                input,
+                n,
+                "multilingual",
+                &mut reason,
+            )
+            .await
+        } else {
+            (Vec::new(), false)
+        };
+        let mut lexical_weight = if lexical_ok {
             cfg.lexical_weight
         } else {
             cfg.lexical_weight * 0.5
         };
+        if cjk && !multilingual.is_empty() {
+            lexical_weight *= cfg.cjk_lexical_factor;
+        }
         let context = self.context_ranking(toolset, recent, n);
         let mut learned = match &self.learned {
             Some(index) => index.vote(input, cfg.learned_neighbours, cfg.min_lexical_score),
@@ -423,6 +480,7 @@ impl HybridRouter {
             (&lexical, lexical_weight),
             (&keyword, cfg.keyword_weight),
             (&embedding, cfg.embedding_weight),
+            (&multilingual, multilingual_weight),
             (&context, cfg.lexical_weight * cfg.context_weight),
             (&learned, cfg.learned_weight),
         ]);
@@ -430,7 +488,11 @@ impl HybridRouter {
         Ranking {
             tools: fused,
             groups,
-            confident: lexical_ok || !keyword.is_empty() || embedding_ok || !learned.is_empty(),
+            confident: lexical_ok
+                || !keyword.is_empty()
+                || embedding_ok
+                || multilingual_ok
+                || !learned.is_empty(),
             reason,
         }
     }
@@ -634,5 +696,36 @@ impl Router for HybridRouter {
 
     async fn route(&self, request: &RouteRequest) -> Result<RouteDecision, RouteError> {
         Ok(self.decide(request).await)
+    }
+}
+
+/// The ranking of one embedding router, whether its best hit is confident, and a note in `reason`;
+/// a failure is logged and ranks nothing.
+async fn embedding_ranking(
+    router: Option<&EmbeddingRouter>,
+    toolset: &Toolset,
+    input: &str,
+    n: usize,
+    label: &str,
+    reason: &mut String,
+) -> (Vec<ScoredTool>, bool) {
+    let Some(router) = router else {
+        return (Vec::new(), false);
+    };
+    match router.rank(toolset, input, n).await {
+        Ok(hits) => {
+            let ok = hits
+                .first()
+                .is_some_and(|t| t.score >= router.min_similarity());
+            if let Some(t) = hits.first() {
+                reason.push_str(&format!("; {label} best {} {:.3}", t.name, t.score));
+            }
+            (hits, ok)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "hybrid router: {label} embeddings failed; going on without them");
+            reason.push_str(&format!("; {label} failed"));
+            (Vec::new(), false)
+        }
     }
 }

@@ -25,6 +25,8 @@ pub use catalog::{
 pub use decision::{BoundedFallback, RouteDecision, RouteOutcome, RouteRequest, ScoredTool};
 #[cfg(feature = "openai-embeddings")]
 pub use embedding::OpenAiEmbedder;
+#[cfg(feature = "multilingual-embed")]
+pub use embedding::UseEmbedder;
 pub use embedding::{Embedder, EmbeddingRouter};
 #[cfg(feature = "local-embed")]
 pub use embedding::{LocalEmbedError, LocalEmbedder};
@@ -41,6 +43,8 @@ pub use skills::{MAX_SKILL_DESCRIPTION, MAX_SKILL_NAME, Skill, SkillError, Skill
 pub use text::{ChineseMode, Lexicon, MAX_QUERY_BYTES};
 pub use tokens::{TokenSavings, schema_tokens};
 pub use tool_text::ToolText;
+#[cfg(feature = "multilingual-embed")]
+pub use toolbelt_embed::{EmbedError, UseEncoder};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}
@@ -54,4 +58,6 @@ const _: () = {
     assert_send_sync::<SkillSet>();
     #[cfg(feature = "local-embed")]
     assert_send_sync::<LocalEmbedder>();
+    #[cfg(feature = "multilingual-embed")]
+    assert_send_sync::<UseEmbedder>();
 };

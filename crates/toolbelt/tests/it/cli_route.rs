@@ -12,6 +12,7 @@ fn route(args: &[&str]) -> (bool, String, String) {
         .arg("route")
         .args(args)
         .env_remove("TOOLBELT_EMBED_MODEL_DIR")
+        .env_remove("TOOLBELT_MULTILINGUAL_MODEL_DIR")
         .env("TOOLBELT_NO_EMBEDDER", "1")
         .output()
         .unwrap();

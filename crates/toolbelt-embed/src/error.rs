@@ -1,0 +1,60 @@
+//! [`EmbedError`]: why a model could not be loaded or could not embed.
+
+use std::path::PathBuf;
+
+/// Why an encoder could not be loaded or could not embed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbedError {
+    /// A file the model folder must hold is missing.
+    #[error("model file {} is missing (run scripts/fetch-model.sh)", path.display())]
+    MissingFile {
+        /// The missing file.
+        path: PathBuf,
+    },
+    /// A model file could not be read.
+    #[error("cannot read {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The SentencePiece model could not be read, or a text could not be tokenized.
+    #[error("tokenizer {}: {message}", path.display())]
+    Tokenizer {
+        /// The tokenizer file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The weights file could not be read.
+    #[error("cannot read the weights {}", path.display())]
+    Weights {
+        /// The weights file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: candle_core::Error,
+    },
+    /// A weight array does not have the shape the architecture needs.
+    #[error("weight `{name}` has shape {found:?}, expected {expected:?}")]
+    Shape {
+        /// The array's name in the weights file.
+        name: String,
+        /// The shape the architecture needs.
+        expected: Vec<usize>,
+        /// The shape in the file.
+        found: Vec<usize>,
+    },
+    /// The forward pass failed.
+    #[error("model {model} failed")]
+    Model {
+        /// The model id.
+        model: String,
+        /// The cause.
+        #[source]
+        source: candle_core::Error,
+    },
+}

