@@ -486,38 +486,66 @@ pub fn memory_terms(text: &str) -> Vec<String> {
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
+/// Entries in dense slots with postings lists of `(slot, term frequency)`, so a query walks
+/// each of its terms' postings once and adds into an array (no hashing per posting).
 #[derive(Debug, Default)]
 struct Index {
-    entries: HashMap<i64, (MemoryEntry, u32)>,
-    postings: HashMap<String, HashMap<i64, u32>>,
+    /// Entries and their length in terms, by slot; `None` once forgotten.
+    slots: Vec<Option<(MemoryEntry, u32)>>,
+    /// Length in terms by slot (0 once forgotten), apart from the entries so that scoring
+    /// reads a small dense array.
+    lens: Vec<u32>,
+    by_id: HashMap<i64, u32>,
+    postings: HashMap<String, Vec<(u32, u32)>>,
     total_len: u64,
+    live: usize,
     next_id: i64,
 }
 
 impl Index {
+    fn get(&self, id: i64) -> Option<&MemoryEntry> {
+        let slot = *self.by_id.get(&id)?;
+        self.slots[slot as usize].as_ref().map(|(e, _)| e)
+    }
+
+    fn entries(&self) -> impl Iterator<Item = &MemoryEntry> {
+        self.slots.iter().flatten().map(|(e, _)| e)
+    }
+
     fn insert(&mut self, entry: MemoryEntry) {
+        self.remove(entry.id);
+        let Ok(slot) = u32::try_from(self.slots.len()) else {
+            return;
+        };
         let terms = memory_terms(&entry.text);
         let len = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+        let mut tf: HashMap<String, u32> = HashMap::new();
         for term in terms {
-            *self
-                .postings
-                .entry(term)
-                .or_default()
-                .entry(entry.id)
-                .or_default() += 1;
+            *tf.entry(term).or_default() += 1;
+        }
+        for (term, n) in tf {
+            self.postings.entry(term).or_default().push((slot, n));
         }
         self.total_len += u64::from(len);
-        self.entries.insert(entry.id, (entry, len));
+        self.live += 1;
+        self.by_id.insert(entry.id, slot);
+        self.slots.push(Some((entry, len)));
+        self.lens.push(len);
     }
 
     fn remove(&mut self, id: i64) -> bool {
-        let Some((entry, len)) = self.entries.remove(&id) else {
+        let Some(slot) = self.by_id.remove(&id) else {
+            return false;
+        };
+        let Some((entry, len)) = self.slots[slot as usize].take() else {
             return false;
         };
         self.total_len -= u64::from(len);
+        self.live -= 1;
+        self.lens[slot as usize] = 0;
         for term in memory_terms(&entry.text) {
             if let Some(p) = self.postings.get_mut(&term) {
-                p.remove(&id);
+                p.retain(|(s, _)| *s != slot);
                 if p.is_empty() {
                     self.postings.remove(&term);
                 }
@@ -570,7 +598,7 @@ impl MemoryIndex {
     /// [`memory_terms`], then importance, then newest).
     pub fn search(&self, scope: &MemoryScope, query: &RecallQuery) -> Vec<RecallHit> {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
-        let n = index.entries.len();
+        let n = index.live;
         let avg = if n == 0 {
             1.0
         } else {
@@ -579,27 +607,71 @@ impl MemoryIndex {
         let mut terms = memory_terms(&query.query);
         terms.sort();
         terms.dedup();
-        let mut scores: HashMap<i64, f64> = HashMap::new();
+        let mut scores = vec![0.0_f64; index.slots.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for term in &terms {
             let Some(postings) = index.postings.get(term) else {
                 continue;
             };
-            for (&id, &tf) in postings {
-                let len = index.entries.get(&id).map_or(1, |(_, l)| *l);
-                *scores.entry(id).or_default() += bm25(tf, postings.len(), n, len, avg);
+            for &(slot, tf) in postings {
+                let len = index.lens[slot as usize];
+                if len == 0 {
+                    continue;
+                }
+                let score = &mut scores[slot as usize];
+                if *score == 0.0 {
+                    touched.push(slot);
+                }
+                *score += bm25(tf, postings.len(), n, len, avg);
             }
         }
-        let mut hits: Vec<RecallHit> = scores
+        let entry = |slot: u32| index.slots[slot as usize].as_ref().map(|(e, _)| e);
+        let admitted =
+            |slot: u32| entry(slot).is_some_and(|e| e.readable_by(scope) && query.admits(e));
+        let mut found: Vec<(u32, f64)> = touched
             .into_iter()
-            .filter_map(|(id, score)| {
-                let (entry, _) = index.entries.get(&id)?;
-                (entry.readable_by(scope) && query.admits(entry))
-                    .then(|| RecallHit::new(entry.clone(), score))
-            })
+            .map(|s| (s, scores[s as usize]))
             .collect();
-        sort_hits(&mut hits);
-        hits.truncate(query.limit);
-        hits
+        // Most candidates never make the answer: look at the entries (scope, filters) of the
+        // best-scored few first, and of all only when too few of those are admitted.
+        let want = query.limit.saturating_mul(8).max(64);
+        if want < found.len() {
+            let by_score = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1);
+            found.select_nth_unstable_by(want - 1, by_score);
+            let floor = found[want - 1].1;
+            // Keep every tie of the last score so the order below breaks ties as `sort_hits` does.
+            let mut best: Vec<(u32, f64)> =
+                found.iter().copied().filter(|c| c.1 >= floor).collect();
+            best.retain(|c| admitted(c.0));
+            if best.len() >= query.limit {
+                found = best;
+            } else {
+                found.retain(|c| admitted(c.0));
+            }
+        } else {
+            found.retain(|c| admitted(c.0));
+        }
+        // Best first as `sort_hits` orders them; only the best `limit` are ordered and cloned.
+        let order = |a: &(u32, f64), b: &(u32, f64)| match (entry(a.0), entry(b.0)) {
+            (Some(x), Some(y)) => {
+                b.1.total_cmp(&a.1)
+                    .then(y.importance.cmp(&x.importance))
+                    .then(y.created_at_ms.cmp(&x.created_at_ms))
+                    .then(y.id.cmp(&x.id))
+            }
+            _ => b.1.total_cmp(&a.1),
+        };
+        if query.limit < found.len() {
+            if query.limit > 0 {
+                found.select_nth_unstable_by(query.limit - 1, order);
+            }
+            found.truncate(query.limit);
+        }
+        found.sort_by(order);
+        found
+            .into_iter()
+            .filter_map(|(slot, score)| Some(RecallHit::new(entry(slot)?.clone(), score)))
+            .collect()
     }
 }
 
@@ -627,11 +699,7 @@ impl MemoryStore for MemoryIndex {
         let result = (|| {
             let entry = entry.validate(&self.limits)?;
             let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);
-            let count = index
-                .entries
-                .values()
-                .filter(|(e, _)| e.agent == scope.agent)
-                .count() as u64;
+            let count = index.entries().filter(|e| e.agent == scope.agent).count() as u64;
             if count >= self.limits.max_entries_per_agent {
                 return Err(MemoryError::AgentFull {
                     agent: scope.agent.clone(),
@@ -672,9 +740,7 @@ impl MemoryStore for MemoryIndex {
     ) -> BoxFuture<'a, Result<Vec<MemoryEntry>, MemoryError>> {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
         let mut entries: Vec<MemoryEntry> = index
-            .entries
-            .values()
-            .map(|(e, _)| e)
+            .entries()
             .filter(|e| e.readable_by(scope) && tags.iter().all(|t| e.tags.contains(t)))
             .cloned()
             .collect();
@@ -692,7 +758,7 @@ impl MemoryStore for MemoryIndex {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
         let entries = ids
             .iter()
-            .filter_map(|id| index.entries.get(id).map(|(e, _)| e))
+            .filter_map(|id| index.get(*id))
             .filter(|e| owns(scope, e))
             .cloned()
             .collect();
@@ -708,7 +774,7 @@ impl MemoryStore for MemoryIndex {
         let mine: Vec<i64> = ids
             .iter()
             .copied()
-            .filter(|id| index.entries.get(id).is_some_and(|(e, _)| owns(scope, e)))
+            .filter(|id| index.get(*id).is_some_and(|e| owns(scope, e)))
             .collect();
         let gone = mine.into_iter().filter(|id| index.remove(*id)).count() as u64;
         Box::pin(std::future::ready(Ok(gone)))
