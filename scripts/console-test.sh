@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 setup=$(scripts/setup-browser.sh)
 echo "$setup"
 case "$setup" in skipped:*) exit 0 ;; esac
-cargo build -p toolbelt --quiet
+# The same feature set as the test build, so this reuses its binary instead of building another.
+cargo build --workspace --all-features --bin toolbelt --quiet
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 export TOOLBELT_BIN="$target/debug/toolbelt" ARTIFACTS="$target/console-screenshots"
 node crates/toolbelt-console/tests/browser/console.test.mjs
