@@ -26,6 +26,8 @@ declare -A RULES=(
   [toolbelt-mcp]='sqlx|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-tools|toolbelt-store|toolbelt-server|toolbelt'
   # Model code for the router: no toolbelt crate, no HTTP, no storage (ADR 0033).
   [toolbelt-embed]='reqwest|sqlx|axum|rmcp|hyper|toolbelt-[a-z]+'
+  # Static console assets and the router serving them: no toolbelt crate, no storage (ADR 0036).
+  [toolbelt-console]='reqwest|sqlx|rmcp|toolbelt-[a-z]+'
   [toolbelt-server]='toolbelt'
   # The binary sits on top of everything.
   [toolbelt]='^$'
