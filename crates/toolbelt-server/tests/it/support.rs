@@ -58,26 +58,22 @@ impl TestServer {
 
     /// A server over a database (tools, tokens and runs stored there).
     pub(crate) async fn start_stored(db: &TestDb, model_url: Option<&str>) -> Self {
-        let store = db.open().await;
-        let compiled = vec![echo(), noop(), delete_file()];
-        let opened = toolbelt_server::database::open_store(store, compiled, "test")
-            .await
-            .unwrap();
-        let mut server =
-            Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), false).await;
-        server.watch = Some(opened.watch);
-        server
+        Self::start_on(db, model_url, false).await
     }
 
     /// A server over a database that also runs the routine scheduler, as `toolbelt serve` does.
     pub(crate) async fn start_scheduled(db: &TestDb, model_url: Option<&str>) -> Self {
+        Self::start_on(db, model_url, true).await
+    }
+
+    async fn start_on(db: &TestDb, model_url: Option<&str>, scheduled: bool) -> Self {
         let store = db.open().await;
         let compiled = vec![echo(), noop(), delete_file()];
         let opened = toolbelt_server::database::open_store(store, compiled, "test")
             .await
             .unwrap();
         let mut server =
-            Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), true).await;
+            Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), scheduled).await;
         server.watch = Some(opened.watch);
         server
     }

@@ -45,6 +45,17 @@ async fn stores(test: &str) -> Vec<(Store, Option<tempfile::TempDir>)> {
     stores
 }
 
+/// Drops the Postgres schema of `store` (nothing for SQLite).
+async fn drop_schema(store: &Store) {
+    if let Some(schema) = store.pg_schema().map(str::to_owned) {
+        let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(store.pool())
+            .await
+            .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
     for (store, _dir) in stores("agents").await {
@@ -104,13 +115,7 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
             .text()
             .map(str::to_owned);
         assert_eq!(tool_result.as_deref().map(str::trim), Some("HELLO"));
-        if let Some(schema) = store.pg_schema().map(str::to_owned) {
-            let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .execute(store.pool())
-                .await
-                .unwrap();
-        }
+        drop_schema(&store).await;
     }
 }
 
@@ -189,12 +194,6 @@ async fn stored_router_settings_choose_the_router() {
             ["translate", "weather"]
         );
         assert_eq!(offered("lexical", Some(1), &[]).await, ["weather"]);
-        if let Some(schema) = store.pg_schema().map(str::to_owned) {
-            let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .execute(store.pool())
-                .await
-                .unwrap();
-        }
+        drop_schema(&store).await;
     }
 }
