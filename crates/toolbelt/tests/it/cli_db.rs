@@ -48,3 +48,32 @@ pub(crate) async fn schema(db: &Db, create: bool) {
         .await
         .unwrap();
 }
+
+/// A store on SQLite (in a temporary directory kept beside it) and, when
+/// `TOOLBELT_TEST_PG_URL` is set, one on Postgres in a schema named `<test>_<pid>`.
+pub(crate) async fn stores(test: &str) -> Vec<(toolbelt::store::Store, Option<tempfile::TempDir>)> {
+    use toolbelt::store::{Store, StoreOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("s.db").display());
+    let mut stores = vec![(Store::open(&url).await.unwrap(), Some(dir))];
+    match std::env::var("TOOLBELT_TEST_PG_URL") {
+        Ok(pg) => {
+            let schema = format!("{test}_{}", std::process::id());
+            let options = StoreOptions::default().with_pg_schema(schema);
+            stores.push((Store::open_with(&pg, options).await.unwrap(), None));
+        }
+        Err(_) => eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)"),
+    }
+    stores
+}
+
+/// Drops the Postgres schema of `store` (nothing for SQLite).
+pub(crate) async fn drop_schema(store: &toolbelt::store::Store) {
+    if let Some(schema) = store.pg_schema().map(str::to_owned) {
+        let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(store.pool())
+            .await
+            .unwrap();
+    }
+}

@@ -9,38 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use toolbelt::store::{
-    JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, Store, StoreOptions,
-    StoreRoutines,
+    JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, StoreRoutines,
 };
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_agent::{Agent, RunOptions};
 use toolbelt_core::{BoxFuture, Extensions, Toolset};
 use toolbelt_tools::{Memory, MemoryScope, Routines, builtin_tools, utc_ms};
 
-async fn stores(test: &str) -> Vec<(Store, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("m.db").display());
-    let mut stores = vec![(Store::open(&url).await.unwrap(), Some(dir))];
-    match std::env::var("TOOLBELT_TEST_PG_URL") {
-        Ok(pg) => {
-            let schema = format!("{test}_{}", std::process::id());
-            let options = StoreOptions::default().with_pg_schema(schema);
-            stores.push((Store::open_with(&pg, options).await.unwrap(), None));
-        }
-        Err(_) => eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)"),
-    }
-    stores
-}
-
-async fn drop_schema(store: &Store) {
-    if let Some(schema) = store.pg_schema().map(str::to_owned) {
-        let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(store.pool())
-            .await
-            .unwrap();
-    }
-}
+use crate::cli_db::{drop_schema, stores};
 
 fn agent(script: &ScriptedProvider) -> Agent {
     Agent::builder(script.provider())

@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolbelt::store::{
-    AgentDraft, Binding, Environment, LiveRegistry, Store, StoreOptions, ToolSource,
-};
+use toolbelt::store::{AgentDraft, Binding, Environment, LiveRegistry, ToolSource};
 use toolbelt::stored::{AgentToolFactory, ToolFile, build_agent, declarative_factory};
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_core::ToolContext;
 use toolbelt_tools::Workspace;
 use toolbelt_tools::declarative::Secrets;
+
+use crate::cli_db::{drop_schema, stores};
 
 const ECHO: &str = r#"
 name: shout
@@ -29,32 +29,6 @@ command:
 "#;
 
 const ASK: &str = "name: ask_worker\ndescription: Ask the worker agent\nagent: {agent: worker}\n";
-
-async fn stores(test: &str) -> Vec<(Store, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("a.db").display());
-    let mut stores = vec![(Store::open(&url).await.unwrap(), Some(dir))];
-    match std::env::var("TOOLBELT_TEST_PG_URL") {
-        Ok(pg) => {
-            let schema = format!("{test}_{}", std::process::id());
-            let options = StoreOptions::default().with_pg_schema(schema);
-            stores.push((Store::open_with(&pg, options).await.unwrap(), None));
-        }
-        Err(_) => eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)"),
-    }
-    stores
-}
-
-/// Drops the Postgres schema of `store` (nothing for SQLite).
-async fn drop_schema(store: &Store) {
-    if let Some(schema) = store.pg_schema().map(str::to_owned) {
-        let sql = format!("DROP SCHEMA \"{schema}\" CASCADE");
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(store.pool())
-            .await
-            .unwrap();
-    }
-}
 
 #[tokio::test]
 async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
