@@ -114,6 +114,13 @@ impl AgentDef {
         })
     }
 
+    /// The model id its runs are counted under in the token metrics (empty without a provider).
+    pub fn model_name(&self) -> String {
+        self.provider_config()
+            .map(|c| c.model_or_default().to_owned())
+            .unwrap_or_default()
+    }
+
     /// Builds the runnable agent over `registry`.
     ///
     /// # Errors

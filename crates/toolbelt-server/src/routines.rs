@@ -43,10 +43,7 @@ impl ServerRoutineRunner {
         let agent = def
             .build(state.registry())
             .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
-        let model = def
-            .provider_config()
-            .map(|c| c.model_or_default().to_owned())
-            .unwrap_or_default();
+        let model = def.model_name();
         let start = RunStart {
             input: job.prompt.clone(),
             model,

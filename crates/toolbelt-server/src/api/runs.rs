@@ -80,10 +80,7 @@ pub(crate) async fn start_run(
     check_input(&body.input)?;
     let def = state.agents.find(&id).await?;
     let agent = def.build(state.registry())?;
-    let model = def
-        .provider_config()
-        .map(|c| c.model_or_default().to_owned())
-        .unwrap_or_default();
+    let model = def.model_name();
     let start = RunStart {
         input: body.input,
         model,
@@ -118,10 +115,7 @@ pub(crate) async fn continue_run(
     }
     let def = state.agents.find(&detail.run.agent).await?;
     let agent = def.build(state.registry())?;
-    let model = def
-        .provider_config()
-        .map(|c| c.model_or_default().to_owned())
-        .unwrap_or_default();
+    let model = def.model_name();
     let start = RunStart {
         input: body.input,
         history: detail.messages,
