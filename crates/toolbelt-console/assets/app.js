@@ -22,7 +22,7 @@ const routes = [
 
 async function signedIn() {
   try {
-    await get('/agents');
+    await get('/whoami');
     return true;
   } catch (e) {
     if (e instanceof ApiError && (e.status === 401 || e.status === 403)) return false;
@@ -67,6 +67,11 @@ async function render() {
     if (current) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
+  const path = hash.split('?')[0];
+  const route = routes.map(([re, load]) => [path.match(re), load]).find(([m]) => m);
+  // The page's module loads while the token is checked.
+  const loading = route ? route[1]() : null;
+  loading?.catch(() => {}); // reported below, once signed in
   let ok;
   try {
     ok = await signedIn();
@@ -79,14 +84,12 @@ async function render() {
     return;
   }
   logout.hidden = !token();
-  const path = hash.split('?')[0];
-  for (const [re, load] of routes) {
-    const m = path.match(re);
-    if (!m) continue;
+  if (route) {
+    const [m] = route;
     clear(main, h('p', { class: 'muted' }, 'Loading…'));
     const started = performance.now();
     try {
-      const page = await load();
+      const page = await loading;
       const params = m.slice(1).map(decodeURIComponent);
       const cleanup = await page(main, ...params);
       if (typeof cleanup === 'function') leave = cleanup;

@@ -3,6 +3,7 @@
 
 mod memory;
 mod routine;
+mod vectors;
 
 pub use memory::{
     DEFAULT_MAX_ENTRIES_PER_AGENT, DEFAULT_MAX_ENTRY_BYTES, MAX_TAG_BYTES, MAX_TAGS, MemoryEntry,
@@ -13,3 +14,4 @@ pub use routine::{
     MAX_INTERVAL_SECS, MissedPolicy, RoutineDraft, RoutineError, RoutineInfo, RoutineStore,
     SCHEDULE_FORMS, Schedule, describe_routine, utc_ms,
 };
+pub use vectors::{QuantizedVector, TextEmbedder};

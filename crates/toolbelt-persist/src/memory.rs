@@ -15,6 +15,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{BoxFuture, ToolError};
 
+use crate::vectors::{QuantizedVector, VectorSet, unit};
+
 /// Default largest entry, in bytes of UTF-8 text.
 pub const DEFAULT_MAX_ENTRY_BYTES: usize = 4096;
 /// Default largest number of entries one agent keeps.
@@ -500,6 +502,8 @@ struct Index {
     total_len: u64,
     live: usize,
     next_id: i64,
+    /// Entry vectors by slot, for hybrid recall.
+    vectors: VectorSet,
 }
 
 impl Index {
@@ -512,7 +516,7 @@ impl Index {
         self.slots.iter().flatten().map(|(e, _)| e)
     }
 
-    fn insert(&mut self, entry: MemoryEntry) {
+    fn insert(&mut self, entry: MemoryEntry, vector: Option<&QuantizedVector>) {
         self.remove(entry.id);
         let Ok(slot) = u32::try_from(self.slots.len()) else {
             return;
@@ -531,6 +535,7 @@ impl Index {
         self.by_id.insert(entry.id, slot);
         self.slots.push(Some((entry, len)));
         self.lens.push(len);
+        self.vectors.push(vector);
     }
 
     fn remove(&mut self, id: i64) -> bool {
@@ -543,6 +548,7 @@ impl Index {
         self.total_len -= u64::from(len);
         self.live -= 1;
         self.lens[slot as usize] = 0;
+        self.vectors.clear(slot);
         for term in memory_terms(&entry.text) {
             if let Some(p) = self.postings.get_mut(&term) {
                 p.retain(|(s, _)| *s != slot);
@@ -589,67 +595,79 @@ impl MemoryIndex {
 
     /// Adds an entry as is (ids and times included), e.g. one read from elsewhere.
     pub fn insert_entry(&self, entry: MemoryEntry) {
+        self.insert_entry_with_vector(entry, None);
+    }
+
+    /// Adds an entry with its vector (from the [`TextEmbedder`](crate::TextEmbedder) whose
+    /// query vectors [`MemoryIndex::search_hybrid`] will be given).
+    pub fn insert_entry_with_vector(&self, entry: MemoryEntry, vector: Option<&QuantizedVector>) {
         let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);
         index.next_id = index.next_id.max(entry.id);
-        index.insert(entry);
+        index.insert(entry, vector);
+    }
+
+    /// How many entries have a vector.
+    pub fn vectors(&self) -> usize {
+        self.index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .vectors
+            .len()
     }
 
     /// The entries `scope` can read that match `query`, best first (BM25 over
     /// [`memory_terms`], then importance, then newest).
     pub fn search(&self, scope: &MemoryScope, query: &RecallQuery) -> Vec<RecallHit> {
+        self.search_hybrid(scope, query, None)
+    }
+
+    /// Like [`MemoryIndex::search`], and with `vector` (the query's, from the model that
+    /// made the entries' vectors) ranked by meaning too: the best entries by BM25 and the
+    /// nearest by cosine are pooled, and each is scored
+    /// `0.2 · bm25 / best bm25 + 0.8 · max(0, (cosine − 0.25) / 0.75)`, so an entry in another
+    /// language or other words can be found, and a word match alone no longer decides
+    /// (ADR 0041). Scores are then in `[0, 1]`; entries scoring 0 are left out.
+    pub fn search_hybrid(
+        &self,
+        scope: &MemoryScope,
+        query: &RecallQuery,
+        vector: Option<&[f32]>,
+    ) -> Vec<RecallHit> {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
-        let n = index.live;
-        let avg = if n == 0 {
-            1.0
-        } else {
-            index.total_len as f64 / n as f64
-        };
-        let mut terms = memory_terms(&query.query);
-        terms.sort();
-        terms.dedup();
-        let mut scores = vec![0.0_f64; index.slots.len()];
-        let mut touched: Vec<u32> = Vec::new();
-        for term in &terms {
-            let Some(postings) = index.postings.get(term) else {
-                continue;
-            };
-            for &(slot, tf) in postings {
-                let len = index.lens[slot as usize];
-                if len == 0 {
-                    continue;
-                }
-                let score = &mut scores[slot as usize];
-                if *score == 0.0 {
-                    touched.push(slot);
-                }
-                *score += bm25(tf, postings.len(), n, len, avg);
-            }
-        }
         let entry = |slot: u32| index.slots[slot as usize].as_ref().map(|(e, _)| e);
         let admitted =
             |slot: u32| entry(slot).is_some_and(|e| e.readable_by(scope) && query.admits(e));
-        let mut found: Vec<(u32, f64)> = touched
-            .into_iter()
-            .map(|s| (s, scores[s as usize]))
-            .collect();
         // Most candidates never make the answer: look at the entries (scope, filters) of the
         // best-scored few first, and of all only when too few of those are admitted.
         let want = query.limit.saturating_mul(8).max(64);
-        if want < found.len() {
-            let by_score = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1);
-            found.select_nth_unstable_by(want - 1, by_score);
-            let floor = found[want - 1].1;
-            // Keep every tie of the last score so the order below breaks ties as `sort_hits` does.
-            let mut best: Vec<(u32, f64)> =
-                found.iter().copied().filter(|c| c.1 >= floor).collect();
-            best.retain(|c| admitted(c.0));
-            if best.len() >= query.limit {
-                found = best;
-            } else {
-                found.retain(|c| admitted(c.0));
+        let mut found = lexical(&index, query, want, &admitted);
+        let q = vector.and_then(unit).filter(|_| index.vectors.len() > 0);
+        if let Some(q) = q {
+            let best_lexical = found.iter().fold(0.0_f64, |m, c| m.max(c.1));
+            let mut pooled: HashMap<u32, (f64, f32)> = found
+                .iter()
+                .map(|&(slot, bm25)| (slot, (bm25, index.vectors.cosine(slot, &q).unwrap_or(0.0))))
+                .collect();
+            for (slot, cosine) in index.vectors.nearest(&q, want, want * 8, admitted) {
+                pooled.entry(slot).or_insert((0.0, cosine));
             }
-        } else {
-            found.retain(|c| admitted(c.0));
+            found = pooled
+                .into_iter()
+                .map(|(slot, (bm25, cosine))| {
+                    let lexical = if best_lexical > 0.0 {
+                        bm25 / best_lexical
+                    } else {
+                        0.0
+                    };
+                    let meaning =
+                        f64::from(((cosine - COSINE_FLOOR) / (1.0 - COSINE_FLOOR)).max(0.0));
+                    (
+                        slot,
+                        LEXICAL_WEIGHT * lexical + (1.0 - LEXICAL_WEIGHT) * meaning,
+                    )
+                })
+                .filter(|c| c.1 > 0.0)
+                .collect();
         }
         // Best first as `sort_hits` orders them; only the best `limit` are ordered and cloned.
         let order = |a: &(u32, f64), b: &(u32, f64)| match (entry(a.0), entry(b.0)) {
@@ -673,6 +691,65 @@ impl MemoryIndex {
             .filter_map(|(slot, score)| Some(RecallHit::new(entry(slot)?.clone(), score)))
             .collect()
     }
+}
+
+/// Weight of the lexical score in a hybrid recall (the rest is meaning).
+const LEXICAL_WEIGHT: f64 = 0.2;
+/// Cosine at or below which an entry counts as unrelated in meaning.
+const COSINE_FLOOR: f32 = 0.25;
+
+/// The admitted entries with a BM25 score for `query`: at least the best `want` of them
+/// (all of them when fewer of the best `want` are admitted than `query.limit`).
+fn lexical(
+    index: &Index,
+    query: &RecallQuery,
+    want: usize,
+    admitted: &impl Fn(u32) -> bool,
+) -> Vec<(u32, f64)> {
+    let n = index.live;
+    let avg = if n == 0 {
+        1.0
+    } else {
+        index.total_len as f64 / n as f64
+    };
+    let mut terms = memory_terms(&query.query);
+    terms.sort();
+    terms.dedup();
+    let mut scores = vec![0.0_f64; index.slots.len()];
+    let mut touched: Vec<u32> = Vec::new();
+    for term in &terms {
+        let Some(postings) = index.postings.get(term) else {
+            continue;
+        };
+        for &(slot, tf) in postings {
+            let len = index.lens[slot as usize];
+            if len == 0 {
+                continue;
+            }
+            let score = &mut scores[slot as usize];
+            if *score == 0.0 {
+                touched.push(slot);
+            }
+            *score += bm25(tf, postings.len(), n, len, avg);
+        }
+    }
+    let mut found: Vec<(u32, f64)> = touched
+        .into_iter()
+        .map(|s| (s, scores[s as usize]))
+        .collect();
+    if want < found.len() {
+        let by_score = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1);
+        found.select_nth_unstable_by(want - 1, by_score);
+        let floor = found[want - 1].1;
+        // Keep every tie of the last score so the order breaks ties as `sort_hits` does.
+        let mut best: Vec<(u32, f64)> = found.iter().copied().filter(|c| c.1 >= floor).collect();
+        best.retain(|c| admitted(c.0));
+        if best.len() >= query.limit {
+            return best;
+        }
+    }
+    found.retain(|c| admitted(c.0));
+    found
 }
 
 /// Orders hits best first: score, then importance, then newest, then id.
@@ -717,7 +794,7 @@ impl MemoryStore for MemoryIndex {
                 entry.shared,
                 now_ms(),
             );
-            index.insert(stored.clone());
+            index.insert(stored.clone(), None);
             Ok(stored)
         })();
         Box::pin(std::future::ready(result))

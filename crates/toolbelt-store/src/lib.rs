@@ -39,7 +39,7 @@ pub use scheduler::{
 pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions};
 pub use sync::SyncReport;
 pub use tokens::{TokenRecord, token_hash};
-pub use tools::{ToolDraft, ToolRecord, ToolSource, ToolVersion, spec_hash};
+pub use tools::{ToolDraft, ToolRecord, ToolSource, ToolState, ToolVersion, spec_hash};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}

@@ -1,15 +1,19 @@
-//! [`StoreMemory`]: the memory tools' [`MemoryStore`] in SQLite (FTS5) or Postgres (tsvector).
+//! [`StoreMemory`]: the memory tools' [`MemoryStore`] in SQLite or Postgres.
 //!
-//! Both engines index the same search terms ([`memory_terms`]: words and CJK bigrams),
-//! so Chinese needs no database tokenizer; ranking is FTS5's `bm25()` on SQLite and
-//! `ts_rank` on Postgres (ADR 0020 has the recall figures that chose this).
+//! The database holds every entry; recall ranks from an in-process index per agent, kept
+//! current with the database (ADR 0028): BM25 over [`memory_terms`] (words and CJK bigrams,
+//! so Chinese needs no tokenizer), and, when the store has a [`TextEmbedder`]
+//! ([`Store::set_memory_embedder`]), by meaning too (ADR 0041): each entry's vector is
+//! computed once when it is stored and kept in the row.
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
+use std::sync::Arc;
 use toolbelt_core::BoxFuture;
+
 use toolbelt_persist::{
-    MemoryEntry, MemoryError, MemoryLimits, MemoryScope, MemoryStore, NewMemory, RecallHit,
-    RecallQuery, memory_terms,
+    MemoryEntry, MemoryError, MemoryLimits, MemoryScope, MemoryStore, NewMemory, QuantizedVector,
+    RecallHit, RecallQuery, TextEmbedder, memory_terms,
 };
 
 use crate::error::StoreError;
@@ -147,6 +151,15 @@ impl StoreMemory {
         entry: NewMemory,
     ) -> Result<MemoryEntry, MemoryError> {
         let entry = entry.validate(&self.limits)?;
+        // The vector is made before the transaction (it takes milliseconds of CPU).
+        let embedder = self.store.memory_cache().embedder();
+        let vector = match &embedder {
+            Some(e) => embed(Arc::clone(e), entry.text.clone())
+                .await
+                .as_deref()
+                .and_then(QuantizedVector::quantize),
+            None => None,
+        };
         let terms = memory_terms(&entry.text).join(" ");
         let tags = if entry.tags.is_empty() {
             String::new()
@@ -181,8 +194,8 @@ impl StoreMemory {
         }
         let created_at = now_ms();
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO memories (agent, user_id, text, terms, tags, importance, shared, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            "INSERT INTO memories (agent, user_id, text, terms, tags, importance, shared, created_at, embedding, embedding_model) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
         )
         .bind(&scope.agent)
         .bind(scope.user.clone().unwrap_or_default())
@@ -192,6 +205,8 @@ impl StoreMemory {
         .bind(i64::from(entry.importance))
         .bind(i64::from(entry.shared))
         .bind(created_at)
+        .bind(vector.as_ref().map(QuantizedVector::to_bytes))
+        .bind(vector.as_ref().and(embedder.as_ref()).map(|e| e.model().to_owned()))
         .fetch_one(&mut *tx)
         .await
         .map_err(backend)?;
@@ -216,10 +231,16 @@ impl StoreMemory {
         if query.limit == 0 || memory_terms(&query.query).is_empty() {
             return Ok(Vec::new());
         }
+        let embedder = self.store.memory_cache().embedder();
+        let vector = match &embedder {
+            Some(e) => embed(Arc::clone(e), query.query.clone()).await,
+            None => None,
+        };
+        let model = embedder.as_ref().map(|e| e.model());
         self.store
             .memory_cache()
-            .with_index(&self.store, &scope.agent, |index| {
-                index.search(scope, query)
+            .with_index(&self.store, &scope.agent, model, |index| {
+                index.search_hybrid(scope, query, vector.as_deref())
             })
             .await
             .map_err(backend)
@@ -318,6 +339,35 @@ impl Store {
     /// The memory tools' store over this database, with the default limits.
     pub fn memory(&self) -> StoreMemory {
         StoreMemory::new(self.clone())
+    }
+
+    /// Ranks memory recalls by meaning as well as words from now on, with `embedder`
+    /// (shared by every clone of this store): entries stored from now on get a vector;
+    /// entries stored before, or whose vector came from another model, are found by their
+    /// words only.
+    pub fn set_memory_embedder(&self, embedder: Arc<dyn TextEmbedder>) {
+        self.memory_cache().set_embedder(embedder);
+    }
+}
+
+/// `text`'s vector, on a blocking thread; `None` (logged) when the embedder fails: the
+/// entry or the recall then goes on by words alone.
+async fn embed(embedder: Arc<dyn TextEmbedder>, text: String) -> Option<Vec<f32>> {
+    let model = embedder.model().to_owned();
+    match tokio::task::spawn_blocking(move || embedder.embed(&[text])).await {
+        Ok(Ok(mut vectors)) if vectors.len() == 1 => vectors.pop(),
+        Ok(Ok(vectors)) => {
+            tracing::warn!(%model, got = vectors.len(), "the memory embedder returned no single vector; going on by words");
+            None
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(%model, %error, "the memory embedder failed; going on by words");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%model, %error, "the memory embedder's task failed; going on by words");
+            None
+        }
     }
 }
 

@@ -199,6 +199,7 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     runner: Arc<dyn RoutineRunner>,
     config: SchedulerConfig,
+    finishes: Arc<FinishQueue>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -237,6 +238,7 @@ impl Scheduler {
             clock: Arc::new(SystemClock),
             runner,
             config: SchedulerConfig::default(),
+            finishes: Arc::default(),
         }
     }
 
@@ -322,7 +324,11 @@ impl Scheduler {
             .await
             .map_err(backend)?;
         let count = i64::try_from(rows.len()).unwrap_or(i64::MAX);
-        let mut jobs = Vec::new();
+        // Plan every routine's rows first, then write them in a few multi-row statements:
+        // one round trip per chunk instead of one per occurrence.
+        let mut inserts: Vec<NewRun> = Vec::new();
+        let mut advances: Vec<(String, Option<i64>)> = Vec::with_capacity(rows.len());
+        let mut prompts = std::collections::HashMap::new();
         for row in &rows {
             let routine = decode_routine(row)?;
             let info = &routine.info;
@@ -352,117 +358,104 @@ impl Scheduler {
                         info.missed.as_str()
                     )
                 };
-                if self
-                    .insert_run(
-                        &mut tx,
-                        &info.name,
-                        &info.agent,
-                        *due,
-                        false,
-                        "missed",
-                        now,
-                        Some(&detail),
-                    )
-                    .await?
-                    .is_some()
-                {
+                inserts.push(NewRun::new(info, *due, false, Some(detail)));
+            }
+            inserts.extend(
+                run.into_iter()
+                    .map(|due| NewRun::new(info, due, false, None)),
+            );
+            if let Some(asked) = routine.run_requested_at {
+                inserts.push(NewRun::new(info, asked, true, None));
+            }
+            advances.push((info.name.clone(), next));
+            prompts.insert(info.name.clone(), info.prompt.clone());
+        }
+        let mut jobs = Vec::new();
+        for chunk in inserts.chunks(INSERT_CHUNK) {
+            for (id, run) in self.insert_runs(&mut tx, chunk, now).await? {
+                if run.detail.is_some() {
                     *missed_count += 1;
+                    continue;
                 }
-            }
-            for due in run {
-                if let Some(id) = self
-                    .insert_run(
-                        &mut tx,
-                        &info.name,
-                        &info.agent,
-                        due,
-                        false,
-                        "running",
-                        now,
-                        None,
-                    )
-                    .await?
-                {
-                    jobs.push(RoutineJob {
-                        run_row: id,
-                        routine: info.name.clone(),
-                        agent: info.agent.clone(),
-                        prompt: info.prompt.clone(),
-                        due_at: due,
-                        manual: false,
-                    });
-                }
-            }
-            if let Some(asked) = routine.run_requested_at
-                && let Some(id) = self
-                    .insert_run(
-                        &mut tx,
-                        &info.name,
-                        &info.agent,
-                        asked,
-                        true,
-                        "running",
-                        now,
-                        None,
-                    )
-                    .await?
-            {
                 jobs.push(RoutineJob {
                     run_row: id,
-                    routine: info.name.clone(),
-                    agent: info.agent.clone(),
-                    prompt: info.prompt.clone(),
-                    due_at: asked,
-                    manual: true,
+                    prompt: prompts.get(&run.routine).cloned().unwrap_or_default(),
+                    routine: run.routine.clone(),
+                    agent: run.agent.clone(),
+                    due_at: run.due_at,
+                    manual: run.manual,
                 });
             }
-            sqlx::query(
-                "UPDATE routines SET next_due = $1, run_requested_at = NULL WHERE name = $2",
-            )
-            .bind(next)
-            .bind(&info.name)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+        }
+        for chunk in advances.chunks(UPDATE_CHUNK) {
+            advance_routines(&mut tx, chunk).await?;
         }
         tx.commit().await.map_err(backend)?;
+        jobs.sort_by_key(|j| j.run_row);
         Ok((jobs, count))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn insert_run(
+    /// Inserts `runs` in one statement; returns the ids and rows of those inserted (an
+    /// occurrence some other instance already recorded is skipped by the unique key).
+    async fn insert_runs<'r>(
         &self,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-        routine: &str,
-        agent: &str,
-        due_at: i64,
-        manual: bool,
-        status: &str,
+        runs: &'r [NewRun],
         now: i64,
-        detail: Option<&str>,
-    ) -> Result<Option<i64>, RoutineError> {
-        let row = sqlx::query(
+    ) -> Result<Vec<(i64, &'r NewRun)>, RoutineError> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        // $1 instance, $2 now; then 7 per row.
+        let values = (0..runs.len())
+            .map(|i| {
+                let b = 3 + i * 7;
+                format!(
+                    "(${b}, ${}, ${}, ${}, ${}, $1, $2, $2, ${}, ${})",
+                    b + 1,
+                    b + 2,
+                    b + 3,
+                    b + 4,
+                    b + 5,
+                    b + 6
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
             "INSERT INTO routine_runs (routine, agent, due_at, manual, status, claimed_by, claimed_at, heartbeat_at, finished_at, detail) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9) \
-             ON CONFLICT (routine, due_at, manual) DO NOTHING RETURNING id",
-        )
-        .bind(routine)
-        .bind(agent)
-        .bind(due_at)
-        .bind(i64::from(manual))
-        .bind(status)
-        .bind(&self.config.instance)
-        .bind(now)
-        .bind((status == "missed").then_some(now))
-        .bind(detail)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(backend)?;
-        row.map(|r| r.try_get::<i64, _>("id"))
-            .transpose()
-            .map_err(backend)
+             VALUES {values} ON CONFLICT (routine, due_at, manual) DO NOTHING RETURNING id, routine, due_at, manual"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&self.config.instance)
+            .bind(now);
+        for run in runs {
+            let missed = run.detail.is_some();
+            query = query
+                .bind(&run.routine)
+                .bind(&run.agent)
+                .bind(run.due_at)
+                .bind(i64::from(run.manual))
+                .bind(if missed { "missed" } else { "running" })
+                .bind(missed.then_some(now))
+                .bind(run.detail.as_deref());
+        }
+        let rows = query.fetch_all(&mut **tx).await.map_err(backend)?;
+        let by_key: std::collections::HashMap<(&str, i64, bool), &NewRun> = runs
+            .iter()
+            .map(|r| ((r.routine.as_str(), r.due_at, r.manual), r))
+            .collect();
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let routine: String = row.try_get("routine").map_err(backend)?;
+            let due_at: i64 = row.try_get("due_at").map_err(backend)?;
+            let manual: i64 = row.try_get("manual").map_err(backend)?;
+            if let Some(run) = by_key.get(&(routine.as_str(), due_at, manual != 0)) {
+                out.push((row.try_get("id").map_err(backend)?, *run));
+            }
+        }
+        Ok(out)
     }
-
     /// Runs one claimed job to its end and records the outcome; heart-beats meanwhile.
     ///
     /// # Errors
@@ -493,20 +486,44 @@ impl Scheduler {
             Ok(o) => ("completed", o.run_id, o.detail),
             Err(e) => ("failed", None, Some(e)),
         };
-        // Only a run still `running` is finished: one marked interrupted meanwhile stays so.
-        sqlx::query(
-            "UPDATE routine_runs SET status = $1, run_id = $2, detail = $3, finished_at = $4 \
-             WHERE id = $5 AND status = 'running'",
-        )
-        .bind(status)
-        .bind(run_id)
-        .bind(detail)
-        .bind(self.clock.now_ms())
-        .bind(row)
-        .execute(self.store.pool())
-        .await
-        .map_err(backend)?;
+        self.finish(Finish {
+            row,
+            status,
+            run_id,
+            detail,
+            at: self.clock.now_ms(),
+        })
+        .await?;
         Ok(status == "completed")
+    }
+
+    /// Records how a run ended. Runs that end while another's record is being written
+    /// queue up and the next writer records them all in one statement (group commit): on
+    /// Postgres each commit waits for the WAL flush, so one per run would dominate.
+    async fn finish(&self, finish: Finish) -> Result<(), RoutineError> {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        self.finishes.lock_pending().push((finish, tx));
+        let _writer = self.finishes.writer.lock().await;
+        if let Ok(done) = rx.try_recv() {
+            // An earlier writer recorded ours with its batch.
+            return done.map_err(|e| RoutineError::Backend(e.into()));
+        }
+        let batch = std::mem::take(&mut *self.finishes.lock_pending());
+        let mut result = Ok(());
+        for chunk in batch.chunks(UPDATE_CHUNK) {
+            if result.is_ok() {
+                result = record_finishes(&self.store, chunk).await;
+            }
+        }
+        let shared = result.as_ref().copied().map_err(ToString::to_string);
+        for (_, waiter) in batch {
+            let _ = waiter.send(shared.clone());
+        }
+        match rx.try_recv() {
+            Ok(done) => done.map_err(|e| RoutineError::Backend(e.into())),
+            // Ours was in the batch just written: the send above cannot have been missed.
+            Err(_) => result,
+        }
     }
 
     /// One tick: recover, claim, run every claimed job to its end (concurrently).
@@ -578,6 +595,133 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// Rows per multi-row INSERT of the claim (7 parameters each; SQLite allows 32,766).
+const INSERT_CHUNK: usize = 500;
+/// Rows per multi-row UPDATE (routine advances, finished runs).
+const UPDATE_CHUNK: usize = 500;
+
+/// A `routine_runs` row the claim writes: a run to start, or (with `detail`) a missed one.
+#[derive(Debug)]
+struct NewRun {
+    routine: String,
+    agent: String,
+    due_at: i64,
+    manual: bool,
+    detail: Option<String>,
+}
+
+impl NewRun {
+    fn new(
+        info: &toolbelt_persist::RoutineInfo,
+        due_at: i64,
+        manual: bool,
+        detail: Option<String>,
+    ) -> Self {
+        Self {
+            routine: info.name.clone(),
+            agent: info.agent.clone(),
+            due_at,
+            manual,
+            detail,
+        }
+    }
+}
+
+/// How one run ended, waiting to be written.
+#[derive(Debug)]
+struct Finish {
+    row: i64,
+    status: &'static str,
+    run_id: Option<String>,
+    detail: Option<String>,
+    at: i64,
+}
+
+type Waiter = tokio::sync::oneshot::Sender<Result<(), String>>;
+
+/// Finished runs not yet written, and the lock the one writer holds.
+#[derive(Default)]
+struct FinishQueue {
+    pending: std::sync::Mutex<Vec<(Finish, Waiter)>>,
+    writer: tokio::sync::Mutex<()>,
+}
+
+impl FinishQueue {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Vec<(Finish, Waiter)>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// `CASE key WHEN $a THEN $b … END` over `n` pairs starting at parameter `first`.
+fn case_over(key: &str, n: usize, first: usize, stride: usize, offset: usize) -> String {
+    let arms: String = (0..n)
+        .map(|i| {
+            let b = first + i * stride;
+            format!(" WHEN ${b} THEN ${}", b + offset)
+        })
+        .collect();
+    format!("CASE {key}{arms} END")
+}
+
+/// Moves each routine's `next_due` and clears its run-now request, in one statement.
+async fn advance_routines(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    advances: &[(String, Option<i64>)],
+) -> Result<(), RoutineError> {
+    if advances.is_empty() {
+        return Ok(());
+    }
+    let names = (0..advances.len())
+        .map(|i| format!("${}", 1 + i * 2))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "UPDATE routines SET next_due = {}, run_requested_at = NULL WHERE name IN ({names})",
+        case_over("name", advances.len(), 1, 2, 1)
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (name, next) in advances {
+        query = query.bind(name).bind(*next);
+    }
+    query.execute(&mut **tx).await.map_err(backend)?;
+    Ok(())
+}
+
+/// Writes how runs ended, in one statement. Only a run still `running` is finished: one
+/// marked interrupted meanwhile stays so.
+async fn record_finishes(store: &Store, batch: &[(Finish, Waiter)]) -> Result<(), RoutineError> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let n = batch.len();
+    // Per row: $id, $status, $run_id, $detail, $at.
+    let ids = (0..n)
+        .map(|i| format!("${}", 1 + i * 5))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "UPDATE routine_runs SET status = {}, run_id = {}, detail = {}, finished_at = {} \
+         WHERE id IN ({ids}) AND status = 'running'",
+        case_over("id", n, 1, 5, 1),
+        case_over("id", n, 1, 5, 2),
+        case_over("id", n, 1, 5, 3),
+        case_over("id", n, 1, 5, 4),
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (f, _) in batch {
+        query = query
+            .bind(f.row)
+            .bind(f.status)
+            .bind(f.run_id.as_deref())
+            .bind(f.detail.as_deref())
+            .bind(f.at);
+    }
+    query.execute(store.pool()).await.map_err(backend)?;
+    Ok(())
 }
 
 /// Number of occurrences in `[from, to]`.

@@ -46,7 +46,7 @@ impl Engine {
 
 /// Highest schema version this build knows (the number of the last migration).
 /// Migrations from 100 on belong to memory and routines (issue 10).
-pub const SCHEMA_VERSION: i64 = 102;
+pub const SCHEMA_VERSION: i64 = 103;
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -69,6 +69,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "memory_version",
         include_str!("../migrations/sqlite/0102_memory_version.sql"),
     ),
+    (
+        103,
+        "memory_vectors",
+        include_str!("../migrations/sqlite/0103_memory_vectors.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -90,6 +95,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         102,
         "memory_version",
         include_str!("../migrations/postgres/0102_memory_version.sql"),
+    ),
+    (
+        103,
+        "memory_vectors",
+        include_str!("../migrations/postgres/0103_memory_vectors.sql"),
     ),
 ];
 

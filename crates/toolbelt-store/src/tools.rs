@@ -112,6 +112,26 @@ impl ToolDraft {
     }
 }
 
+/// A stored tool's state without its spec: what a list of every tool shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolState {
+    /// The tool's name.
+    pub name: String,
+    /// Where it comes from.
+    pub source: ToolSource,
+    /// The version in use.
+    pub current_version: i64,
+    /// The newest version.
+    pub latest_version: i64,
+    /// Whether it is switched on.
+    pub enabled: bool,
+    /// Whether its code is missing from this binary.
+    pub missing: bool,
+    /// Which agents may use it.
+    pub availability: Availability,
+}
+
 /// A stored tool with its current version.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -450,6 +470,32 @@ impl Store {
     pub async fn list_tools(&self) -> Result<Vec<ToolRecord>> {
         let rows = sqlx::query(SELECT_TOOLS).fetch_all(&self.pool).await?;
         rows.iter().map(tool_from_row).collect()
+    }
+
+    /// Every tool's state, by name, without reading specs (one table, no join).
+    ///
+    /// # Errors
+    /// The database's error, or an availability that no longer decodes.
+    pub async fn list_tool_states(&self) -> Result<Vec<ToolState>> {
+        let rows = sqlx::query(
+            "SELECT name, source, current_version, latest_version, enabled, missing, availability FROM tools ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let name: String = row.try_get("name")?;
+                Ok(ToolState {
+                    source: ToolSource::parse(&row.try_get::<String, _>("source")?)?,
+                    current_version: row.try_get("current_version")?,
+                    latest_version: row.try_get("latest_version")?,
+                    enabled: get_flag(row, "enabled")?,
+                    missing: get_flag(row, "missing")?,
+                    availability: decode_json(row, "availability", "tool", &name)?,
+                    name,
+                })
+            })
+            .collect()
     }
 
     /// Every version of `name`, oldest first.

@@ -4,6 +4,7 @@ mod agents;
 mod db;
 mod mcp;
 mod memory;
+mod models;
 mod route;
 mod routines;
 mod run;

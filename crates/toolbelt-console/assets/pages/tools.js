@@ -24,7 +24,7 @@ export async function toolList(main) {
     Object.assign(row, { source: s.source, enabled: s.enabled, missing: s.missing, restricted: s.restricted });
     byName.set(s.name, row);
   }
-  const rows = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const rows = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // byte order, as the API
   const kinds = [...new Set(rows.map((r) => r.kind).filter(Boolean))].sort();
   const sources = [...new Set(rows.map((r) => r.source))].sort();
 
@@ -67,7 +67,7 @@ export async function toolList(main) {
       h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'warn')),
       h('td', {}, r.available ? badge('available', 'ok') : badge(r.missing ? 'missing' : 'unavailable', 'warn'),
         r.restricted ? badge('restricted') : null))));
-    if (tbody.closest('table')) labelCells(tbody.closest('table'));
+    if (tbody.isConnected) labelCells(tbody.closest('table'));
     more.hidden = hits.length <= shown;
     more.textContent = `Show ${Math.min(PAGE, hits.length - shown)} more`;
   }
@@ -86,7 +86,6 @@ export async function toolList(main) {
       tbody)),
     more);
   draw();
-  labelCells(tbody.closest('table'));
 }
 
 /** Line diff of two texts (longest common subsequence); returns [[' '|'-'|'+', line]]. */

@@ -256,7 +256,7 @@ pub(crate) async fn list_stored_tools(
         return Ok(Json(Vec::new()));
     };
     let mut tools: Vec<StoredToolSummary> = store
-        .list_tools()
+        .list_tool_states()
         .await
         .map_err(store_problem)?
         .into_iter()
@@ -269,6 +269,7 @@ pub(crate) async fn list_stored_tools(
             current_version: r.current_version,
         })
         .collect();
+    // Byte order, as `/tools` uses (a Postgres collation may order otherwise).
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(tools))
 }

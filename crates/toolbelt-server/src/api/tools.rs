@@ -37,15 +37,20 @@ impl ToolSummary {
             name: spec.name.to_string(),
             description: spec.description.clone(),
             tags: spec.tags.clone(),
-            kind: serde_json::to_value(spec.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            kind: kind_name(spec),
             version: spec.version.clone(),
             read_only: spec.policy.is_read_only(),
             needs_approval: spec.policy.needs_approval,
         }
     }
+}
+
+/// The kind's wire name (`function`, `mcp`, ...).
+fn kind_name(spec: &ToolSpec) -> String {
+    serde_json::to_value(spec.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// A page of tools.
@@ -91,30 +96,28 @@ pub(crate) async fn list_tools(
         .with_pointer("limit"));
     }
     let needle = query.q.as_deref().map(str::to_lowercase);
-    let mut specs: Vec<ToolSpec> = state
-        .registry()
-        .list()
+    let tools = state.registry().list();
+    // Filter and sort borrowed specs; only the page's rows are built.
+    let mut specs: Vec<&ToolSpec> = tools
         .iter()
-        .map(|t| t.spec().clone())
+        .map(|t| t.spec())
+        .filter(|s| query.cursor.as_deref().is_none_or(|c| s.name.as_str() > c))
         .filter(|s| query.tag.as_deref().is_none_or(|t| s.has_tag(t)))
-        .filter(|s| {
-            query
-                .kind
-                .as_deref()
-                .is_none_or(|k| ToolSummary::of(s).kind == k)
-        })
+        .filter(|s| query.kind.as_deref().is_none_or(|k| kind_name(s) == k))
         .filter(|s| {
             needle.as_deref().is_none_or(|n| {
                 s.name.as_str().to_lowercase().contains(n)
                     || s.description.to_lowercase().contains(n)
             })
         })
-        .filter(|s| query.cursor.as_deref().is_none_or(|c| s.name.as_str() > c))
         .collect();
-    specs.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
     let more = specs.len() > limit;
-    specs.truncate(limit);
-    let items: Vec<ToolSummary> = specs.iter().map(ToolSummary::of).collect();
+    if more {
+        specs.select_nth_unstable_by(limit, |a, b| a.name.as_str().cmp(b.name.as_str()));
+        specs.truncate(limit);
+    }
+    specs.sort_unstable_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+    let items: Vec<ToolSummary> = specs.into_iter().map(ToolSummary::of).collect();
     let next_cursor = more.then(|| items.last().map(|t| t.name.clone())).flatten();
     Ok(Json(ToolPage { items, next_cursor }))
 }

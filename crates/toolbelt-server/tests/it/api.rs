@@ -115,6 +115,16 @@ async fn tokens_and_scopes_are_checked() {
     assert!(p["detail"].as_str().unwrap().contains("`run`"), "{p}");
     json_of(call(ADMIN).await.unwrap(), 200).await;
     json_of(s.get("/api/v1/tools", READER).send().await.unwrap(), 200).await;
+    // whoami names the token and its scopes (the console's login check).
+    let me = json_of(s.get("/api/v1/whoami", READER).send().await.unwrap(), 200).await;
+    assert_eq!(me["scopes"], json!(["read"]), "{me}");
+    assert!(me["name"].is_string(), "{me}");
+    problem_of(
+        s.get("/api/v1/whoami", "nope").send().await.unwrap(),
+        401,
+        "invalid_token",
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use sqlx::Row;
-use toolbelt_persist::MemoryIndex;
+use toolbelt_persist::{MemoryIndex, QuantizedVector, TextEmbedder};
 
 use super::{COLUMNS, decode};
 use crate::error::StoreError;
@@ -25,6 +25,8 @@ struct AgentIndex {
     writes: i64,
     deletes: i64,
     max_id: i64,
+    /// The model whose vectors the index holds (`None`: words only).
+    model: Option<String>,
 }
 
 #[derive(Default)]
@@ -38,6 +40,7 @@ struct Slot {
 pub(crate) struct MemoryCache {
     agents: Mutex<HashMap<String, Arc<Slot>>>,
     clock: std::sync::atomic::AtomicU64,
+    embedder: std::sync::RwLock<Option<Arc<dyn TextEmbedder>>>,
 }
 
 impl std::fmt::Debug for MemoryCache {
@@ -52,6 +55,20 @@ impl std::fmt::Debug for MemoryCache {
 }
 
 impl MemoryCache {
+    pub(crate) fn embedder(&self) -> Option<Arc<dyn TextEmbedder>> {
+        self.embedder
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set_embedder(&self, embedder: Arc<dyn TextEmbedder>) {
+        *self
+            .embedder
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(embedder);
+    }
+
     fn slot(&self, agent: &str) -> Arc<Slot> {
         let tick = self
             .clock
@@ -71,11 +88,13 @@ impl MemoryCache {
         slot
     }
 
-    /// Runs `f` on `agent`'s index, brought up to date with `store` first.
+    /// Runs `f` on `agent`'s index, brought up to date with `store` first, holding the
+    /// vectors of `model`.
     pub(crate) async fn with_index<T>(
         &self,
         store: &Store,
         agent: &str,
+        model: Option<&str>,
         f: impl FnOnce(&MemoryIndex) -> T,
     ) -> Result<T, StoreError> {
         let slot = self.slot(agent);
@@ -85,13 +104,15 @@ impl MemoryCache {
             .await?;
         let (writes, deletes): (i64, i64) = (row.try_get("writes")?, row.try_get("deletes")?);
         match state.as_mut() {
-            Some(current) if current.deletes == deletes => {
+            Some(current) if current.deletes == deletes && current.model.as_deref() == model => {
                 if current.writes != writes {
                     let rows = rows_of(store, agent, current.max_id).await?;
                     for row in &rows {
                         let entry = decode(row)?;
                         current.max_id = current.max_id.max(entry.id);
-                        current.index.insert_entry(entry);
+                        current
+                            .index
+                            .insert_entry_with_vector(entry, vector_of(row, model)?.as_ref());
                     }
                     current.writes = writes;
                 }
@@ -102,13 +123,14 @@ impl MemoryCache {
                 for row in &rows_of(store, agent, 0).await? {
                     let entry = decode(row)?;
                     max_id = max_id.max(entry.id);
-                    index.insert_entry(entry);
+                    index.insert_entry_with_vector(entry, vector_of(row, model)?.as_ref());
                 }
                 *state = Some(AgentIndex {
                     index,
                     writes,
                     deletes,
                     max_id,
+                    model: model.map(str::to_owned),
                 });
             }
         }
@@ -119,6 +141,22 @@ impl MemoryCache {
     }
 }
 
+/// The row's vector when `model` made it.
+fn vector_of(
+    row: &sqlx::any::AnyRow,
+    model: Option<&str>,
+) -> Result<Option<QuantizedVector>, StoreError> {
+    let Some(model) = model else {
+        return Ok(None);
+    };
+    let made_by: Option<String> = row.try_get("embedding_model")?;
+    if made_by.as_deref() != Some(model) {
+        return Ok(None);
+    }
+    let bytes: Option<Vec<u8>> = row.try_get("embedding")?;
+    Ok(bytes.as_deref().and_then(QuantizedVector::from_bytes))
+}
+
 /// The entries `agent` can read (its own and shared ones, every user) above `after`.
 async fn rows_of(
     store: &Store,
@@ -126,7 +164,7 @@ async fn rows_of(
     after: i64,
 ) -> Result<Vec<sqlx::any::AnyRow>, sqlx::Error> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM memories m WHERE m.id > $1 AND (m.agent = $2 OR m.shared = 1) ORDER BY m.id"
+        "SELECT {COLUMNS}, m.embedding, m.embedding_model FROM memories m WHERE m.id > $1 AND (m.agent = $2 OR m.shared = 1) ORDER BY m.id"
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(after)

@@ -11,6 +11,7 @@ mod agents;
 mod child;
 mod live;
 mod memory;
+mod memory_meaning;
 mod records;
 mod routines;
 mod schema;

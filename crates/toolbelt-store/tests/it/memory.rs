@@ -199,13 +199,13 @@ async fn size_limits_are_enforced_with_clear_errors() {
 
 /// Recall quality of one ranking: hit@1, hit@3 and mean reciprocal rank (cut at 10).
 #[derive(Debug, Default)]
-struct Quality {
-    hit1: f64,
-    hit3: f64,
-    mrr: f64,
+pub(crate) struct Quality {
+    pub(crate) hit1: f64,
+    pub(crate) hit3: f64,
+    pub(crate) mrr: f64,
 }
 
-fn score(ranks: &[Option<usize>]) -> Quality {
+pub(crate) fn score(ranks: &[Option<usize>]) -> Quality {
     let n = ranks.len() as f64;
     let mut q = Quality::default();
     for rank in ranks.iter().flatten() {
@@ -216,12 +216,12 @@ fn score(ranks: &[Option<usize>]) -> Quality {
     q
 }
 
-struct Set {
-    entries: Vec<String>,
-    queries: Vec<(String, usize)>,
+pub(crate) struct Set {
+    pub(crate) entries: Vec<String>,
+    pub(crate) queries: Vec<(String, usize)>,
 }
 
-fn recall_set() -> Set {
+pub(crate) fn recall_set() -> Set {
     let doc: Value = serde_json::from_str(include_str!("../data/memory_recall.json")).unwrap();
     Set {
         entries: doc["entries"]
@@ -244,7 +244,7 @@ fn recall_set() -> Set {
     }
 }
 
-async fn ranks(store: &dyn MemoryStore, set: &Set) -> Vec<Option<usize>> {
+pub(crate) async fn ranks(store: &dyn MemoryStore, set: &Set) -> Vec<Option<usize>> {
     let scope = MemoryScope::agent("eval");
     let mut ids = Vec::new();
     for text in &set.entries {

@@ -21,10 +21,15 @@ pub(crate) struct DbArgs {
 
 impl DbArgs {
     /// Opens the store (applying pending migrations).
+    /// Memory recalls rank by meaning too when the multilingual model is found.
     pub(crate) async fn open(&self) -> anyhow::Result<Store> {
-        Store::open(&self.url)
+        let store = Store::open(&self.url)
             .await
-            .with_context(|| format!("could not open the database {}", redact_url(&self.url)))
+            .with_context(|| format!("could not open the database {}", redact_url(&self.url)))?;
+        if let Some(embedder) = super::models::memory_embedder() {
+            store.set_memory_embedder(embedder);
+        }
+        Ok(store)
     }
 }
 

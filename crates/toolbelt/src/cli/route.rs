@@ -16,6 +16,9 @@ use toolbelt_router::{
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
 
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+use super::models::model_dir;
+
 /// Arguments of `toolbelt route`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RouteArgs {
@@ -250,38 +253,6 @@ impl Built {
         }
         Ok(())
     }
-}
-
-/// A model folder: `explicit`, else the first default place holding `model/marker`.
-#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
-fn model_dir(
-    explicit: Option<&PathBuf>,
-    no_default: bool,
-    model: &str,
-    marker: &str,
-) -> Option<PathBuf> {
-    if let Some(dir) = explicit {
-        return Some(dir.clone());
-    }
-    if no_default {
-        return None;
-    }
-    let mut candidates = Vec::new();
-    // target/release/toolbelt -> target/models/<model>, where scripts/fetch-model.sh puts it.
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(target) = exe.parent().and_then(Path::parent)
-    {
-        candidates.push(target.join("models").join(model));
-    }
-    candidates.push(PathBuf::from("target/models").join(model));
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(
-            PathBuf::from(home)
-                .join(".local/share/toolbelt/models")
-                .join(model),
-        );
-    }
-    candidates.into_iter().find(|d| d.join(marker).is_file())
 }
 
 #[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]

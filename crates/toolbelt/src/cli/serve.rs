@@ -83,6 +83,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "runs left unfinished by a stopped server are marked interrupted"
         );
     }
+    if let Some(embedder) = super::models::memory_embedder() {
+        db.live.store().set_memory_embedder(embedder);
+    }
     let state = AppState::with_live(db.live.clone(), config.clone())?;
     let has_tokens = state
         .tokens

@@ -1,0 +1,28 @@
+//! `GET /api/v1/whoami`: the token a request was made with (the console's cheap login check).
+
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::{Principal, Scope};
+use crate::problem::ProblemDocument;
+
+/// Who the request's token belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WhoAmI {
+    /// The token's name (`dev` in development mode).
+    pub name: String,
+    /// Its scopes.
+    pub scopes: Vec<Scope>,
+}
+
+/// The name and scopes of the token this request carries.
+#[utoipa::path(get, path = "/api/v1/whoami", tag = "tokens",
+    responses((status = 200, body = WhoAmI), (status = 401, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn whoami(Extension(principal): Extension<Principal>) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        name: principal.name,
+        scopes: principal.scopes,
+    })
+}

