@@ -8,7 +8,7 @@ use sqlx::Row;
 use toolbelt_core::ToolSpec;
 
 use crate::error::Result;
-use crate::store::{Store, now_ms, record_change, to_json};
+use crate::store::{Engine, Store, now_ms, record_change, to_json};
 use crate::tools::{ToolDraft, ToolSource, insert_version, validate_draft};
 
 /// What [`Store::sync_compiled`] did.
@@ -38,9 +38,6 @@ impl SyncReport {
             && self.restored.is_empty()
     }
 }
-
-/// Rows per multi-row INSERT: 12 columns x 100 rows stays far below both engines' bind limits.
-const CHUNK: usize = 100;
 
 impl Store {
     /// Upserts the compiled-in tools `specs` (usually `Registry::discovered()`'s specs).
@@ -116,8 +113,8 @@ impl Store {
         }
         let at = now_ms();
         let mut tx = self.begin().await?;
-        for chunk in new.chunks(CHUNK) {
-            insert_tools_chunk(&mut tx, chunk, changed_by, at).await?;
+        if !new.is_empty() {
+            insert_new_tools(&mut tx, self.engine(), &new, changed_by, at).await?;
         }
         for (draft, hash, version) in &changed {
             let name = draft.spec.name.as_str();
@@ -172,71 +169,67 @@ impl Store {
     }
 }
 
-async fn insert_tools_chunk(
+/// Inserts new compiled tools and their first versions: one statement per table, the rows
+/// passed as one JSON parameter and unpacked by the database (as the run log does), so an
+/// empty database takes two statements, not two per hundred tools.
+async fn insert_new_tools(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    chunk: &[(ToolDraft, String)],
+    engine: Engine,
+    new: &[(ToolDraft, String)],
     changed_by: &str,
     at: i64,
 ) -> Result<()> {
-    let mut tools_sql = String::from(
-        "INSERT INTO tools (name, source, current_version, latest_version, current_hash, enabled, missing, availability, revision, created_at, updated_at, changed_by) VALUES ",
-    );
-    let mut versions_sql = String::from(
-        "INSERT INTO tool_versions (tool_name, version, spec, definition, description, tags, kind, policy, spec_hash, changed_by, changed_at, note) VALUES ",
-    );
-    for i in 0..chunk.len() {
-        let b = i * 3;
-        if i > 0 {
-            tools_sql.push(',');
-        }
-        tools_sql.push_str(&format!(
-            "(${}, 'compiled', 1, 1, ${}, 1, 0, '{{}}', 1, $1, $1, ${})",
-            b + 3,
-            b + 4,
-            b + 5
-        ));
-    }
-    let mut tools = sqlx::query(sqlx::AssertSqlSafe(tools_sql))
-        .bind(at)
-        .bind(changed_by);
-    for (draft, hash) in chunk {
-        tools = tools
-            .bind(draft.spec.name.as_str().to_owned())
-            .bind(hash.clone())
-            .bind(changed_by.to_owned());
-    }
-    tools.execute(&mut **tx).await?;
-
-    for i in 0..chunk.len() {
-        let b = i * 7;
-        if i > 0 {
-            versions_sql.push(',');
-        }
-        versions_sql.push_str(&format!(
-            "(${}, 1, ${}, NULL, ${}, ${}, ${}, ${}, ${}, $2, $1, 'start-up sync')",
-            b + 3,
-            b + 4,
-            b + 5,
-            b + 6,
-            b + 7,
-            b + 8,
-            b + 9
-        ));
-    }
-    let mut versions = sqlx::query(sqlx::AssertSqlSafe(versions_sql))
-        .bind(at)
-        .bind(changed_by.to_owned());
-    for (draft, hash) in chunk {
+    let mut tools = Vec::with_capacity(new.len());
+    let mut versions = Vec::with_capacity(new.len());
+    for (draft, hash) in new {
         let spec = &draft.spec;
-        versions = versions
-            .bind(spec.name.as_str().to_owned())
-            .bind(to_json(spec, "spec")?)
-            .bind(spec.description.clone())
-            .bind(to_json(&spec.tags, "tags")?)
-            .bind(to_json(&spec.kind, "kind")?.trim_matches('"').to_owned())
-            .bind(to_json(&spec.policy, "policy")?)
-            .bind(hash.clone());
+        tools.push(serde_json::json!([spec.name.as_str(), hash]));
+        versions.push(serde_json::json!([
+            spec.name.as_str(),
+            to_json(spec, "spec")?,
+            spec.description,
+            to_json(&spec.tags, "tags")?,
+            to_json(&spec.kind, "kind")?.trim_matches('"'),
+            to_json(&spec.policy, "policy")?,
+            hash,
+        ]));
     }
-    versions.execute(&mut **tx).await?;
+    let (rows, col) = match engine {
+        Engine::Sqlite => ("json_each($1) ORDER BY key", "value ->> "),
+        Engine::Postgres => (
+            "json_array_elements($1::json) WITH ORDINALITY AS t(e, n) ORDER BY n",
+            "e ->> ",
+        ),
+    };
+    let c = |i: usize| format!("{col}{i}");
+    let tools_sql = format!(
+        "INSERT INTO tools (name, source, current_version, latest_version, current_hash, enabled, missing, availability, revision, created_at, updated_at, changed_by) \
+         SELECT {}, 'compiled', 1, 1, {}, 1, 0, '{{}}', 1, $2, $2, $3 FROM {rows}",
+        c(0),
+        c(1)
+    );
+    sqlx::query(sqlx::AssertSqlSafe(tools_sql))
+        .bind(to_json(&tools, "tools")?)
+        .bind(at)
+        .bind(changed_by)
+        .execute(&mut **tx)
+        .await?;
+    let versions_sql = format!(
+        "INSERT INTO tool_versions (tool_name, version, spec, definition, description, tags, kind, policy, spec_hash, changed_by, changed_at, note) \
+         SELECT {}, 1, {}, NULL, {}, {}, {}, {}, {}, $3, $2, 'start-up sync' FROM {rows}",
+        c(0),
+        c(1),
+        c(2),
+        c(3),
+        c(4),
+        c(5),
+        c(6)
+    );
+    sqlx::query(sqlx::AssertSqlSafe(versions_sql))
+        .bind(to_json(&versions, "tool versions")?)
+        .bind(at)
+        .bind(changed_by)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
