@@ -9,29 +9,52 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use toolbelt_core::BoxFuture;
 
 use crate::server::{McpServer, McpServerHandler};
 
 type Service = StreamableHttpService<McpServerHandler, LocalSessionManager>;
-type Resolve = dyn Fn(&str) -> Option<McpServer> + Send + Sync;
+type Resolve = dyn Fn(String) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync;
+
+/// What `/mcp/{agent}` serves for one agent: its [`McpServer`], and a revision that changes
+/// when the agent's definition does (its tool selection, its approval policy).
+#[derive(Debug, Clone)]
+pub struct AgentEndpoint {
+    /// The agent's tools as an MCP server.
+    pub server: McpServer,
+    /// Any text that differs between two definitions of the agent (e.g. its JSON).
+    pub revision: String,
+}
+
+impl AgentEndpoint {
+    /// Pairs a server with the revision of the definition it was built from.
+    pub fn new(server: McpServer, revision: impl Into<String>) -> Self {
+        Self {
+            server,
+            revision: revision.into(),
+        }
+    }
+}
 
 struct Agents {
     resolve: Box<Resolve>,
     allowed_hosts: Option<Vec<String>>,
-    services: Mutex<HashMap<String, Service>>,
+    services: Mutex<HashMap<String, (String, Service)>>,
 }
 
 /// An axum router serving MCP over streamable HTTP at `/mcp/{agent}`.
 ///
-/// `resolve` maps an agent name to the [`McpServer`] of its tools (usually
-/// [`McpServer::from_registry`] with the agent's selection); it is asked once
-/// per agent, and the server (with its sessions) is kept. An unknown agent
-/// gets `404` naming it. Authentication is the host's middleware: wrap the
-/// router in a layer that checks the bearer token. `allowed_hosts` is the
-/// DNS-rebinding guard (rmcp's default: the loopback names).
+/// `resolve` maps an agent name to its [`AgentEndpoint`] (usually
+/// [`McpServer::from_registry`] with the agent's selection), or `None` for an unknown agent
+/// (`404` naming it). It is asked at the first request for an agent and again at each new
+/// session (a request without `Mcp-Session-Id`): when the revision changed, the agent gets a
+/// fresh server, and sessions of the old one end (clients start a new session, as MCP says
+/// they do on `404`). Authentication is the host's middleware: wrap the router in a layer that
+/// checks the bearer token. `allowed_hosts` is the DNS-rebinding guard (rmcp's default: the
+/// loopback names).
 pub fn agents_router<F>(resolve: F, allowed_hosts: Option<Vec<String>>) -> axum::Router
 where
-    F: Fn(&str) -> Option<McpServer> + Send + Sync + 'static,
+    F: Fn(String) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync + 'static,
 {
     let state = Arc::new(Agents {
         resolve: Box::new(resolve),
@@ -48,18 +71,27 @@ async fn handle(
     Path(agent): Path<String>,
     request: Request,
 ) -> Response {
-    let service = {
-        let Ok(mut services) = agents.services.lock() else {
-            return (StatusCode::INTERNAL_SERVER_ERROR, "agent table poisoned").into_response();
-        };
-        match services.get(&agent) {
-            Some(service) => Some(service.clone()),
-            None => (agents.resolve)(&agent).map(|server| {
-                let service = server.http_service(agents.allowed_hosts.clone());
-                services.insert(agent.clone(), service.clone());
-                service
-            }),
-        }
+    let cached = agents
+        .services
+        .lock()
+        .ok()
+        .and_then(|s| s.get(&agent).cloned());
+    let in_session = request.headers().contains_key("mcp-session-id");
+    let service = match cached {
+        Some((_, service)) if in_session => Some(service),
+        cached => match (agents.resolve)(agent.clone()).await {
+            None => None,
+            Some(endpoint) => match cached {
+                Some((revision, service)) if revision == endpoint.revision => Some(service),
+                _ => {
+                    let service = endpoint.server.http_service(agents.allowed_hosts.clone());
+                    if let Ok(mut services) = agents.services.lock() {
+                        services.insert(agent.clone(), (endpoint.revision, service.clone()));
+                    }
+                    Some(service)
+                }
+            },
+        },
     };
     match service {
         Some(service) => service.handle(request).await.map(Body::new),

@@ -98,12 +98,16 @@ pub fn app(state: AppState) -> Router {
             }));
         }
     }
+    let state_for_mcp = state.clone();
     let mut router = router
         .layer(from_fn_with_state(state.clone(), record_http))
         .with_state(state)
         .merge(SwaggerUi::new("/api/v1/docs").url("/api/v1/docs/openapi.json", doc));
     if config.console {
         router = router.merge(toolbelt_console::router());
+    }
+    if config.mcp {
+        router = router.merge(crate::mcp::router(&state_for_mcp));
     }
     if !config.cors_origins.is_empty() {
         let origins: Vec<HeaderValue> = config

@@ -72,6 +72,11 @@ pub struct ServerConfig {
     pub run_wait_secs: u64,
     /// Serve the web console at `/` (its data still needs a token unless `dev`).
     pub console: bool,
+    /// Serve each agent's tools over MCP (streamable HTTP) at `/mcp/{agent}` (`run` scope).
+    pub mcp: bool,
+    /// Host names MCP clients reach this server by, besides the loopback names and `addr`
+    /// (the MCP endpoint refuses other `Host` headers: the DNS-rebinding guard).
+    pub mcp_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -91,6 +96,8 @@ impl Default for ServerConfig {
             agents: vec![AgentDef::default_agent()],
             run_wait_secs: 20,
             console: true,
+            mcp: true,
+            mcp_hosts: Vec::new(),
         }
     }
 }
@@ -150,6 +157,7 @@ impl ServerConfig {
                 "workspace",
                 "run_wait_secs",
                 "console",
+                "mcp",
             ]))
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))

@@ -25,6 +25,7 @@ mod app;
 mod auth;
 mod config;
 pub mod database;
+mod mcp;
 pub mod metrics;
 mod problem;
 pub mod routines;

@@ -84,6 +84,14 @@ impl AppState {
         }
     }
 
+    /// The live registry, shared (an MCP endpoint follows its changes).
+    pub fn shared_registry(&self) -> Arc<Registry> {
+        match &self.tools {
+            Tools::Plain(r) => Arc::clone(r),
+            Tools::Live(l) => l.shared_registry(),
+        }
+    }
+
     /// The registry that follows the store, when tools are stored.
     pub fn live(&self) -> Option<&Arc<toolbelt_store::LiveRegistry>> {
         match &self.tools {

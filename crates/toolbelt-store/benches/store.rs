@@ -140,6 +140,55 @@ fn updates(c: &mut Criterion) {
                 async move { store.update_tool(&d, expected).await.unwrap() }
             });
         });
+        // Eight writers at once, each updating its own tool: what a server with several
+        // clients sees (Postgres commits them together instead of one WAL flush each).
+        const WRITERS: usize = 8;
+        let drafts = |n: u64| -> Vec<ToolDraft> {
+            (0..WRITERS)
+                .map(|w| {
+                    ToolDraft::new(
+                        spec(100 + w, &format!("v{n}")),
+                        ToolSource::Declarative,
+                        "bench",
+                    )
+                    .with_definition(json!({"http": {"url": "http://x"}}))
+                })
+                .collect()
+        };
+        let mut revisions: Vec<i64> = rt.block_on(async {
+            let mut out = Vec::new();
+            for d in drafts(0) {
+                out.push(store.create_tool(&d).await.unwrap().revision);
+            }
+            out
+        });
+        let mut round = 0;
+        group.throughput(Throughput::Elements(WRITERS as u64));
+        group.bench_function(BenchmarkId::new("8_writers", engine), |b| {
+            b.to_async(&rt).iter(|| {
+                round += 1;
+                let batch = drafts(round);
+                let expected = revisions.clone();
+                for r in &mut revisions {
+                    *r += 1;
+                }
+                let store = store.clone();
+                async move {
+                    let tasks: Vec<_> = batch
+                        .into_iter()
+                        .zip(expected)
+                        .map(|(d, rev)| {
+                            let store = store.clone();
+                            tokio::spawn(async move { store.update_tool(&d, rev).await.unwrap() })
+                        })
+                        .collect();
+                    for t in tasks {
+                        t.await.unwrap();
+                    }
+                }
+            });
+        });
+        group.throughput(Throughput::Elements(1));
         rt.block_on(fresh.drop_schema(&store));
     }
     group.finish();

@@ -58,7 +58,7 @@ struct Installed {
 /// A registry that follows the store. Cheap to share behind an `Arc`.
 pub struct LiveRegistry {
     store: Store,
-    registry: Registry,
+    registry: Arc<Registry>,
     compiled: HashMap<String, ToolHandle>,
     factories: HashMap<ToolSource, Arc<dyn ToolFactory>>,
     installed: Mutex<HashMap<String, Installed>>,
@@ -112,7 +112,7 @@ impl LiveRegistryBuilder {
     pub async fn build(self) -> Result<Arc<LiveRegistry>> {
         let live = Arc::new(LiveRegistry {
             store: self.store,
-            registry: self.registry,
+            registry: Arc::new(self.registry),
             compiled: self.compiled,
             factories: self.factories,
             installed: Mutex::new(HashMap::new()),
@@ -138,6 +138,11 @@ impl LiveRegistry {
     /// The registry the executor and router read.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The same registry, shared (e.g. with an MCP server that follows its changes).
+    pub fn shared_registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry)
     }
 
     /// The store behind it.

@@ -93,8 +93,13 @@ async fn agents_router_serves_each_agents_tools_at_its_own_path() {
     let registry = served.clone();
     let app = toolbelt_mcp::agents_router(
         move |agent| {
-            (agent == "calc")
-                .then(|| McpServer::from_registry(registry.clone(), None, Executor::new()))
+            let endpoint = (agent == "calc").then(|| {
+                toolbelt_mcp::AgentEndpoint::new(
+                    McpServer::from_registry(registry.clone(), None, Executor::new()),
+                    "1",
+                )
+            });
+            Box::pin(std::future::ready(endpoint))
         },
         None,
     );

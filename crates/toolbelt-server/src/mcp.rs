@@ -1,0 +1,68 @@
+//! `/mcp/{agent}`: each agent's tools over MCP (streamable HTTP), behind the `run` scope.
+//!
+//! The endpoint serves what a run of the agent may use: its selection over the live registry
+//! (tools added or removed at run time are announced with `list_changed`), called through an
+//! executor with the agent's approval policy (a call that needs approval is asked through MCP
+//! elicitation where the client supports it, refused with a message otherwise), with the
+//! agent's memory and routines in the call context. A changed agent definition gives new
+//! sessions a fresh server.
+
+use axum::middleware::from_fn_with_state;
+use toolbelt_core::{Executor, Selection};
+use toolbelt_mcp::{AgentEndpoint, McpServer, agents_router};
+
+use crate::auth::require_run;
+use crate::config::ServerConfig;
+use crate::state::AppState;
+
+/// The `/mcp/{agent}` routes.
+pub(crate) fn router(state: &AppState) -> axum::Router {
+    let resolver = state.clone();
+    agents_router(
+        move |agent| {
+            let state = resolver.clone();
+            Box::pin(async move { endpoint(&state, &agent).await })
+        },
+        Some(allowed_hosts(&state.config)),
+    )
+    .layer(from_fn_with_state(state.clone(), require_run))
+}
+
+/// Host names the endpoint answers to: loopback, the listening address, and `mcp_hosts`.
+fn allowed_hosts(config: &ServerConfig) -> Vec<String> {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    hosts.push(config.addr.ip().to_string());
+    hosts.push(config.addr.to_string());
+    hosts.extend(config.mcp_hosts.iter().cloned());
+    hosts
+}
+
+async fn endpoint(state: &AppState, agent: &str) -> Option<AgentEndpoint> {
+    let def = match state.agents.find(agent).await {
+        Ok(def) => def,
+        Err(problem) => {
+            tracing::debug!(%agent, ?problem, "MCP: no such agent");
+            return None;
+        }
+    };
+    let selection = match Selection::parse(&def.tools) {
+        Ok(selection) => selection,
+        Err(error) => {
+            tracing::warn!(%agent, %error, "MCP: the agent's tool selection does not parse");
+            return None;
+        }
+    };
+    let revision = serde_json::to_string(&def).unwrap_or_default();
+    let description = (!def.description.is_empty()).then(|| def.description.clone());
+    let server = McpServer::from_registry(
+        state.shared_registry(),
+        Some(selection),
+        Executor::builder().policy(def.approval.clone()).build(),
+    )
+    .with_name(format!("toolbelt:{}", def.id), description)
+    .with_extensions(state.run_extensions(&def.id));
+    Some(AgentEndpoint::new(server, revision))
+}
