@@ -648,7 +648,7 @@ impl MemoryIndex {
                 .iter()
                 .map(|&(slot, bm25)| (slot, (bm25, index.vectors.cosine(slot, &q).unwrap_or(0.0))))
                 .collect();
-            for (slot, cosine) in index.vectors.nearest(&q, want, want * 8, admitted) {
+            for (slot, cosine) in index.vectors.nearest(&q, want, want * 4, admitted) {
                 pooled.entry(slot).or_insert((0.0, cosine));
             }
             found = pooled

@@ -153,6 +153,34 @@ impl VectorSet {
         Some(dot(&self.codes[at..at + self.dims], q) * scale)
     }
 
+    /// Hamming distance of every slot's sign bits to `qbits`, by slot, in one pass over the
+    /// flat array. For 512 dimensions only the first 256 bits are compared (half the work; the
+    /// baseline x86-64 target has no `popcnt` instruction), and [`VectorSet::nearest`] keeps
+    /// more candidates to score exactly.
+    fn hamming(&self, qbits: &[u64]) -> Vec<u32> {
+        if let Ok(q) = <[u64; 8]>::try_from(qbits) {
+            let (rows, _) = self.bits.as_chunks::<8>();
+            return rows
+                .iter()
+                .map(|row| {
+                    (row[0] ^ q[0]).count_ones()
+                        + (row[1] ^ q[1]).count_ones()
+                        + (row[2] ^ q[2]).count_ones()
+                        + (row[3] ^ q[3]).count_ones()
+                })
+                .collect();
+        }
+        self.bits
+            .chunks_exact(self.words())
+            .map(|row| {
+                row.iter()
+                    .zip(qbits)
+                    .map(|(a, b)| (a ^ b).count_ones())
+                    .sum()
+            })
+            .collect()
+    }
+
     /// The `k` slots most similar to the unit vector `q` among those `keep` admits, best
     /// first, with their cosine. Above a few thousand vectors, candidates are first narrowed
     /// to the `prefilter` closest by sign bits.
@@ -171,30 +199,49 @@ impl VectorSet {
         let candidates: Vec<u32> = if self.count < EXACT_BELOW {
             with_vector.collect()
         } else {
-            let words = self.words();
             let qbits: Vec<u64> = sign_bits(q.iter().map(|x| *x > 0.0)).collect();
-            let mut by_distance: Vec<(u32, u32)> = with_vector
-                .map(|s| {
-                    let at = s as usize * words;
-                    let d = self.bits[at..at + words]
-                        .iter()
-                        .zip(&qbits)
-                        .map(|(a, b)| (a ^ b).count_ones())
-                        .sum::<u32>();
-                    (d, s)
-                })
-                .collect();
-            let n = prefilter.max(k).min(by_distance.len());
-            if n < by_distance.len() {
-                by_distance.select_nth_unstable(n);
-                by_distance.truncate(n);
+            let distances = self.hamming(&qbits);
+            // Counting select: distances are at most 64 × words, so a histogram finds the
+            // cut-off distance of the closest `prefilter` in one pass.
+            let mut histogram = vec![0_usize; self.words() * 64 + 1];
+            for (slot, d) in distances.iter().enumerate() {
+                if self.scales[slot] > 0.0 {
+                    histogram[*d as usize] += 1;
+                }
             }
-            by_distance.into_iter().map(|(_, s)| s).collect()
+            let want = prefilter.max(k);
+            let mut seen = 0;
+            let cutoff = histogram
+                .iter()
+                .position(|n| {
+                    seen += n;
+                    seen >= want
+                })
+                .unwrap_or(histogram.len());
+            distances
+                .iter()
+                .zip(0..slots)
+                .filter(|(d, s)| (**d as usize) <= cutoff && self.scales[*s as usize] > 0.0)
+                .map(|(_, s)| s)
+                .collect()
         };
+        // Scored in int8 × int8 (the query quantised like the entries), which vectorises.
+        let Some(query) = QuantizedVector::quantize(q) else {
+            return Vec::new();
+        };
+
         let mut scored: Vec<(u32, f32)> = candidates
             .into_iter()
             .filter(|s| keep(*s))
-            .filter_map(|s| Some((s, self.cosine(s, q)?)))
+            .map(|s| {
+                let at = s as usize * self.dims;
+                let dot: i32 = self.codes[at..at + self.dims]
+                    .iter()
+                    .zip(&query.codes)
+                    .map(|(a, b)| i32::from(*a) * i32::from(*b))
+                    .sum();
+                (s, dot as f32 * self.scales[s as usize] * query.scale)
+            })
             .collect();
         let best = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if k < scored.len() {

