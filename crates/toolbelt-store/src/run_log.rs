@@ -449,7 +449,7 @@ async fn write_loop(store: Store, mut receiver: mpsc::Receiver<Message>, config:
 }
 
 /// Writes `chunk` with one statement and one bound parameter: the rows as a JSON array of
-/// arrays, unpacked by the database (`json_each` on SQLite, `json_array_elements` on
+/// arrays, unpacked by the database (`json_each` on SQLite, `jsonb_array_elements` on
 /// Postgres). Binding 13 parameters per row through sqlx `Any` cost more than the insert
 /// itself; one text parameter does not.
 async fn insert_chunk(
@@ -492,7 +492,7 @@ async fn insert_chunk(
             "INSERT INTO run_log (at, kind, run_id, actor, agent, tool, tool_version, arguments, outcome, error, duration_ms, tokens_in, tokens_out) \
              SELECT (e ->> 0)::bigint, e ->> 1, e ->> 2, e ->> 3, e ->> 4, e ->> 5, (e ->> 6)::bigint, \
              e ->> 7, e ->> 8, e ->> 9, (e ->> 10)::bigint, (e ->> 11)::bigint, (e ->> 12)::bigint \
-             FROM json_array_elements($1::json) WITH ORDINALITY AS t(e, n) ORDER BY n"
+             FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n"
         }
     };
     let rows =

@@ -197,7 +197,7 @@ async fn insert_new_tools(
     let (rows, col) = match engine {
         Engine::Sqlite => ("json_each($1) ORDER BY key", "value ->> "),
         Engine::Postgres => (
-            "json_array_elements($1::json) WITH ORDINALITY AS t(e, n) ORDER BY n",
+            "jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n",
             "e ->> ",
         ),
     };
