@@ -221,6 +221,21 @@ pub(crate) struct Set {
     pub(crate) queries: Vec<(String, usize)>,
 }
 
+/// The `queries` of a recall set document: `(query, index of the expected entry)`.
+pub(crate) fn queries_of(doc: &Value) -> Vec<(String, usize)> {
+    doc["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            (
+                q["q"].as_str().unwrap().to_owned(),
+                usize::try_from(q["expect"].as_u64().unwrap()).unwrap(),
+            )
+        })
+        .collect()
+}
+
 pub(crate) fn recall_set() -> Set {
     let doc: Value = serde_json::from_str(include_str!("../data/memory_recall.json")).unwrap();
     Set {
@@ -230,17 +245,7 @@ pub(crate) fn recall_set() -> Set {
             .iter()
             .map(|e| e.as_str().unwrap().to_owned())
             .collect(),
-        queries: doc["queries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|q| {
-                (
-                    q["q"].as_str().unwrap().to_owned(),
-                    usize::try_from(q["expect"].as_u64().unwrap()).unwrap(),
-                )
-            })
-            .collect(),
+        queries: queries_of(&doc),
     }
 }
 

@@ -12,7 +12,7 @@ use toolbelt_persist::TextEmbedder;
 use toolbelt_store::{Store, StoreOptions};
 use toolbelt_tools::{MemoryScope, MemoryStore, NewMemory, RecallQuery};
 
-use crate::memory::{Quality, Set, ranks, recall_set, score};
+use crate::memory::{Quality, Set, queries_of, ranks, recall_set, score};
 use crate::support::{databases, each_engine};
 
 /// One dimension per concept, in either language; other texts get a vector of their own
@@ -211,17 +211,7 @@ fn meaning_set(entries: &[String]) -> Set {
         serde_json::from_str(include_str!("../data/memory_recall_meaning.json")).unwrap();
     Set {
         entries: entries.to_vec(),
-        queries: doc["queries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|q| {
-                (
-                    q["q"].as_str().unwrap().to_owned(),
-                    usize::try_from(q["expect"].as_u64().unwrap()).unwrap(),
-                )
-            })
-            .collect(),
+        queries: queries_of(&doc),
     }
 }
 
