@@ -3,7 +3,7 @@
 # Seeds a fresh SQLite database (runs and run log directly, tools through the API), starts
 # `toolbelt serve`, and measures each main page in Chromium (bench/../measure.mjs): median of
 # 7 fresh navigations, from navigation start to the page's data rendered.
-# usage: [TOOLBELT_BIN=target/release/toolbelt] [TOOLS=2000] [RUNS=10000] bench/console-load.sh
+# usage: [TOOLBELT_BIN=target/release/toolbelt] [TOOLS=2000] [RUNS=10000] [LOADS=7] bench/console-load.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-browser.sh | grep -v '^browser ready' && true
@@ -20,4 +20,4 @@ server=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
 python3 bench/console-seed.py tools "http://127.0.0.1:$port" "$token" "${TOOLS:-2000}"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-node crates/toolbelt-console/tests/browser/measure.mjs "http://127.0.0.1:$port" "$token" 7
+node crates/toolbelt-console/tests/browser/measure.mjs "http://127.0.0.1:$port" "$token" "${LOADS:-7}"

@@ -54,13 +54,18 @@ export function ms(n) {
   return `${Math.floor(n / 60000)} min ${Math.round((n % 60000) / 1000)} s`;
 }
 
+// One formatter each: `toLocaleString` builds a new one per call, which cost ~0.1 ms each
+// and over a hundred ms on a page of a few hundred rows.
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+const numberFormat = new Intl.NumberFormat();
+
 export function when(msEpoch) {
   if (!msEpoch) return '–';
-  return new Date(msEpoch).toLocaleString();
+  return dateFormat.format(new Date(msEpoch));
 }
 
 export function num(n) {
-  return (n ?? 0).toLocaleString();
+  return numberFormat.format(n ?? 0);
 }
 
 export function pre(value) {

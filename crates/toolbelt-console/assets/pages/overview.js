@@ -19,8 +19,7 @@ async function uPlot() {
   return uPlotModule;
 }
 
-function chart(U, el, title, xs, series, yLabel) {
-  const width = Math.max(280, Math.min(el.clientWidth || 600, 900));
+function chart(U, el, width, title, xs, series, yLabel) {
   const opts = {
     title,
     width,
@@ -104,10 +103,12 @@ export async function overview(main) {
 
   if (totalCalls || totalDecisions) {
     const series = (m) => top.map((t) => ({ label: t, values: m.get(t) }));
-    chart(U, boxes[0], 'Calls per tool', buckets, series(calls), 'calls');
-    chart(U, boxes[1], 'Errors per tool', buckets, series(errors), 'errors');
-    chart(U, boxes[2], 'Mean latency per tool', buckets, series(latency), 'ms');
-    chart(U, boxes[3], 'Routing decisions and fallbacks', buckets, [{ label: 'decisions', values: decisions }, { label: 'fallbacks', values: fallbacks }], 'count');
+    // Read the layout once: reading `clientWidth` after each chart forced a reflow per chart.
+    const width = Math.max(280, Math.min(boxes[0].clientWidth || 600, 900));
+    chart(U, boxes[0], width, 'Calls per tool', buckets, series(calls), 'calls');
+    chart(U, boxes[1], width, 'Errors per tool', buckets, series(errors), 'errors');
+    chart(U, boxes[2], width, 'Mean latency per tool', buckets, series(latency), 'ms');
+    chart(U, boxes[3], width, 'Routing decisions and fallbacks', buckets, [{ label: 'decisions', values: decisions }, { label: 'fallbacks', values: fallbacks }], 'count');
     boxes.forEach((b, i) => b.setAttribute('aria-label', ['Calls per tool over time', 'Errors per tool over time', 'Mean latency per tool over time', 'Routing decisions and fallbacks over time'][i] + ' (the tables below hold the same figures)'));
   }
 }

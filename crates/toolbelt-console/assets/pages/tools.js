@@ -13,7 +13,7 @@ function options(values, all = 'any') {
 
 export async function toolList(main) {
   const [live, stored, groups] = await Promise.all([
-    all('/tools'),
+    all('/tools', 5000), // one request for a catalog of up to 5,000 tools
     get('/stored-tools'),
     get('/groups'),
   ]);

@@ -75,7 +75,8 @@ pub struct ToolQuery {
     pub q: Option<String>,
     /// Start after this tool name (from `next_cursor`).
     pub cursor: Option<String>,
-    /// Page size, 1-500 (default 100).
+    /// Page size, 1-5000 (default 100). Summaries are small: a console or client can take a
+    /// catalog of a few thousand tools in one request.
     pub limit: Option<usize>,
 }
 
@@ -88,10 +89,10 @@ pub(crate) async fn list_tools(
     ApiQuery(query): ApiQuery<ToolQuery>,
 ) -> ApiResult<Json<ToolPage>> {
     let limit = query.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
+    if !(1..=5000).contains(&limit) {
         return Err(Problem::bad_request(
             "invalid_query",
-            format!("`limit` must be 1-500, not {limit}"),
+            format!("`limit` must be 1-5000, not {limit}"),
         )
         .with_pointer("limit"));
     }
