@@ -4,11 +4,11 @@
 //! (tools added or removed at run time are announced with `list_changed`), called through an
 //! executor with the agent's approval policy (a call that needs approval is asked through MCP
 //! elicitation where the client supports it, refused with a message otherwise), with the
-//! agent's memory and routines in the call context. A changed agent definition gives new
-//! sessions a fresh server.
+//! agent's memory and routines in the call context, and written to the run log. A changed
+//! agent definition gives new sessions a fresh server.
 
 use axum::middleware::from_fn_with_state;
-use toolbelt_core::{Executor, Selection};
+use toolbelt_core::{ExecEvent, Executor, Selection};
 use toolbelt_mcp::{AgentEndpoint, McpServer, agents_router};
 
 use crate::auth::require_run;
@@ -40,6 +40,44 @@ fn allowed_hosts(config: &ServerConfig) -> Vec<String> {
     hosts
 }
 
+/// Writes each call the agent's MCP executor finishes to the run log (tool, agent, duration,
+/// outcome; the arguments are not in the executor's events). The task ends with the executor.
+fn audit(executor: &Executor, log: toolbelt_store::RunLogWriter, agent: String) {
+    let mut events = executor.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(ExecEvent::CallFinished {
+                    tool,
+                    duration,
+                    error,
+                    ..
+                }) => {
+                    let ms = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+                    let mut entry = toolbelt_store::LogEntry::tool_call(tool, ms)
+                        .with_agent(agent.clone())
+                        .with_actor("mcp");
+                    if let Some(kind) = error {
+                        let kind = serde_json::to_value(kind)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_else(|| "failed".to_owned());
+                        entry = entry.failed(kind);
+                    }
+                    if log.log(entry).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(%agent, missed, "MCP audit: calls not logged (event buffer overrun)");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+}
+
 async fn endpoint(state: &AppState, agent: &str) -> Option<AgentEndpoint> {
     let def = match state.agents.find(agent).await {
         Ok(def) => def,
@@ -57,12 +95,12 @@ async fn endpoint(state: &AppState, agent: &str) -> Option<AgentEndpoint> {
     };
     let revision = serde_json::to_string(&def).unwrap_or_default();
     let description = (!def.description.is_empty()).then(|| def.description.clone());
-    let server = McpServer::from_registry(
-        state.shared_registry(),
-        Some(selection),
-        Executor::builder().policy(def.approval.clone()).build(),
-    )
-    .with_name(format!("toolbelt:{}", def.id), description)
-    .with_extensions(state.run_extensions(&def.id));
+    let executor = Executor::builder().policy(def.approval.clone()).build();
+    if let Some(log) = state.run_log.clone() {
+        audit(&executor, log, def.id.clone());
+    }
+    let server = McpServer::from_registry(state.shared_registry(), Some(selection), executor)
+        .with_name(format!("toolbelt:{}", def.id), description)
+        .with_extensions(state.run_extensions(&def.id));
     Some(AgentEndpoint::new(server, revision))
 }

@@ -84,6 +84,24 @@ async fn each_agent_serves_its_tools_over_mcp_with_tokens() {
         }
         client.shutdown();
 
+        // The calls reach the run log (what the console's overview reads). The audit task
+        // logs from the executor's events, so the entries may land just after the replies.
+        let totals = |stats: &serde_json::Value, tool: &str| {
+            stats["totals"].as_array().unwrap().iter().find(|t| t["tool"] == tool).map(|row| {
+                (row["calls"].as_i64().unwrap(), row["errors"].as_i64().unwrap())
+            })
+        };
+        let start = Instant::now();
+        loop {
+            let stats = json_of(s.get("/api/v1/stats?minutes=60", READER).send().await.unwrap(), 200).await;
+            // The bad-arguments call was refused by the client's own schema check: one echo call.
+            if totals(&stats, "echo") == Some((1, 0)) && totals(&stats, "delete_file") == Some((1, 1)) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "MCP calls not in the run log: {stats}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
         // Scopes: reading is not enough to use tools; no token at all is 401; unknown agents 404.
         assert_eq!(status_of_post(&s, "/mcp/helper", READER).await, 403);
         assert_eq!(status_of_post(&s, "/mcp/helper", "nope").await, 401);
