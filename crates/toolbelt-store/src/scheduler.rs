@@ -508,21 +508,24 @@ impl Scheduler {
             // An earlier writer recorded ours with its batch.
             return done.map_err(|e| RoutineError::Backend(e.into()));
         }
-        let batch = std::mem::take(&mut *self.finishes.lock_pending());
-        let mut result = Ok(());
-        for chunk in batch.chunks(UPDATE_CHUNK) {
-            if result.is_ok() {
-                result = record_finishes(&self.store, chunk).await;
+        let mut batch = std::mem::take(&mut *self.finishes.lock_pending());
+        // Each chunk's waiters get that chunk's result.
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(UPDATE_CHUNK));
+            let chunk = std::mem::replace(&mut batch, rest);
+            let written = record_finishes(&self.store, &chunk)
+                .await
+                .map_err(|e| e.to_string());
+            for (_, waiter) in chunk {
+                let _ = waiter.send(written.clone());
             }
-        }
-        let shared = result.as_ref().copied().map_err(ToString::to_string);
-        for (_, waiter) in batch {
-            let _ = waiter.send(shared.clone());
         }
         match rx.try_recv() {
             Ok(done) => done.map_err(|e| RoutineError::Backend(e.into())),
-            // Ours was in the batch just written: the send above cannot have been missed.
-            Err(_) => result,
+            // Ours was in the batch just written and its result sent above.
+            Err(_) => Err(RoutineError::Backend(
+                "the scheduler lost the record of a finished run".into(),
+            )),
         }
     }
 
