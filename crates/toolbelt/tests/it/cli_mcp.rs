@@ -1,5 +1,6 @@
 //! `toolbelt mcp serve` with the official Python MCP SDK as the client, over
-//! stdio and streamable HTTP; `toolbelt mcp tools` against the filesystem server.
+//! stdio and streamable HTTP, and `toolbelt serve`'s `/mcp/{agent}` endpoint;
+//! `toolbelt mcp tools` against the filesystem server.
 
 // Helpers outside `#[test]` functions fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -325,4 +326,78 @@ fn reexported_mcp_tools_keep_images_and_structured_content() {
     );
     let weather = &report["results"][1]["structuredContent"];
     assert!(weather["temperature"].is_number(), "{weather}");
+}
+
+#[test]
+fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "from the server\n").unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let db = format!("sqlite://{}", dir.path().join("t.db").display());
+    // `--dev` on loopback: no token (the token checks are the server crate's tests).
+    let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args([
+            "serve",
+            "--dev",
+            "--addr",
+            &addr,
+            "--database-url",
+            &db,
+            "--workspace",
+        ])
+        .arg(dir.path())
+        .current_dir(dir.path())
+        .env("TOOLBELT_MEMORY_EMBEDDER", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://{addr}/mcp/default");
+    let calls = json!([["file_read", {"path": "a.txt"}], ["file_read", {"path": 5}]]);
+    for mode in ["legacy", "auto"] {
+        let report = py_client(
+            &python,
+            mode,
+            "none",
+            &[url.as_str()],
+            calls.clone(),
+            dir.path(),
+        );
+        let names: Vec<&str> = report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        // The default agent selects every built-in tool, memory and routines included.
+        for tool in ["file_read", "memory_store", "routine"] {
+            assert!(names.contains(&tool), "mode {mode}: {names:?}");
+        }
+        let results = texts(&report);
+        assert_eq!(
+            results[0],
+            ("from the server\n".to_owned(), false),
+            "mode {mode}"
+        );
+        assert!(
+            results[1].1 && results[1].0.contains("at /path"),
+            "mode {mode}: {:?}",
+            results[1]
+        );
+    }
+    server.kill().unwrap();
+    let _ = server.wait();
 }
