@@ -40,9 +40,10 @@ fn allowed_hosts(config: &ServerConfig) -> Vec<String> {
     hosts
 }
 
-/// Writes each call the agent's MCP executor finishes to the run log (tool, agent, duration,
-/// outcome; the arguments are not in the executor's events). The task ends with the executor.
-fn audit(executor: &Executor, log: toolbelt_store::RunLogWriter, agent: String) {
+/// Counts each call the agent's MCP executor finishes in the metrics and writes it to the run
+/// log when there is one (tool, agent, duration, outcome; the arguments are not in the
+/// executor's events). The task ends with the executor.
+fn audit(executor: &Executor, log: Option<toolbelt_store::RunLogWriter>, agent: String) {
     let mut events = executor.subscribe();
     tokio::spawn(async move {
         loop {
@@ -53,16 +54,14 @@ fn audit(executor: &Executor, log: toolbelt_store::RunLogWriter, agent: String) 
                     error,
                     ..
                 }) => {
+                    crate::metrics::record_tool_call(tool.clone(), error, duration);
+                    let Some(log) = &log else { continue };
                     let ms = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
                     let mut entry = toolbelt_store::LogEntry::tool_call(tool, ms)
                         .with_agent(agent.clone())
                         .with_actor("mcp");
                     if let Some(kind) = error {
-                        let kind = serde_json::to_value(kind)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            .unwrap_or_else(|| "failed".to_owned());
-                        entry = entry.failed(kind);
+                        entry = entry.failed(crate::metrics::kind_name(kind));
                     }
                     if log.log(entry).await.is_err() {
                         break;
@@ -96,9 +95,7 @@ async fn endpoint(state: &AppState, agent: &str) -> Option<AgentEndpoint> {
     let revision = serde_json::to_string(&def).unwrap_or_default();
     let description = (!def.description.is_empty()).then(|| def.description.clone());
     let executor = Executor::builder().policy(def.approval.clone()).build();
-    if let Some(log) = state.run_log.clone() {
-        audit(&executor, log, def.id.clone());
-    }
+    audit(&executor, state.run_log.clone(), def.id.clone());
     let server = McpServer::from_registry(state.shared_registry(), Some(selection), executor)
         .with_name(format!("toolbelt:{}", def.id), description)
         .with_extensions(state.run_extensions(&def.id));

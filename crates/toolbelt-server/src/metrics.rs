@@ -71,13 +71,26 @@ fn describe() {
 
 /// Records one finished tool call.
 pub fn record_call(result: &CallResult) {
-    let outcome = match &result.outcome {
-        Ok(_) => "ok",
-        Err(e) => kind_name(e.kind()),
-    };
-    let tool = result.call.name.clone();
+    record_tool_call(
+        result.call.name.clone(),
+        result
+            .outcome
+            .as_ref()
+            .err()
+            .map(toolbelt_core::ToolError::kind),
+        result.duration,
+    );
+}
+
+/// Records one tool call from its parts (an executor's `CallFinished` event).
+pub fn record_tool_call(
+    tool: String,
+    error: Option<toolbelt_core::ToolErrorKind>,
+    duration: std::time::Duration,
+) {
+    let outcome = error.map_or("ok", kind_name);
     metrics::counter!(TOOL_CALLS, "tool" => tool.clone(), "outcome" => outcome).increment(1);
-    metrics::histogram!(TOOL_CALL_SECONDS, "tool" => tool).record(result.duration.as_secs_f64());
+    metrics::histogram!(TOOL_CALL_SECONDS, "tool" => tool).record(duration.as_secs_f64());
 }
 
 /// Records one routing decision.

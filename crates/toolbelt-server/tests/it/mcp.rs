@@ -102,6 +102,13 @@ async fn each_agent_serves_its_tools_over_mcp_with_tokens() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
 
+        // And in the Prometheus metrics (the denied approval included).
+        let metrics = s.http.get(format!("{}/metrics", s.url)).send().await.unwrap().text().await.unwrap();
+        assert!(
+            metrics.contains("toolbelt_tool_calls_total{tool=\"delete_file\",outcome=\"denied\"}"),
+            "{metrics}"
+        );
+
         // Scopes: reading is not enough to use tools; no token at all is 401; unknown agents 404.
         assert_eq!(status_of_post(&s, "/mcp/helper", READER).await, 403);
         assert_eq!(status_of_post(&s, "/mcp/helper", "nope").await, 401);
