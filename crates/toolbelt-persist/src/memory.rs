@@ -15,7 +15,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{BoxFuture, ToolError};
 
-use crate::vectors::{QuantizedVector, VectorSet, unit};
+use crate::vectors::{QuantizedVector, VectorSet};
 
 /// Default largest entry, in bytes of UTF-8 text.
 pub const DEFAULT_MAX_ENTRY_BYTES: usize = 4096;
@@ -606,15 +606,6 @@ impl MemoryIndex {
         index.insert(entry, vector);
     }
 
-    /// How many entries have a vector.
-    pub fn vectors(&self) -> usize {
-        self.index
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .vectors
-            .len()
-    }
-
     /// The entries `scope` can read that match `query`, best first (BM25 over
     /// [`memory_terms`], then importance, then newest).
     pub fn search(&self, scope: &MemoryScope, query: &RecallQuery) -> Vec<RecallHit> {
@@ -641,7 +632,9 @@ impl MemoryIndex {
         // best-scored few first, and of all only when too few of those are admitted.
         let want = query.limit.saturating_mul(8).max(64);
         let mut found = lexical(&index, query, want, &admitted);
-        let q = vector.and_then(unit).filter(|_| index.vectors.len() > 0);
+        let q = vector
+            .and_then(QuantizedVector::quantize)
+            .filter(|_| index.vectors.len() > 0);
         if let Some(q) = q {
             let best_lexical = found.iter().fold(0.0_f64, |m, c| m.max(c.1));
             let mut pooled: HashMap<u32, (f64, f32)> = found

@@ -2,14 +2,15 @@
 //! vectors quantised to int8 ([`QuantizedVector`], 4 + dims bytes each), and a set of them by
 //! index slot that finds the nearest to a query: every vector's sign bits are compared first
 //! (Hamming distance, 8 words for 512 dimensions), and only the closest few hundred are scored
-//! exactly.
+//! from their int8 codes.
 
 /// Turns texts into vectors (the multilingual encoder, a test double).
 pub trait TextEmbedder: Send + Sync + 'static {
     /// The model's id: vectors made by another model are never compared with this one's.
     fn model(&self) -> &str;
-    /// One vector per text, in order. Blocking (CPU-bound): async callers run it on a
-    /// blocking thread. `Err` says why no vectors could be made.
+    /// One vector per text, in order. Blocking (CPU-bound): async callers run it where
+    /// blocking is allowed (`block_in_place`, a blocking thread). `Err` says why no vectors
+    /// could be made.
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String>;
 }
 
@@ -64,20 +65,18 @@ impl QuantizedVector {
         self.codes.len()
     }
 
-    /// Cosine similarity with the unit vector `q` (same dimensions).
-    pub fn cosine(&self, q: &[f32]) -> f32 {
-        dot(&self.codes, q) * self.scale
+    /// Cosine similarity with `other` (same dimensions), in int8 × int8 arithmetic.
+    pub fn cosine(&self, other: &QuantizedVector) -> f32 {
+        dot(&self.codes, &other.codes) as f32 * self.scale * other.scale
     }
 }
 
-fn dot(codes: &[i8], q: &[f32]) -> f32 {
-    codes.iter().zip(q).map(|(c, x)| f32::from(*c) * x).sum()
-}
-
-/// `v` scaled to unit length, or `None` (see [`QuantizedVector::quantize`]).
-pub(crate) fn unit(v: &[f32]) -> Option<Vec<f32>> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    (!v.is_empty() && norm.is_finite() && norm > 0.0).then(|| v.iter().map(|x| x / norm).collect())
+/// Integer dot product of two code rows (vectorises well).
+fn dot(a: &[i8], b: &[i8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum()
 }
 
 /// Below this many vectors every one is scored exactly (no sign-bit pass).
@@ -143,33 +142,19 @@ impl VectorSet {
         self.count
     }
 
-    /// Cosine of `slot`'s vector with the unit vector `q`, if it has one of `q`'s dimensions.
-    pub(crate) fn cosine(&self, slot: u32, q: &[f32]) -> Option<f32> {
+    /// Cosine of `slot`'s vector with `q`, if it has one of `q`'s dimensions.
+    pub(crate) fn cosine(&self, slot: u32, q: &QuantizedVector) -> Option<f32> {
         let scale = *self.scales.get(slot as usize)?;
-        if scale == 0.0 || q.len() != self.dims {
+        if scale == 0.0 || q.dims() != self.dims {
             return None;
         }
         let at = slot as usize * self.dims;
-        Some(dot(&self.codes[at..at + self.dims], q) * scale)
+        Some(dot(&self.codes[at..at + self.dims], &q.codes) as f32 * scale * q.scale)
     }
 
     /// Hamming distance of every slot's sign bits to `qbits`, by slot, in one pass over the
-    /// flat array. For 512 dimensions only the first 256 bits are compared (half the work; the
-    /// baseline x86-64 target has no `popcnt` instruction), and [`VectorSet::nearest`] keeps
-    /// more candidates to score exactly.
+    /// flat array.
     fn hamming(&self, qbits: &[u64]) -> Vec<u32> {
-        if let Ok(q) = <[u64; 8]>::try_from(qbits) {
-            let (rows, _) = self.bits.as_chunks::<8>();
-            return rows
-                .iter()
-                .map(|row| {
-                    (row[0] ^ q[0]).count_ones()
-                        + (row[1] ^ q[1]).count_ones()
-                        + (row[2] ^ q[2]).count_ones()
-                        + (row[3] ^ q[3]).count_ones()
-                })
-                .collect();
-        }
         self.bits
             .chunks_exact(self.words())
             .map(|row| {
@@ -181,17 +166,17 @@ impl VectorSet {
             .collect()
     }
 
-    /// The `k` slots most similar to the unit vector `q` among those `keep` admits, best
-    /// first, with their cosine. Above a few thousand vectors, candidates are first narrowed
-    /// to the `prefilter` closest by sign bits.
+    /// The `k` slots most similar to `q` among those `keep` admits, best first, with their
+    /// cosine. Above a few thousand vectors, candidates are first narrowed to the `prefilter`
+    /// closest by sign bits.
     pub(crate) fn nearest(
         &self,
-        q: &[f32],
+        q: &QuantizedVector,
         k: usize,
         prefilter: usize,
         keep: impl Fn(u32) -> bool,
     ) -> Vec<(u32, f32)> {
-        if self.count == 0 || q.len() != self.dims || k == 0 {
+        if self.count == 0 || q.dims() != self.dims || k == 0 {
             return Vec::new();
         }
         let slots = u32::try_from(self.scales.len()).unwrap_or(u32::MAX);
@@ -199,7 +184,7 @@ impl VectorSet {
         let candidates: Vec<u32> = if self.count < EXACT_BELOW {
             with_vector.collect()
         } else {
-            let qbits: Vec<u64> = sign_bits(q.iter().map(|x| *x > 0.0)).collect();
+            let qbits: Vec<u64> = sign_bits(q.codes.iter().map(|c| *c > 0)).collect();
             let distances = self.hamming(&qbits);
             // Counting select: distances are at most 64 × words, so a histogram finds the
             // cut-off distance of the closest `prefilter` in one pass.
@@ -225,23 +210,10 @@ impl VectorSet {
                 .map(|(_, s)| s)
                 .collect()
         };
-        // Scored in int8 × int8 (the query quantised like the entries), which vectorises.
-        let Some(query) = QuantizedVector::quantize(q) else {
-            return Vec::new();
-        };
-
         let mut scored: Vec<(u32, f32)> = candidates
             .into_iter()
             .filter(|s| keep(*s))
-            .map(|s| {
-                let at = s as usize * self.dims;
-                let dot: i32 = self.codes[at..at + self.dims]
-                    .iter()
-                    .zip(&query.codes)
-                    .map(|(a, b)| i32::from(*a) * i32::from(*b))
-                    .sum();
-                (s, dot as f32 * self.scales[s as usize] * query.scale)
-            })
+            .filter_map(|s| Some((s, self.cosine(s, q)?)))
             .collect();
         let best = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if k < scored.len() {
@@ -290,11 +262,16 @@ mod tests {
         let q = QuantizedVector::quantize(&a).unwrap();
         let back = QuantizedVector::from_bytes(&q.to_bytes()).unwrap();
         assert_eq!(back, q);
-        let ua = unit(&a).unwrap();
-        assert!((q.cosine(&ua) - 1.0).abs() < 0.01, "{}", q.cosine(&ua));
-        let b = unit(&v(2, 512)).unwrap();
-        let exact: f32 = ua.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!((q.cosine(&b) - exact).abs() < 0.01);
+        assert!((q.cosine(&q) - 1.0).abs() < 0.01, "{}", q.cosine(&q));
+        let b = v(2, 512);
+        let norm = |x: &[f32]| x.iter().map(|y| y * y).sum::<f32>().sqrt();
+        let exact = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>() / (norm(&a) * norm(&b));
+        let qb = QuantizedVector::quantize(&b).unwrap();
+        assert!(
+            (q.cosine(&qb) - exact).abs() < 0.01,
+            "{} vs {exact}",
+            q.cosine(&qb)
+        );
         assert!(QuantizedVector::quantize(&[0.0; 4]).is_none());
         assert!(QuantizedVector::quantize(&[]).is_none());
         assert!(QuantizedVector::from_bytes(&[0, 0, 0]).is_none());
@@ -308,11 +285,11 @@ mod tests {
             set.push(QuantizedVector::quantize(&v(i + 10, 64)).as_ref());
         }
         assert_eq!(set.len(), 5000);
-        let q = unit(&v(10 + 1234, 64)).unwrap();
+        let q = QuantizedVector::quantize(&v(10 + 1234, 64)).unwrap();
         let top = set.nearest(&q, 5, 300, |_| true);
         assert_eq!(top[0].0, 1235, "{top:?}"); // slot 0 has no vector
         assert!(top[0].1 > 0.99);
-        // Exactly, over all: the same best five.
+        // Scored over all, without the sign-bit pass: the same best.
         let mut all: Vec<(u32, f32)> = (0..5001)
             .filter_map(|s| Some((s, set.cosine(s, &q)?)))
             .collect();

@@ -351,8 +351,8 @@ impl Store {
 
 /// `text`'s vector; `None` (logged) when the embedder fails: the entry or the recall then
 /// goes on by words alone. The encoder runs in place (`block_in_place` on a multi-threaded
-/// runtime, which moves this worker's other tasks elsewhere): handing a few milliseconds of
-/// work to the blocking pool and back cost more than the work on a busy 2-core machine.
+/// runtime, which moves this worker's other tasks elsewhere; inline on a current-thread one):
+/// a few milliseconds of work, for which a hand-off to the blocking pool bought nothing.
 fn embed(embedder: &dyn TextEmbedder, text: String) -> Option<Vec<f32>> {
     let texts = [text];
     let result = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {

