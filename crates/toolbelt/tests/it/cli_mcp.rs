@@ -59,6 +59,24 @@ fn py_client(
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// A loopback address with a port nobody listens on.
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// Waits (at most 30 s) until a server listens at `addr`.
+fn wait_listening(addr: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server did not listen at {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn texts(report: &Value) -> Vec<(String, bool)> {
     report["results"]
         .as_array()
@@ -150,11 +168,7 @@ fn python_client_over_streamable_http() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "over http\n").unwrap();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let addr = format!("127.0.0.1:{port}");
+    let addr = free_addr();
     let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args(["mcp", "serve", "--groups", "file_read", "--http", &addr])
         .current_dir(dir.path())
@@ -162,14 +176,7 @@ fn python_client_over_streamable_http() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_listening(&addr);
     let url = format!("http://{addr}/mcp");
     let calls = json!([["file_read", {"path": "a.txt"}], ["file_read", {}]]);
     for mode in ["legacy", "auto"] {
@@ -333,11 +340,7 @@ fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "from the server\n").unwrap();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let addr = format!("127.0.0.1:{port}");
+    let addr = free_addr();
     let db = format!("sqlite://{}", dir.path().join("t.db").display());
     // `--dev` on loopback: no token (the token checks are the server crate's tests).
     let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
@@ -357,14 +360,7 @@ fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_listening(&addr);
     let url = format!("http://{addr}/mcp/default");
     let calls = json!([["file_read", {"path": "a.txt"}], ["file_read", {"path": 5}]]);
     for mode in ["legacy", "auto"] {
