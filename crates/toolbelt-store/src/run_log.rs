@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::{Result, StoreError};
-use crate::store::{Engine, Store, now_ms, to_json};
+use crate::store::{Engine, Store, json_arrays, now_ms, statement_bytes, to_json};
 
 /// What an entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -337,7 +337,8 @@ impl Store {
         (RunLogWriter { sender }, RunLogTask { handle })
     }
 
-    /// Writes `entries` now, in one INSERT per `2_000` entries, in one transaction.
+    /// Writes `entries` now, in one transaction: one INSERT per 2,000 entries, and on
+    /// Postgres per 12 KiB of rows (see [`statement_bytes`]).
     ///
     /// # Errors
     /// The database's error.
@@ -345,9 +346,10 @@ impl Store {
         if entries.is_empty() {
             return Ok(());
         }
+        let rows = entries.iter().map(entry_row).collect::<Result<Vec<_>>>()?;
         let mut tx = self.begin().await?;
-        for chunk in entries.chunks(2_000) {
-            insert_chunk(&mut tx, self.engine(), chunk).await?;
+        for array in json_arrays(&rows, statement_bytes(self.engine()), 2_000) {
+            insert_rows(&mut tx, self.engine(), &array).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -448,39 +450,39 @@ async fn write_loop(store: Store, mut receiver: mpsc::Receiver<Message>, config:
     }
 }
 
-/// Writes `chunk` with one statement and one bound parameter: the rows as a JSON array of
-/// arrays, unpacked by the database (`json_each` on SQLite, `jsonb_array_elements` on
+/// One entry as a JSON array, in the column order of [`insert_rows`].
+fn entry_row(entry: &LogEntry) -> Result<String> {
+    let row = serde_json::json!([
+        entry.at,
+        entry.kind.as_str(),
+        entry.run_id,
+        entry.actor,
+        entry.agent,
+        entry.tool,
+        entry.tool_version,
+        entry
+            .arguments
+            .as_ref()
+            .map(|a| to_json(a, "arguments"))
+            .transpose()?,
+        if entry.ok { "ok" } else { "error" },
+        entry.error,
+        entry.duration_ms,
+        entry.tokens_in,
+        entry.tokens_out,
+    ]);
+    serde_json::to_string(&row).map_err(|e| StoreError::invalid("run log", e.to_string()))
+}
+
+/// Writes `rows` (a JSON array of [`entry_row`] arrays) with one statement and one bound
+/// parameter, unpacked by the database (`json_each` on SQLite, `jsonb_array_elements` on
 /// Postgres). Binding 13 parameters per row through sqlx `Any` cost more than the insert
 /// itself; one text parameter does not.
-async fn insert_chunk(
+async fn insert_rows(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     engine: Engine,
-    chunk: &[LogEntry],
+    rows: &str,
 ) -> Result<()> {
-    let rows = chunk
-        .iter()
-        .map(|entry| {
-            Ok(serde_json::json!([
-                entry.at,
-                entry.kind.as_str(),
-                entry.run_id,
-                entry.actor,
-                entry.agent,
-                entry.tool,
-                entry.tool_version,
-                entry
-                    .arguments
-                    .as_ref()
-                    .map(|a| to_json(a, "arguments"))
-                    .transpose()?,
-                if entry.ok { "ok" } else { "error" },
-                entry.error,
-                entry.duration_ms,
-                entry.tokens_in,
-                entry.tokens_out,
-            ]))
-        })
-        .collect::<Result<Vec<Value>>>()?;
     let sql = match engine {
         Engine::Sqlite => {
             "INSERT INTO run_log (at, kind, run_id, actor, agent, tool, tool_version, arguments, outcome, error, duration_ms, tokens_in, tokens_out) \
@@ -495,8 +497,6 @@ async fn insert_chunk(
              FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n"
         }
     };
-    let rows =
-        serde_json::to_string(&rows).map_err(|e| StoreError::invalid("run log", e.to_string()))?;
     sqlx::query(sql).bind(rows).execute(&mut **tx).await?;
     Ok(())
 }

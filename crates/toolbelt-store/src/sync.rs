@@ -8,7 +8,7 @@ use sqlx::Row;
 use toolbelt_core::ToolSpec;
 
 use crate::error::Result;
-use crate::store::{Engine, Store, now_ms, record_change, to_json};
+use crate::store::{Engine, Store, json_arrays, now_ms, record_change, statement_bytes, to_json};
 use crate::tools::{ToolDraft, ToolSource, insert_version, validate_draft};
 
 /// What [`Store::sync_compiled`] did.
@@ -169,9 +169,9 @@ impl Store {
     }
 }
 
-/// Inserts new compiled tools and their first versions: one statement per table, the rows
-/// passed as one JSON parameter and unpacked by the database (as the run log does), so an
-/// empty database takes two statements, not two per hundred tools.
+/// Inserts new compiled tools and their first versions: the rows passed as one JSON
+/// parameter and unpacked by the database (as the run log does), one statement per table on
+/// SQLite and per 12 KiB of rows on Postgres (see [`statement_bytes`]), not one per tool.
 async fn insert_new_tools(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     engine: Engine,
@@ -183,17 +183,24 @@ async fn insert_new_tools(
     let mut versions = Vec::with_capacity(new.len());
     for (draft, hash) in new {
         let spec = &draft.spec;
-        tools.push(serde_json::json!([spec.name.as_str(), hash]));
-        versions.push(serde_json::json!([
-            spec.name.as_str(),
-            to_json(spec, "spec")?,
-            spec.description,
-            to_json(&spec.tags, "tags")?,
-            to_json(&spec.kind, "kind")?.trim_matches('"'),
-            to_json(&spec.policy, "policy")?,
-            hash,
-        ]));
+        tools.push(to_json(
+            &serde_json::json!([spec.name.as_str(), hash]),
+            "tools",
+        )?);
+        versions.push(to_json(
+            &serde_json::json!([
+                spec.name.as_str(),
+                to_json(spec, "spec")?,
+                spec.description,
+                to_json(&spec.tags, "tags")?,
+                to_json(&spec.kind, "kind")?.trim_matches('"'),
+                to_json(&spec.policy, "policy")?,
+                hash,
+            ]),
+            "tool versions",
+        )?);
     }
+    let budget = statement_bytes(engine);
     let (rows, col) = match engine {
         Engine::Sqlite => ("json_each($1) ORDER BY key", "value ->> "),
         Engine::Postgres => (
@@ -208,12 +215,14 @@ async fn insert_new_tools(
         c(0),
         c(1)
     );
-    sqlx::query(sqlx::AssertSqlSafe(tools_sql))
-        .bind(to_json(&tools, "tools")?)
-        .bind(at)
-        .bind(changed_by)
-        .execute(&mut **tx)
-        .await?;
+    for array in json_arrays(&tools, budget, usize::MAX) {
+        sqlx::query(sqlx::AssertSqlSafe(tools_sql.as_str()))
+            .bind(array)
+            .bind(at)
+            .bind(changed_by)
+            .execute(&mut **tx)
+            .await?;
+    }
     let versions_sql = format!(
         "INSERT INTO tool_versions (tool_name, version, spec, definition, description, tags, kind, policy, spec_hash, changed_by, changed_at, note) \
          SELECT {}, 1, {}, NULL, {}, {}, {}, {}, {}, $3, $2, 'start-up sync' FROM {rows}",
@@ -225,11 +234,13 @@ async fn insert_new_tools(
         c(5),
         c(6)
     );
-    sqlx::query(sqlx::AssertSqlSafe(versions_sql))
-        .bind(to_json(&versions, "tool versions")?)
-        .bind(at)
-        .bind(changed_by)
-        .execute(&mut **tx)
-        .await?;
+    for array in json_arrays(&versions, budget, usize::MAX) {
+        sqlx::query(sqlx::AssertSqlSafe(versions_sql.as_str()))
+            .bind(array)
+            .bind(at)
+            .bind(changed_by)
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }

@@ -187,6 +187,32 @@ async fn the_batched_run_log_writes_everything_on_flush() {
 }
 
 #[tokio::test]
+async fn a_large_run_log_batch_is_written_whole_and_in_order() {
+    // ~150 KiB of rows: one statement on SQLite, a dozen in one transaction on Postgres.
+    each_engine(|store| async move {
+        let entries: Vec<LogEntry> = (0..1_500)
+            .map(|i| {
+                LogEntry::tool_call("search", i)
+                    .with_run("big")
+                    .with_arguments(json!({"q": format!("query number {i}")}))
+            })
+            .collect();
+        store.append_log(&entries).await.unwrap();
+        let rows = store
+            .read_log(&LogFilter::default().with_run("big"), 2_000)
+            .await
+            .unwrap();
+        let durations: Vec<i64> = rows.iter().map(|r| r.entry.duration_ms).collect();
+        assert_eq!(durations, (0..1_500).collect::<Vec<i64>>());
+        assert_eq!(
+            rows[1_499].entry.arguments,
+            Some(json!({"q": "query number 1499"}))
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn the_run_log_flushes_by_time_without_being_asked() {
     each_engine(|store| async move {
         let config = RunLogConfig::default().with_flush_interval(Duration::from_millis(20));
