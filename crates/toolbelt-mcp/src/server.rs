@@ -9,9 +9,13 @@
 //! an elicitation when the client supports it, or refused with a message
 //! saying so. When the tools come from a [`Registry`], a change to the
 //! registry is announced with `notifications/tools/list_changed`.
+//!
+//! A server built [`McpServer::with_search`] exports its tools routed: `tools/list` shows the
+//! search tool and the tools this session's searches found, so a client with a large catalog
+//! behind it sees a few schemas rather than all of them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
@@ -28,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use toolbelt_core::{
     ApprovalRequest, ApprovalResponse, Approver, BoxFuture, Executor, Extensions, Registry,
-    Selection, ToolCall, ToolContext, Toolset,
+    Selection, ToolCall, ToolContext, ToolHandle, Toolset,
 };
 
 use crate::convert::{result_from_outcome, tool_definition};
@@ -53,7 +57,21 @@ struct Inner {
     name: String,
     instructions: Option<String>,
     extensions: Extensions,
+    search: Option<Arc<Search>>,
 }
+
+/// Builds the search tool of a routed export over the tools served now.
+type SearchFactory = dyn Fn(&Toolset) -> Result<ToolHandle, String> + Send + Sync;
+
+/// The search tool of a routed export, rebuilt when the served tools change.
+struct Search {
+    factory: Box<SearchFactory>,
+    /// The tool, and the registry generation it was built for.
+    built: Mutex<Option<(u64, ToolHandle)>>,
+}
+
+/// Most tools one session's searches add to its `tools/list` (the oldest go first).
+const MAX_FOUND: usize = 64;
 
 /// A toolset served over MCP. Cheap to clone: each connection (each HTTP
 /// session) gets a clone.
@@ -100,6 +118,7 @@ impl McpServer {
                 name: "toolbelt".to_owned(),
                 instructions: None,
                 extensions: Extensions::new(),
+                search: None,
             }),
         }
     }
@@ -118,6 +137,50 @@ impl McpServer {
     #[must_use]
     pub fn with_extensions(self, extensions: Extensions) -> Self {
         self.map_inner(|inner| inner.extensions = extensions)
+    }
+
+    /// Exports the tools routed. `tools/list` shows the tool `factory` builds (a search over
+    /// the tools it is given, such as the router's `search_tools`) and the tools this
+    /// session's searches returned; each search that finds new tools sends
+    /// `notifications/tools/list_changed`. Every served tool stays callable by name, so a
+    /// client that does not re-list can call what a search described. The search tool's
+    /// output must list the tools it found as `{"tools": [{"name": ...}, ...]}`. `factory` is
+    /// called again when the registry changes; when it fails, every tool is listed.
+    #[must_use]
+    pub fn with_search(
+        self,
+        factory: impl Fn(&Toolset) -> Result<ToolHandle, String> + Send + Sync + 'static,
+    ) -> Self {
+        let search = Arc::new(Search {
+            factory: Box::new(factory),
+            built: Mutex::new(None),
+        });
+        self.map_inner(|inner| inner.search = Some(search))
+    }
+
+    /// The search tool of a routed export, built for the tools served now.
+    fn search_tool(&self) -> Option<ToolHandle> {
+        let search = self.inner.search.as_ref()?;
+        let generation = match &self.inner.source {
+            Source::Fixed(_) => 0,
+            Source::Registry { registry, .. } => *registry.watch().borrow(),
+        };
+        let mut built = search.built.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, tool)) = built.as_ref()
+            && *at == generation
+        {
+            return Some(tool.clone());
+        }
+        match (search.factory)(&self.toolset()) {
+            Ok(tool) => {
+                *built = Some((generation, tool.clone()));
+                Some(tool)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the search tool could not be built; listing every tool");
+                None
+            }
+        }
     }
 
     fn map_inner(self, change: impl FnOnce(&mut Inner)) -> Self {
@@ -155,6 +218,7 @@ impl McpServer {
         McpServerHandler {
             server: self.clone(),
             tasks: Arc::new(Mutex::new(JoinSet::new())),
+            found: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -218,6 +282,7 @@ impl McpServer {
         &self,
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        tools: Toolset,
     ) -> CallToolResponse {
         let answered = params
             .input_responses
@@ -245,7 +310,6 @@ impl McpServer {
             .with_call_id(context.id.to_string())
             .with_cancellation(context.ct.clone())
             .with(approver);
-        let tools = self.toolset();
         let result = self.inner.executor.execute(&tools, call, &ctx).await;
         if asked.load(Ordering::SeqCst) {
             // Protocol 2026-07-28 has no server-to-client requests: the
@@ -310,6 +374,39 @@ fn decide(tool: &str, answer: &ElicitResult) -> ApprovalResponse {
 pub struct McpServerHandler {
     server: McpServer,
     tasks: Arc<Mutex<JoinSet<()>>>,
+    /// Tools this session's searches returned (routed export), oldest first.
+    found: Arc<Mutex<Vec<String>>>,
+}
+
+impl McpServerHandler {
+    /// Adds the tools a search returned to this session's list; whether any was new.
+    fn add_found(&self, response: &CallToolResponse, tools: &Toolset) -> bool {
+        let CallToolResponse::Complete(result) = response else {
+            return false;
+        };
+        if result.is_error == Some(true) {
+            return false;
+        }
+        let names = result
+            .structured_content
+            .as_ref()
+            .and_then(|v| v["tools"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str())
+            .filter(|name| tools.contains(name));
+        let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut added = false;
+        for name in names {
+            if !found.iter().any(|f| f == name) {
+                found.push(name.to_owned());
+                added = true;
+            }
+        }
+        let over = found.len().saturating_sub(MAX_FOUND);
+        found.drain(..over);
+        added
+    }
 }
 
 impl Drop for McpServerHandler {
@@ -344,12 +441,34 @@ impl ServerHandler for McpServerHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.server.tool_definitions(),
-        ))
+        let Some(search) = self.server.search_tool() else {
+            return Ok(ListToolsResult::with_all_items(
+                self.server.tool_definitions(),
+            ));
+        };
+        let tools = self.server.toolset();
+        let found = self
+            .found
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let definitions = std::iter::once(tool_definition(search.spec()))
+            .chain(
+                found
+                    .iter()
+                    .filter_map(|name| tools.get(name))
+                    .map(|tool| tool_definition(tool.spec())),
+            )
+            .collect();
+        Ok(ListToolsResult::with_all_items(definitions))
     }
 
     fn get_tool(&self, name: &str) -> Option<McpToolDef> {
+        if let Some(search) = self.server.search_tool()
+            && search.spec().name.as_str() == name
+        {
+            return Some(tool_definition(search.spec()));
+        }
         self.server
             .toolset()
             .get(name)
@@ -361,7 +480,23 @@ impl ServerHandler for McpServerHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(self.server.call(request, context).await)
+        let tools = self.server.toolset();
+        let search = self
+            .server
+            .search_tool()
+            .filter(|s| s.spec().name.as_str() == request.name);
+        let Some(search) = search else {
+            return Ok(self.server.call(request, context, tools).await);
+        };
+        let peer = context.peer.clone();
+        let response = self
+            .server
+            .call(request, context, Toolset::from_tools([search]))
+            .await;
+        if self.add_found(&response, &tools) && peer.notify_tool_list_changed().await.is_err() {
+            tracing::debug!("the MCP client left before hearing that its tool list changed");
+        }
+        Ok(response)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

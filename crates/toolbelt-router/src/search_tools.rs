@@ -1,6 +1,6 @@
 //! [`SearchTools`]: the `search_tools` meta-tool, so a model can load tools routing missed.
 
-use std::future::Future;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -9,6 +9,7 @@ use toolbelt_core::{
     parse_args,
 };
 
+use crate::hybrid::HybridRouter;
 use crate::lexical::LexicalRouter;
 
 /// Most tools one search returns.
@@ -23,9 +24,16 @@ const MAX_LIMIT: usize = 20;
 /// ([`SearchTools::found_tools`] reads them back).
 #[derive(Debug, Clone)]
 pub struct SearchTools {
-    lexical: LexicalRouter,
+    ranker: Ranker,
     toolset: Toolset,
     default_limit: usize,
+}
+
+/// What ranks the tools for a query.
+#[derive(Debug, Clone)]
+enum Ranker {
+    Lexical(LexicalRouter),
+    Hybrid(Arc<HybridRouter>),
 }
 
 #[derive(Deserialize)]
@@ -42,7 +50,17 @@ impl SearchTools {
     /// A search over `toolset` with `lexical`'s index (shared with routing when cloned from it).
     pub fn new(lexical: LexicalRouter, toolset: Toolset) -> Self {
         Self {
-            lexical,
+            ranker: Ranker::Lexical(lexical),
+            toolset,
+            default_limit: 5,
+        }
+    }
+
+    /// A search over `toolset` ranked by `router`'s fused ranking (words, keyword groups and,
+    /// when it has them, embeddings), without its adaptive cut: the `limit` best are returned.
+    pub fn hybrid(router: Arc<HybridRouter>, toolset: Toolset) -> Self {
+        Self {
+            ranker: Ranker::Hybrid(router),
             toolset,
             default_limit: 5,
         }
@@ -81,7 +99,7 @@ impl SearchTools {
             .collect()
     }
 
-    fn search(&self, args: Args) -> Result<ToolOutput, ToolError> {
+    async fn search(&self, args: Args) -> Result<ToolOutput, ToolError> {
         let query = args.query.trim();
         if query.is_empty() {
             return Err(ToolError::invalid_argument(
@@ -90,12 +108,25 @@ impl SearchTools {
             ));
         }
         let limit = args.limit.unwrap_or(self.default_limit).clamp(1, MAX_LIMIT);
-        let hits = self.lexical.search(&self.toolset, query, limit + 1);
-        let tools: Vec<Value> = hits
+        let names: Vec<String> = match &self.ranker {
+            Ranker::Lexical(lexical) => lexical
+                .search(&self.toolset, query, limit + 1)
+                .into_iter()
+                .map(|h| h.name)
+                .collect(),
+            Ranker::Hybrid(router) => router
+                .rank(&self.toolset, query, limit + 1)
+                .await
+                .tools
+                .into_iter()
+                .map(|t| t.name)
+                .collect(),
+        };
+        let tools: Vec<Value> = names
             .iter()
-            .filter(|h| h.name != Self::NAME)
+            .filter(|name| name.as_str() != Self::NAME)
             .take(limit)
-            .filter_map(|h| self.toolset.get(&h.name))
+            .filter_map(|name| self.toolset.get(name))
             .map(|t| {
                 let spec = t.spec();
                 json!({
@@ -140,13 +171,8 @@ impl Tool for SearchTools {
         spec()
     }
 
-    fn call(
-        &self,
-        args: Value,
-        _ctx: ToolContext,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
-        let result = parse_args::<Args>(args).and_then(|a| self.search(a));
-        std::future::ready(result)
+    async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.search(parse_args::<Args>(args)?).await
     }
 }
 

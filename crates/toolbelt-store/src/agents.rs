@@ -399,7 +399,7 @@ impl Store {
         let mut tx = self.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agents WHERE name = $1")
             .bind(draft.name.as_str())
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut **tx)
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
@@ -425,7 +425,7 @@ impl Store {
         .bind(to_json(&checked.pins, "pins")?)
         .bind(at)
         .bind(draft.changed_by.as_str())
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         write_refs(&mut tx, draft, &checked, at).await?;
         record_change(&mut tx, "agent", &draft.name, "upsert").await?;
@@ -471,11 +471,11 @@ impl Store {
         .bind(at)
         .bind(draft.changed_by.as_str())
         .bind(draft.name.as_str())
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1")
             .bind(draft.name.as_str())
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         write_refs(&mut tx, draft, &checked, at).await?;
         record_change(&mut tx, "agent", &draft.name, "upsert").await?;
@@ -537,11 +537,11 @@ impl Store {
         check_revision(&mut tx, "agents", "agent", name, expected_revision).await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1")
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         sqlx::query("DELETE FROM agents WHERE name = $1")
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         record_change(&mut tx, "agent", name, "delete").await?;
         tx.commit().await?;
@@ -567,7 +567,7 @@ impl Store {
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
             .bind(agent)
             .bind(binding.tool.as_str())
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         let at = now_ms();
         sqlx::query(
@@ -577,7 +577,7 @@ impl Store {
         .bind(binding.tool.as_str())
         .bind(binding.pinned_version)
         .bind(at)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         touch_agent(&mut tx, agent, at, changed_by).await?;
         tx.commit().await?;
@@ -600,7 +600,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
             .bind(agent)
             .bind(tool)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::not_found(

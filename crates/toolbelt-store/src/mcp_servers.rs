@@ -69,13 +69,13 @@ impl Store {
                 .bind(to_json(config, "config")?)
                 .bind(at)
                 .bind(name)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
         } else {
             let exists: i64 =
                 sqlx::query_scalar("SELECT COUNT(*) FROM mcp_servers WHERE name = $1")
                     .bind(name)
-                    .fetch_one(&mut *tx)
+                    .fetch_one(&mut **tx)
                     .await?;
             if exists > 0 {
                 return Err(StoreError::AlreadyExists {
@@ -89,7 +89,7 @@ impl Store {
             .bind(name)
             .bind(to_json(config, "config")?)
             .bind(at)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         }
         record_change(&mut tx, "mcp_server", name, "upsert").await?;
@@ -120,7 +120,7 @@ impl Store {
             .bind(flag(enabled))
             .bind(now_ms())
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         record_change(&mut tx, "mcp_server", name, "upsert").await?;
         tx.commit().await?;
@@ -175,7 +175,7 @@ impl Store {
         .await?;
         sqlx::query("DELETE FROM mcp_servers WHERE name = $1")
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         record_change(&mut tx, "mcp_server", name, "delete").await?;
         tx.commit().await?;

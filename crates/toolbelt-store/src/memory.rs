@@ -169,20 +169,20 @@ impl StoreMemory {
         // First: on Postgres the row lock orders memory writes, so ids become visible in
         // increasing order (what the recall indexes rely on).
         sqlx::query("UPDATE memory_version SET writes = writes + 1 WHERE id = 1")
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .map_err(backend)?;
         if self.store.engine() == Engine::Postgres {
             // Serialises inserts of one agent so the count below holds.
             sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
                 .bind(&scope.agent)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(backend)?;
         }
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories WHERE agent = $1")
             .bind(&scope.agent)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut **tx)
             .await
             .map_err(backend)?;
         if u64::try_from(count).unwrap_or(0) >= self.limits.max_entries_per_agent {
@@ -206,7 +206,7 @@ impl StoreMemory {
         .bind(created_at)
         .bind(vector.as_ref().map(QuantizedVector::to_bytes))
         .bind(vector.as_ref().and(embedder.as_ref()).map(|e| e.model().to_owned()))
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut **tx)
         .await
         .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
@@ -303,7 +303,7 @@ impl StoreMemory {
         sqlx::query(
             "UPDATE memory_version SET writes = writes + 1, deletes = deletes + 1 WHERE id = 1",
         )
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
         .map_err(backend)?;
         for id in ids {
@@ -312,7 +312,7 @@ impl StoreMemory {
                     .bind(*id)
                     .bind(&scope.agent)
                     .bind(scope.user.clone().unwrap_or_default())
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .map_err(backend)?
                     .rows_affected();

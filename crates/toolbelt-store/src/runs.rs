@@ -226,7 +226,7 @@ impl Store {
         .bind(finished)
         .bind(at)
         .bind(id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         tx.commit().await?;
         self.get_run(id).await

@@ -320,7 +320,7 @@ impl Scheduler {
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(now)
             .bind(self.config.batch)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut **tx)
             .await
             .map_err(backend)?;
         let count = i64::try_from(rows.len()).unwrap_or(i64::MAX);

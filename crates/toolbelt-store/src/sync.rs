@@ -129,7 +129,7 @@ impl Store {
                     .bind(at)
                     .bind(changed_by)
                     .bind(name)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
                 }
                 None => {
@@ -139,7 +139,7 @@ impl Store {
                     .bind(at)
                     .bind(changed_by)
                     .bind(name)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
                 }
             }
@@ -152,7 +152,7 @@ impl Store {
             .bind(at)
             .bind(changed_by)
             .bind(name.as_str())
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
             record_change(&mut tx, "tool", name, "upsert").await?;
         }

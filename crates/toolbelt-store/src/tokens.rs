@@ -85,7 +85,7 @@ impl Store {
         let mut tx = self.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE name = $1")
             .bind(name)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut **tx)
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
@@ -101,7 +101,7 @@ impl Store {
         .bind(to_json(&scopes, "scopes")?)
         .bind(token_hash(&secret))
         .bind(now_ms())
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         tx.commit().await?;
         Ok((self.get_token(name).await?, secret))

@@ -9,7 +9,9 @@ use toolbelt_core::ToolSpec;
 
 use crate::availability::Availability;
 use crate::error::{Result, StoreError};
-use crate::store::{Engine, Store, decode_json, flag, get_flag, now_ms, record_change, to_json};
+use crate::store::{
+    Engine, Store, WriteTx, decode_json, flag, get_flag, now_ms, record_change, to_json,
+};
 
 /// Where a stored tool comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -359,7 +361,7 @@ impl Store {
         let mut tx = self.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tools WHERE name = $1")
             .bind(name)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut **tx)
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
@@ -379,7 +381,7 @@ impl Store {
             &draft.availability.clone().unwrap_or_default(),
             "availability",
         )?)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         insert_version(&mut tx, draft, 1, &hash, at).await?;
         self.commit_tool_change(tx, name).await
@@ -406,6 +408,13 @@ impl Store {
             .as_ref()
             .map(|a| to_json(a, "availability"))
             .transpose()?;
+        if self.engine() == Engine::Postgres
+            && let Some(record) = self
+                .update_tool_pg(draft, expected_revision, &hash, availability.as_deref(), at)
+                .await?
+        {
+            return Ok(record);
+        }
         let mut tx = self.begin().await?;
         // One read under the row lock (SQLite's BEGIN IMMEDIATE holds the database), the
         // revision checked here rather than by a separate UPDATE: four statements per
@@ -420,7 +429,7 @@ impl Store {
         };
         let row = sqlx::query(read)
             .bind(name)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?
             .ok_or_else(|| StoreError::not_found("tool", name))?;
         let found: i64 = row.try_get("revision")?;
@@ -434,13 +443,7 @@ impl Store {
         }
         let source: String = row.try_get("source")?;
         if source != draft.source.as_str() {
-            return Err(StoreError::invalid(
-                "source",
-                format!(
-                    "tool `{name}` is a {source} tool; a {} definition cannot replace it",
-                    draft.source.as_str()
-                ),
-            ));
+            return Err(source_mismatch(name, &source, draft.source));
         }
         let current_hash: String = row.try_get("current_hash")?;
         if current_hash == hash {
@@ -456,7 +459,7 @@ impl Store {
             .bind(at)
             .bind(draft.changed_by.as_str())
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
             return self.commit_tool_change(tx, name).await;
         }
@@ -471,7 +474,7 @@ impl Store {
         .bind(draft.changed_by.as_str())
         .bind(availability)
         .bind(name)
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut **tx)
         .await?;
         let record = ToolRecord {
             name: name.to_owned(),
@@ -492,6 +495,94 @@ impl Store {
         record_change(&mut tx, "tool", name, "upsert").await?;
         tx.commit().await?;
         Ok(record)
+    }
+
+    /// [`Store::update_tool`] on Postgres as one statement (checks, new version, current
+    /// version, change feed), so an update is one round trip and one commit. `None` when the
+    /// checks pass but the spec is unchanged: the caller's general path handles that.
+    async fn update_tool_pg(
+        &self,
+        draft: &ToolDraft,
+        expected_revision: i64,
+        hash: &str,
+        availability: Option<&str>,
+        at: i64,
+    ) -> Result<Option<ToolRecord>> {
+        const SQL: &str = "WITH cur AS (\
+                SELECT latest_version, current_hash, source, revision FROM tools WHERE name = $1 FOR UPDATE\
+            ), go AS (\
+                SELECT latest_version + 1 AS version FROM cur \
+                WHERE ($2 = -1 OR revision = $2) AND source = $3 AND current_hash <> $4\
+            ), v AS (\
+                INSERT INTO tool_versions (tool_name, version, spec, definition, description, tags, kind, policy, spec_hash, changed_by, changed_at, note) \
+                SELECT $1, version, $5, $6, $7, $8, $9, $10, $4, $11, $12, $13 FROM go\
+            ), u AS (\
+                UPDATE tools SET current_version = go.version, latest_version = go.version, current_hash = $4, missing = 0, \
+                updated_at = $12, changed_by = $11, revision = tools.revision + 1, availability = COALESCE($14, tools.availability) \
+                FROM go WHERE tools.name = $1 \
+                RETURNING go.version, tools.enabled, tools.availability, tools.revision AS new_revision, tools.created_at\
+            ), c AS (\
+                INSERT INTO changes (entity, name, op, at) SELECT 'tool', $1, 'upsert', $12 FROM u\
+            ) \
+            SELECT cur.current_hash, cur.source, cur.revision, u.version, u.enabled, u.availability, u.new_revision, u.created_at \
+            FROM cur LEFT JOIN u ON true";
+        let spec = &draft.spec;
+        let name = spec.name.as_str();
+        let definition = draft
+            .definition
+            .as_ref()
+            .map(|d| to_json(d, "definition"))
+            .transpose()?;
+        let row = sqlx::query(SQL)
+            .bind(name)
+            .bind(expected_revision)
+            .bind(draft.source.as_str())
+            .bind(hash)
+            .bind(to_json(spec, "spec")?)
+            .bind(definition)
+            .bind(spec.description.as_str())
+            .bind(to_json(&spec.tags, "tags")?)
+            .bind(to_json(&spec.kind, "kind")?.trim_matches('"').to_owned())
+            .bind(to_json(&spec.policy, "policy")?)
+            .bind(draft.changed_by.as_str())
+            .bind(at)
+            .bind(draft.note.as_deref())
+            .bind(availability)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::not_found("tool", name))?;
+        let found: i64 = row.try_get("revision")?;
+        if expected_revision != -1 && found != expected_revision {
+            return Err(StoreError::Conflict {
+                kind: "tool",
+                name: name.to_owned(),
+                expected: expected_revision,
+                found,
+            });
+        }
+        let source: String = row.try_get("source")?;
+        if source != draft.source.as_str() {
+            return Err(source_mismatch(name, &source, draft.source));
+        }
+        let Some(version) = row.try_get::<Option<i64>, _>("version")? else {
+            return Ok(None);
+        };
+        Ok(Some(ToolRecord {
+            name: name.to_owned(),
+            source: draft.source,
+            current_version: version,
+            latest_version: version,
+            enabled: get_flag(&row, "enabled")?,
+            missing: false,
+            availability: decode_json(&row, "availability", "tool", name)?,
+            revision: row.try_get("new_revision")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: at,
+            changed_by: draft.changed_by.clone(),
+            spec: spec.clone(),
+            definition: draft.definition.clone(),
+            spec_hash: hash.to_owned(),
+        }))
     }
 
     /// The tool `name` with its current version.
@@ -594,7 +685,7 @@ impl Store {
         )
         .bind(name)
         .bind(version)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?;
         let hash =
             hash.ok_or_else(|| StoreError::not_found("tool version", format!("{name}@{version}")))?;
@@ -606,17 +697,13 @@ impl Store {
         .bind(now_ms())
         .bind(changed_by)
         .bind(name)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         self.commit_tool_change(tx, name).await
     }
 
     /// Records the change of `name` in the feed, commits, and reads the tool back.
-    async fn commit_tool_change(
-        &self,
-        mut tx: sqlx::Transaction<'static, sqlx::Any>,
-        name: &str,
-    ) -> Result<ToolRecord> {
+    async fn commit_tool_change(&self, mut tx: WriteTx, name: &str) -> Result<ToolRecord> {
         record_change(&mut tx, "tool", name, "upsert").await?;
         tx.commit().await?;
         self.get_tool(name).await
@@ -642,7 +729,7 @@ impl Store {
         .bind(now_ms())
         .bind(changed_by)
         .bind(name)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         self.commit_tool_change(tx, name).await
     }
@@ -668,7 +755,7 @@ impl Store {
         .bind(now_ms())
         .bind(changed_by)
         .bind(name)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         self.commit_tool_change(tx, name).await
     }
@@ -685,7 +772,7 @@ impl Store {
             "SELECT agent_name FROM agent_tools WHERE tool_name = $1 ORDER BY agent_name",
         )
         .bind(name)
-        .fetch_all(&mut *tx)
+        .fetch_all(&mut **tx)
         .await?;
         if !agents.is_empty() {
             return Err(StoreError::InUse {
@@ -695,11 +782,11 @@ impl Store {
         }
         sqlx::query("DELETE FROM tool_versions WHERE tool_name = $1")
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         sqlx::query("DELETE FROM tools WHERE name = $1")
             .bind(name)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         record_change(&mut tx, "tool", name, "delete").await?;
         tx.commit().await?;
@@ -711,6 +798,17 @@ impl Store {
 /// row-locks it on Postgres, so concurrent writers serialise instead of both passing a check).
 /// Fails with `NotFound` or, when `expected` is given and differs, `Conflict`. Returns the new
 /// revision. Later statements of the transaction must not bump the revision again.
+/// The error for a draft whose source differs from the stored tool's.
+fn source_mismatch(name: &str, stored: &str, draft: ToolSource) -> StoreError {
+    StoreError::invalid(
+        "source",
+        format!(
+            "tool `{name}` is a {stored} tool; a {} definition cannot replace it",
+            draft.as_str()
+        ),
+    )
+}
+
 pub(crate) async fn check_revision(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     table: &'static str,

@@ -162,3 +162,72 @@ async fn an_imported_tool_never_overwrites_a_tool_of_another_source() {
     );
     task.abort();
 }
+
+/// A search tool for routed exports: the tools whose name contains the query.
+fn name_search(tools: &toolbelt_core::Toolset) -> Result<ToolHandle, String> {
+    let names = tools.names();
+    FnTool::builder("search_tools")
+        .description("Find tools by a word of their name")
+        .parameters(
+            json!({"type": "object", "properties": {"query": {"type": "string"}},
+            "required": ["query"]}),
+        )
+        .handler(move |args, _ctx| {
+            let query = args["query"].as_str().unwrap_or_default().to_owned();
+            let found: Vec<_> = names
+                .iter()
+                .filter(|n| n.contains(&query))
+                .map(|n| json!({"name": n}))
+                .collect();
+            async move { toolbelt_core::Json(json!({"tools": found})) }
+        })
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn a_routed_export_lists_the_search_tool_then_what_each_search_found() {
+    let served = Arc::new(Registry::new());
+    served.add_tool(add_tool("math.add")).unwrap();
+    served.add_tool(add_tool("math.times")).unwrap();
+    let server =
+        McpServer::from_registry(served.clone(), None, Executor::new()).with_search(name_search);
+    let app = axum::Router::new().nest_service("/mcp", server.http_service(None));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (_client, imported) =
+        start("remote", McpServerConfig::http(&url).with_tool_prefix("")).await;
+    // Only the search tool at first.
+    assert_eq!(imported.all().names(), ["search_tools"]);
+    let out = call(&imported, "search_tools", json!({"query": "add"}))
+        .await
+        .outcome
+        .unwrap();
+    assert_eq!(out.json, Some(json!({"tools": [{"name": "math.add"}]})));
+    // The search announced a new list, and the client re-listed.
+    eventually(10, "the found tool to be listed", || {
+        imported.contains("math.add")
+    })
+    .await;
+    assert!(!imported.contains("math.times"));
+    let sum = call(&imported, "math.add", json!({"a": 40, "b": 2}))
+        .await
+        .outcome
+        .unwrap();
+    assert_eq!(sum.json, Some(json!({"sum": 42})));
+    // A tool added to the registry is searchable (the search tool is rebuilt for it).
+    served.add_tool(add_tool("math.add_three")).unwrap();
+    call(&imported, "search_tools", json!({"query": "three"}))
+        .await
+        .outcome
+        .unwrap();
+    eventually(10, "the new tool to be found and listed", || {
+        imported.contains("math.add_three")
+    })
+    .await;
+    // A search that fails (bad arguments) adds nothing.
+    let bad = call(&imported, "search_tools", json!({"query": 7})).await;
+    assert!(bad.outcome.is_err());
+    assert_eq!(imported.len(), 3, "{:?}", imported.all().names());
+    task.abort();
+}

@@ -2,8 +2,10 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use std::sync::Arc;
 use toolbelt_core::{ToolContext, ToolKind};
-use toolbelt_router::{LexicalRouter, SearchTools};
+
+use toolbelt_router::{HybridRouter, KeywordRouter, LexicalRouter, SearchTools};
 
 use crate::{block_on, builtins};
 
@@ -30,5 +32,21 @@ fn empty_queries_are_refused_with_the_argument_named() {
         .into_handle()
         .unwrap();
     let err = block_on(tool.call(json!({"query": " "}), ToolContext::new())).unwrap_err();
+    assert!(err.to_string().contains("/query"), "{err}");
+}
+
+#[test]
+fn the_hybrid_search_ranks_with_keyword_groups_too() {
+    let router = HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin());
+    let tool = SearchTools::hybrid(Arc::new(router), builtins())
+        .with_default_limit(3)
+        .into_handle()
+        .unwrap();
+    let out =
+        block_on(tool.call(json!({"query": "每分钟提醒我喝水"}), ToolContext::new())).unwrap();
+    let found = SearchTools::found_tools(&out);
+    assert!(found.len() <= 3, "{found:?}");
+    assert!(found.iter().any(|n| n == "routine"), "{found:?}");
+    let err = block_on(tool.call(json!({"query": ""}), ToolContext::new())).unwrap_err();
     assert!(err.to_string().contains("/query"), "{err}");
 }

@@ -2,7 +2,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolbelt_store::{StoreError, ToolSource};
+use toolbelt_store::{StoreError, ToolDraft, ToolSource};
 
 use crate::support::{each_engine, http_draft, spec};
 
@@ -220,6 +220,58 @@ async fn tool_names_of_adr_0007_round_trip() {
             assert_eq!(store.get_tool(name).await.unwrap().name, name);
         }
         assert_eq!(store.list_tools().await.unwrap().len(), 3);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() {
+    each_engine(|store| async move {
+        let v1 = store
+            .create_tool(&http_draft("search", "first"))
+            .await
+            .unwrap();
+        let mut availability = toolbelt_store::Availability::default();
+        availability.agent_kinds = vec!["researcher".to_owned()];
+        let draft = http_draft("search", "second")
+            .with_availability(availability.clone())
+            .with_note("faster");
+        let updated = store.update_tool(&draft, v1.revision).await.unwrap();
+        assert_eq!(updated, store.get_tool("search").await.unwrap());
+        assert_eq!(updated.availability, availability);
+        assert_eq!(
+            store.tool_versions("search").await.unwrap()[1]
+                .note
+                .as_deref(),
+            Some("faster")
+        );
+        // Same spec, new availability: the revision moves, no version is written.
+        let same = http_draft("search", "second");
+        let again = store
+            .update_tool(
+                &same.with_availability(toolbelt_store::Availability::default()),
+                updated.revision,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (again.current_version, again.revision),
+            (2, updated.revision + 1)
+        );
+        assert_eq!(again, store.get_tool("search").await.unwrap());
+        // A tool of another source is not replaced, and nothing is written.
+        let compiled = ToolDraft::new(spec("search", "third"), ToolSource::Compiled, "tester");
+        let err = store.update_tool(&compiled, -1).await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Invalid { field, .. } if field == "source"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("is a declarative tool"), "{err}");
+        assert_eq!(store.get_tool("search").await.unwrap(), again);
+        assert!(matches!(
+            store.update_tool(&http_draft("nobody", "x"), -1).await,
+            Err(StoreError::NotFound { .. })
+        ));
     })
     .await;
 }
