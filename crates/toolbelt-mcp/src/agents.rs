@@ -1,4 +1,5 @@
-//! [`agents_router`]: one streamable HTTP MCP endpoint per agent, `/mcp/{agent}`.
+//! [`agents_router`]: one streamable HTTP MCP endpoint per agent, `/mcp/{agent}`, and its
+//! routed export at `/mcp/{agent}/routed`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,7 +15,18 @@ use toolbelt_core::BoxFuture;
 use crate::server::{McpServer, McpServerHandler};
 
 type Service = StreamableHttpService<McpServerHandler, LocalSessionManager>;
-type Resolve = dyn Fn(String) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync;
+type Resolve = dyn Fn(String, Export) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync;
+
+/// Which export of an agent's tools a request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Export {
+    /// `/mcp/{agent}`: every tool the agent may use.
+    All,
+    /// `/mcp/{agent}/routed`: a search tool and what the session's searches found (build the
+    /// server with [`McpServer::with_search`]).
+    Routed,
+}
 
 /// What `/mcp/{agent}` serves for one agent: its [`McpServer`], and a revision that changes
 /// when the agent's definition does (its tool selection, its approval policy).
@@ -39,14 +51,15 @@ impl AgentEndpoint {
 struct Agents {
     resolve: Box<Resolve>,
     allowed_hosts: Option<Vec<String>>,
-    services: Mutex<HashMap<String, (String, Service)>>,
+    services: Mutex<HashMap<(String, Export), (String, Service)>>,
 }
 
-/// An axum router serving MCP over streamable HTTP at `/mcp/{agent}`.
+/// An axum router serving MCP over streamable HTTP at `/mcp/{agent}` and
+/// `/mcp/{agent}/routed`.
 ///
-/// `resolve` maps an agent name to its [`AgentEndpoint`] (usually
-/// [`McpServer::from_registry`] with the agent's selection), or `None` for an unknown agent
-/// (`404` naming it). It is asked at the first request for an agent and again at each new
+/// `resolve` maps an agent name and an [`Export`] to its [`AgentEndpoint`] (usually
+/// [`McpServer::from_registry`] with the agent's selection, plus [`McpServer::with_search`]
+/// for [`Export::Routed`]), or `None` for an unknown agent (`404` naming it). It is asked at the first request for an agent and again at each new
 /// session (a request without `Mcp-Session-Id`): when the revision changed, the agent gets a
 /// fresh server, and sessions of the old one end (clients start a new session, as MCP says
 /// they do on `404`). Authentication is the host's middleware: wrap the router in a layer that
@@ -54,7 +67,7 @@ struct Agents {
 /// loopback names).
 pub fn agents_router<F>(resolve: F, allowed_hosts: Option<Vec<String>>) -> axum::Router
 where
-    F: Fn(String) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync + 'static,
+    F: Fn(String, Export) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync + 'static,
 {
     let state = Arc::new(Agents {
         resolve: Box::new(resolve),
@@ -62,31 +75,43 @@ where
         services: Mutex::new(HashMap::new()),
     });
     axum::Router::new()
-        .route("/mcp/{agent}", axum::routing::any(handle))
+        .route(
+            "/mcp/{agent}",
+            axum::routing::any(
+                |State(agents): State<Arc<Agents>>, Path(agent): Path<String>, request| {
+                    handle(agents, agent, Export::All, request)
+                },
+            ),
+        )
+        .route(
+            "/mcp/{agent}/routed",
+            axum::routing::any(
+                |State(agents): State<Arc<Agents>>, Path(agent): Path<String>, request| {
+                    handle(agents, agent, Export::Routed, request)
+                },
+            ),
+        )
         .with_state(state)
 }
 
-async fn handle(
-    State(agents): State<Arc<Agents>>,
-    Path(agent): Path<String>,
-    request: Request,
-) -> Response {
+async fn handle(agents: Arc<Agents>, agent: String, export: Export, request: Request) -> Response {
+    let key = (agent.clone(), export);
     let cached = agents
         .services
         .lock()
         .ok()
-        .and_then(|s| s.get(&agent).cloned());
+        .and_then(|s| s.get(&key).cloned());
     let in_session = request.headers().contains_key("mcp-session-id");
     let service = match cached {
         Some((_, service)) if in_session => Some(service),
-        cached => match (agents.resolve)(agent.clone()).await {
+        cached => match (agents.resolve)(agent.clone(), export).await {
             None => None,
             Some(endpoint) => match cached {
                 Some((revision, service)) if revision == endpoint.revision => Some(service),
                 _ => {
                     let service = endpoint.server.http_service(agents.allowed_hosts.clone());
                     if let Ok(mut services) = agents.services.lock() {
-                        services.insert(agent.clone(), (endpoint.revision, service.clone()));
+                        services.insert(key, (endpoint.revision, service.clone()));
                     }
                     Some(service)
                 }

@@ -8,7 +8,7 @@ mod convert;
 mod error;
 mod server;
 
-pub use agents::{AgentEndpoint, agents_router};
+pub use agents::{AgentEndpoint, Export, agents_router};
 pub use client::{
     Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ProgressSink, ServerStatus,
 };

@@ -6,10 +6,17 @@
 //! elicitation where the client supports it, refused with a message otherwise), with the
 //! agent's memory and routines in the call context, and written to the run log. A changed
 //! agent definition gives new sessions a fresh server.
+//!
+//! `/mcp/{agent}/routed` serves the same tools routed: the client first sees only
+//! `search_tools` (the hybrid router's ranking: words, concepts, keyword groups), and each
+//! search adds the tools it found to the session's list (`list_changed`).
 
 use axum::middleware::from_fn_with_state;
+use std::sync::Arc;
 use toolbelt_core::{ExecEvent, Executor, Selection};
-use toolbelt_mcp::{AgentEndpoint, McpServer, agents_router};
+
+use toolbelt_mcp::{AgentEndpoint, Export, McpServer, agents_router};
+use toolbelt_router::{HybridRouter, KeywordRouter, LexicalRouter, SearchTools};
 
 use crate::auth::require_run;
 use crate::config::ServerConfig;
@@ -19,9 +26,9 @@ use crate::state::AppState;
 pub(crate) fn router(state: &AppState) -> axum::Router {
     let resolver = state.clone();
     agents_router(
-        move |agent| {
+        move |agent, export| {
             let state = resolver.clone();
-            Box::pin(async move { endpoint(&state, &agent).await })
+            Box::pin(async move { endpoint(&state, &agent, export).await })
         },
         Some(allowed_hosts(&state.config)),
     )
@@ -77,7 +84,7 @@ fn audit(executor: &Executor, log: Option<toolbelt_store::RunLogWriter>, agent: 
     });
 }
 
-async fn endpoint(state: &AppState, agent: &str) -> Option<AgentEndpoint> {
+async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<AgentEndpoint> {
     let def = match state.agents.find(agent).await {
         Ok(def) => def,
         Err(problem) => {
@@ -99,5 +106,17 @@ async fn endpoint(state: &AppState, agent: &str) -> Option<AgentEndpoint> {
     let server = McpServer::from_registry(state.shared_registry(), Some(selection), executor)
         .with_name(format!("toolbelt:{}", def.id), description)
         .with_extensions(state.run_extensions(&def.id));
+    let server = if export == Export::Routed {
+        let router = Arc::new(
+            HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin()),
+        );
+        server.with_search(move |tools| {
+            SearchTools::hybrid(router.clone(), tools.clone())
+                .into_handle()
+                .map_err(|e| e.to_string())
+        })
+    } else {
+        server
+    };
     Some(AgentEndpoint::new(server, revision))
 }

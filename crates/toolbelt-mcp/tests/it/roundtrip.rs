@@ -92,7 +92,7 @@ async fn agents_router_serves_each_agents_tools_at_its_own_path() {
     served.add_tool(add_tool("math.add")).unwrap();
     let registry = served.clone();
     let app = toolbelt_mcp::agents_router(
-        move |agent| {
+        move |agent, _export| {
             let endpoint = (agent == "calc").then(|| {
                 toolbelt_mcp::AgentEndpoint::new(
                     McpServer::from_registry(registry.clone(), None, Executor::new()),

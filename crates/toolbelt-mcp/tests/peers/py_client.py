@@ -4,7 +4,8 @@ Usage: py_client.py MODE ELICIT (URL | stdio COMMAND ARGS...)
   MODE    `legacy` (initialize handshake) or `auto` (what the SDK negotiates by default)
   ELICIT  `accept`, `decline` or `none` (no elicitation support advertised)
 Reads a JSON list of [tool, arguments] calls on stdin; prints one JSON object:
-{"protocol": ..., "tools": [{name, annotations}...], "results": [CallToolResult...]}.
+{"protocol": ..., "tools": [{name, annotations}...], "results": [CallToolResult...],
+ "tools_after": [names listed after the calls]}.
 """
 
 import asyncio
@@ -41,6 +42,7 @@ async def main() -> None:
         for name, args in calls:
             result = await client.call_tool(name, args)
             out["results"].append(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        out["tools_after"] = [t.name for t in (await client.list_tools()).tools]
     print(json.dumps(out))
 
 

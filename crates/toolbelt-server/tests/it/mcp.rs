@@ -118,3 +118,60 @@ async fn each_agent_serves_its_tools_over_mcp_with_tokens() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_routed_export_shows_search_tools_then_what_it_found() {
+    on_both(|db| async move {
+        let s = TestServer::start_stored(&db, None).await;
+        let url = format!("{}/mcp/helper/routed", s.url);
+        let (client, imported) = connect(&url, RUNNER).await;
+        assert_eq!(imported.all().names(), ["search_tools"], "{}", db.engine);
+        let found = Executor::new()
+            .execute(
+                &Toolset::from_tools(imported.list()),
+                ToolCall::new(
+                    "c1",
+                    "search_tools",
+                    json!({"query": "echo some text back", "limit": 1}),
+                ),
+                &ToolContext::new(),
+            )
+            .await
+            .outcome
+            .unwrap();
+        let tools = &found.json.as_ref().unwrap()["tools"];
+        assert_eq!(tools[0]["name"], "echo", "{found:?}");
+        assert!(
+            tools[0]["parameters"]["properties"]["text"].is_object(),
+            "{found:?}"
+        );
+        // The search announced a new list: the client now has `echo` too, and only that.
+        let start = Instant::now();
+        while !imported.contains("echo") {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "echo was never listed"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut names = imported.all().names();
+        names.sort();
+        assert_eq!(names, ["echo", "search_tools"]);
+        let out = Executor::new()
+            .execute(
+                &Toolset::from_tools(imported.list()),
+                ToolCall::new("c2", "echo", json!({"text": "routed"})),
+                &ToolContext::new(),
+            )
+            .await
+            .outcome
+            .unwrap();
+        assert!(out.text.contains("routed"), "{out:?}");
+        client.shutdown();
+        assert_eq!(status_of_post(&s, "/mcp/helper/routed", READER).await, 403);
+        assert_eq!(status_of_post(&s, "/mcp/nobody/routed", RUNNER).await, 404);
+        s.stop().await;
+        db
+    })
+    .await;
+}

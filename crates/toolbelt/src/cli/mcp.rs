@@ -15,6 +15,7 @@ use anyhow::Context;
 use serde_json::json;
 use toolbelt_core::{ApprovalPolicy, Effect, Executor, Registry, Selection};
 use toolbelt_mcp::{McpClient, McpConfig, McpServer};
+use toolbelt_router::{HybridRouter, KeywordRouter, LexicalRouter, SearchTools};
 use toolbelt_tools::{BuiltinConfig, Workspace};
 
 /// How long `toolbelt mcp tools` and `--mcp-config` wait for each server to start.
@@ -47,6 +48,13 @@ pub(crate) struct ServeArgs {
     /// Run calls that need approval without asking (otherwise the client is asked through elicitation).
     #[arg(long, short = 'y')]
     yes: bool,
+    /// Export the tools routed: the client first sees only `search_tools`, and each search adds
+    /// the tools it found to the session's list (for catalogs too large to list whole).
+    #[arg(long)]
+    routed: bool,
+    /// With --routed: tools one search returns when the client gives no `limit` (1-20).
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=20))]
+    search_limit: u8,
 }
 
 /// Arguments of `toolbelt mcp tools`.
@@ -121,6 +129,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Executor::builder().policy(policy).build(),
     )
     .with_extensions(BuiltinConfig::new(workspace).extensions());
+    let server = if args.routed {
+        let router = Arc::new(search_router()?);
+        let limit = usize::from(args.search_limit);
+        server.with_search(move |tools| {
+            SearchTools::hybrid(router.clone(), tools.clone())
+                .with_default_limit(limit)
+                .into_handle()
+                .map_err(|e| e.to_string())
+        })
+    } else {
+        server
+    };
     match &args.http {
         None => server.serve_stdio().await?,
         Some(addr) => {
@@ -145,6 +165,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The router behind `--routed`'s `search_tools`: words, concepts and keyword groups, plus the
+/// multilingual encoder when its model is in a default place (`scripts/fetch-model.sh`).
+fn search_router() -> anyhow::Result<HybridRouter> {
+    let router = HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin());
+    #[cfg(feature = "multilingual-embed")]
+    if let Some(dir) = super::models::use_model_dir(None, false) {
+        let embedder = toolbelt_router::UseEmbedder::from_dir(&dir)
+            .with_context(|| format!("multilingual model {}", dir.display()))?;
+        return Ok(
+            router.with_multilingual_embedding(toolbelt_router::EmbeddingRouter::new(embedder))
+        );
+    }
+    Ok(router)
 }
 
 async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {

@@ -139,6 +139,52 @@ fn python_client_over_stdio_lists_calls_and_gets_validation_errors_as_tool_error
 }
 
 #[test]
+fn python_client_sees_search_tools_first_then_what_it_found_with_routed() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let target = [
+        "stdio",
+        bin,
+        "mcp",
+        "serve",
+        "--routed",
+        "--search-limit",
+        "3",
+    ];
+    // `file_read` is callable by name once a search described it.
+    let calls = json!([["search_tools", {"query": "read the contents of a text file"}], ["file_read", {"path": "a.txt"}]]);
+    let report = py_client(&python, "legacy", "none", &target, calls, dir.path());
+    let listed: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["search_tools"]);
+    let found: Vec<&str> = report["results"][0]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        found.len() <= 3 && found.contains(&"file_read"),
+        "{found:?}"
+    );
+    assert_eq!(texts(&report)[1], ("hello\n".to_owned(), false));
+    let after: Vec<&str> = report["tools_after"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(after[0], "search_tools");
+    assert_eq!(&after[1..], &found[..], "{report}");
+}
+
+#[test]
 fn approval_is_asked_through_elicitation_on_2025_11_25_and_input_required_on_2026_07_28() {
     let Some(python) = python() else { return };
     let bin = env!("CARGO_BIN_EXE_toolbelt");
