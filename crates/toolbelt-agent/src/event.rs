@@ -1,7 +1,7 @@
 //! [`AgentEvent`]: what a streamed run reports as it goes.
 
 use tokio::sync::mpsc;
-use toolbelt_core::{CallResult, ToolCall};
+use toolbelt_core::{CallResult, Progress, ToolCall};
 use toolbelt_router::RouteDecision;
 
 use crate::approval::ApprovalPrompt;
@@ -30,6 +30,8 @@ pub enum AgentEvent {
     /// The run is paused on this call until the prompt is answered or
     /// dropped (dropping rejects the call).
     ApprovalRequested(ApprovalPrompt),
+    /// A running tool call reported progress (an MCP server's `notifications/progress`, ...).
+    ToolProgress(Progress),
     /// A tool call ended; an error in it is what the model will see.
     ToolCallFinished(CallResult),
     /// A meta tool (`search_tools`) added tools to the offered set.

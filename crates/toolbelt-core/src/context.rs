@@ -40,6 +40,22 @@ impl ToolContext {
         Self::default()
     }
 
+    /// Reports how far the running call has got (`progress` of `total`, when known). The
+    /// executor delivers it as [`ExecEvent::Progress`](crate::ExecEvent::Progress) and to the
+    /// [`ProgressSink`](crate::ProgressSink) in this context, if any; outside an executor, or
+    /// with nobody listening, it does nothing.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(call) = self.get::<crate::progress::CallProgress>() {
+            (call.deliver)(&crate::Progress {
+                call_id: call.call_id.clone(),
+                tool: call.tool.clone(),
+                progress,
+                total,
+                message,
+            });
+        }
+    }
+
     /// The id of the call being executed, when known.
     pub fn call_id(&self) -> Option<&str> {
         self.call_id.as_deref()

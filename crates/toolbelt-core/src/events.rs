@@ -36,6 +36,8 @@ pub enum ExecEvent {
         /// The wait before the next attempt.
         delay: Duration,
     },
+    /// The running call reported progress ([`ToolContext::report_progress`](crate::ToolContext::report_progress)).
+    Progress(crate::Progress),
     /// The call ended.
     CallFinished {
         /// The call id.

@@ -251,6 +251,28 @@ pub enum BatchEvent<'a> {
     Finished(&'a CallResult),
 }
 
+/// `base` with this call's progress reporter when anyone would hear a report: a subscriber
+/// of the executor's events or a [`ProgressSink`](crate::ProgressSink) in the context.
+fn with_progress(shared: &Shared, base: &ToolContext, call: &ToolCall) -> ToolContext {
+    let sink = base.get::<crate::ProgressSink>().cloned();
+    if sink.is_none() && shared.events.receiver_count() == 0 {
+        return base.clone();
+    }
+    let events = shared.events.clone();
+    base.clone().with(crate::progress::CallProgress {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        deliver: std::sync::Arc::new(move |progress: &crate::Progress| {
+            if let Some(sink) = &sink {
+                sink.send(progress);
+            }
+            if events.receiver_count() > 0 {
+                let _ = events.send(ExecEvent::Progress(progress.clone()));
+            }
+        }),
+    })
+}
+
 async fn run_call(
     shared: &Shared,
     tool: Result<ToolHandle, ToolError>,
@@ -295,7 +317,7 @@ async fn run_call(
                 () = base.cancellation().cancelled() => return Err(ToolError::Cancelled),
             }
         };
-        let ctx = base.clone().with_call_id(call.id.as_str());
+        let ctx = with_progress(shared, base, &call).with_call_id(call.id.as_str());
         let (outcome, n) = retry::run_attempts(shared, &tool, &call.arguments, &ctx).await;
         attempts = n;
         // Error messages obey the output cap too (a failed command's output is in its error).

@@ -9,6 +9,7 @@ mod events;
 mod executor;
 mod name;
 mod output;
+mod progress;
 mod registry;
 mod schema;
 mod selection;
@@ -29,6 +30,7 @@ pub use executor::{
 };
 pub use name::{MAX_NAME_LEN, MAX_PROVIDER_NAME_LEN, ToolName, is_provider_safe};
 pub use output::{IntoToolOutput, Json, ToolOutput, Truncation};
+pub use progress::{Progress, ProgressSink};
 pub use registry::{Registry, discovered_tools};
 pub use schema::schema_for;
 pub use selection::Selection;

@@ -25,7 +25,7 @@ use serde::Serialize;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{Registry, ToolHandle};
+use toolbelt_core::{Registry, ToolContext, ToolHandle};
 
 use crate::config::{McpServerConfig, Transport};
 use crate::error::McpError;
@@ -151,27 +151,9 @@ impl Backoff {
 struct ProgressRoute {
     tool: String,
     call_id: Option<String>,
-    sink: Option<ProgressSink>,
-}
-
-/// A callback a host puts in a call's [`ToolContext`](toolbelt_core::ToolContext)
-/// to receive that call's MCP progress (`progress`, `total`, `message`).
-#[derive(Clone)]
-pub struct ProgressSink(Arc<ProgressFn>);
-
-type ProgressFn = dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync;
-
-impl ProgressSink {
-    /// A sink calling `f`.
-    pub fn new(f: impl Fn(f64, Option<f64>, Option<String>) + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
-    }
-}
-
-impl std::fmt::Debug for ProgressSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProgressSink")
-    }
+    /// The call's context: its progress goes to the executor's events and the host's
+    /// [`ProgressSink`](toolbelt_core::ProgressSink) through it.
+    ctx: ToolContext,
 }
 
 /// State shared by the client handle, its tools, the rmcp handler and the supervisor.
@@ -232,9 +214,7 @@ impl Shared {
         let Some(route) = route else {
             return;
         };
-        if let Some(sink) = &route.sink {
-            (sink.0)(progress, total, message.clone());
-        }
+        route.ctx.report_progress(progress, total, message.clone());
         tracing::debug!(server = %self.name, tool = %route.tool, progress, ?total, "mcp progress");
         self.emit(McpEvent::Progress {
             server: self.name.clone(),
@@ -246,20 +226,14 @@ impl Shared {
         });
     }
 
-    pub(crate) fn track_progress(
-        &self,
-        token: ProgressToken,
-        tool: &str,
-        call_id: Option<String>,
-        sink: Option<ProgressSink>,
-    ) {
+    pub(crate) fn track_progress(&self, token: ProgressToken, tool: &str, ctx: &ToolContext) {
         if let Ok(mut routes) = self.progress.lock() {
             routes.insert(
                 token,
                 ProgressRoute {
                     tool: tool.to_owned(),
-                    call_id,
-                    sink,
+                    call_id: ctx.call_id().map(str::to_owned),
+                    ctx: ctx.clone(),
                 },
             );
         }

@@ -9,9 +9,7 @@ mod error;
 mod server;
 
 pub use agents::{AgentEndpoint, Export, agents_router};
-pub use client::{
-    Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ProgressSink, ServerStatus,
-};
+pub use client::{Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ServerStatus};
 pub use config::{McpConfig, McpServerConfig, Transport};
 pub use convert::{
     MCP_METADATA_KEY, annotations_from_policy, output_from_result, policy_from_annotations,
@@ -19,6 +17,9 @@ pub use convert::{
 };
 pub use error::McpError;
 pub use server::{McpServer, McpServerHandler};
+/// Progress of imported calls reaches a [`ProgressSink`] in the call's context (and the
+/// executor's events); it is core's type, re-exported here where it used to live.
+pub use toolbelt_core::{Progress, ProgressSink};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}

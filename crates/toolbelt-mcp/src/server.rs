@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequests,
-    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool as McpToolDef,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool as McpToolDef,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::StreamableHttpServerConfig;
@@ -31,8 +31,8 @@ use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use toolbelt_core::{
-    ApprovalRequest, ApprovalResponse, Approver, BoxFuture, Executor, Extensions, Registry,
-    Selection, ToolCall, ToolContext, ToolHandle, Toolset,
+    ApprovalRequest, ApprovalResponse, Approver, BoxFuture, Executor, Extensions, Progress,
+    ProgressSink, Registry, Selection, ToolCall, ToolContext, ToolHandle, Toolset,
 };
 
 use crate::convert::{result_from_outcome, tool_definition};
@@ -305,12 +305,53 @@ impl McpServer {
         let args = params.arguments.map_or_else(|| json!({}), Value::Object);
         let call = ToolCall::new(context.id.to_string(), params.name.to_string(), args);
         let approver: Arc<dyn Approver> = Arc::new(McpApprover { mode });
-        let ctx = ToolContext::new()
+        let mut ctx = ToolContext::new()
             .with_extensions(self.inner.extensions.clone())
             .with_call_id(context.id.to_string())
             .with_cancellation(context.ct.clone())
             .with(approver);
+        // The tool's progress goes to the client as `notifications/progress` when it asked
+        // for it (a progress token in the request), in order, through one task per call that
+        // ends with the call (a tool that kept its context alive would not hold it open).
+        let forwarder = context.meta.get_progress_token().map(|token| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+            let (done, mut finished) = tokio::sync::oneshot::channel::<()>();
+            let peer = context.peer.clone();
+            ctx = ctx.clone().with(ProgressSink::new(move |p| {
+                let _ = tx.send(p.clone());
+            }));
+            let task = tokio::spawn(async move {
+                let mut closing = false;
+                loop {
+                    let next = if closing {
+                        rx.try_recv().ok()
+                    } else {
+                        tokio::select! {
+                            biased;
+                            p = rx.recv() => p,
+                            _ = &mut finished => {
+                                closing = true;
+                                rx.try_recv().ok()
+                            }
+                        }
+                    };
+                    let Some(p) = next else { break };
+                    let mut note = ProgressNotificationParam::new(token.clone(), p.progress);
+                    note.total = p.total;
+                    note.message = p.message;
+                    if peer.notify_progress(note).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            (done, task)
+        });
         let result = self.inner.executor.execute(&tools, call, &ctx).await;
+        if let Some((done, task)) = forwarder {
+            // The reports made so far are sent before the result.
+            let _ = done.send(());
+            let _ = task.await;
+        }
         if asked.load(Ordering::SeqCst) {
             // Protocol 2026-07-28 has no server-to-client requests: the
             // question goes back as an input-required result, and the client

@@ -68,6 +68,7 @@ pub struct RunEvent {
     pub seq: u64,
     /// `started`, `routed`, `text_delta`, `model_turn`, `tool_call_started`,
     /// `approval_requested`, `approval_resolved`, `question_asked`, `question_answered`,
+    /// `tool_progress` (`call_id`, `tool`, `progress`, `total`, `message`),
     /// `tool_call_finished`, `tools_added`, `finished`, `failed`, `cancelled`.
     #[serde(rename = "type")]
     pub kind: String,
@@ -671,6 +672,12 @@ impl RunRegistry {
             }
             AgentEvent::ToolsAdded { by, tools } => {
                 entry.push("tools_added", json!({"by": by, "tools": tools}));
+            }
+            AgentEvent::ToolProgress(progress) => {
+                entry.push(
+                    "tool_progress",
+                    serde_json::to_value(&progress).unwrap_or(Value::Null),
+                );
             }
             AgentEvent::Finished(output) => {
                 let usage = output.usage();

@@ -22,6 +22,7 @@ fn label(event: &AgentEvent) -> String {
             tool_calls,
         } => format!("turn {iteration} calls {}", tool_calls.len()),
         AgentEvent::ToolCallStarted(call) => format!("start {}", call.name),
+        AgentEvent::ToolProgress(p) => format!("progress {} {}/{:?}", p.tool, p.progress, p.total),
         AgentEvent::ToolCallFinished(result) => {
             format!("finish {} {}", result.call.name, result.to_model_text())
         }
@@ -144,4 +145,40 @@ async fn the_route_decision_is_an_event() {
         panic!("no route event first")
     };
     assert_eq!(decision, RouteDecision::direct("direct", "small talk"));
+}
+
+#[tokio::test]
+async fn a_tools_progress_reports_are_events_between_its_start_and_finish() {
+    let download = FnTool::builder("download")
+        .description("Download a file")
+        .handler(|_args, ctx: ToolContext| async move {
+            for part in 1..=2 {
+                ctx.report_progress(f64::from(part), Some(2.0), Some(format!("part {part}")));
+            }
+            "done"
+        })
+        .unwrap();
+    let script = ScriptedProvider::new()
+        .then_call("download", json!({}))
+        .then_text("ok");
+    let agent = Agent::builder(script.provider())
+        .tool(download)
+        .build()
+        .unwrap();
+    let events: Vec<String> = agent
+        .run_stream("get it")
+        .map(|e| label(&e))
+        .collect()
+        .await;
+    let at = events.iter().position(|e| e == "start download").unwrap();
+    assert_eq!(
+        events[at..at + 4],
+        [
+            "start download",
+            "progress download 1/Some(2.0)",
+            "progress download 2/Some(2.0)",
+            "finish download done",
+        ],
+        "{events:?}"
+    );
 }

@@ -129,6 +129,9 @@ function renderEvent(ev) {
       return h('li', { class: 'ev' }, badge(`model turn ${d.iteration}`), d.tool_calls?.length ? ` asks for ${d.tool_calls.map((c) => c.name).join(', ')}` : ' answers');
     case 'tool_call_started':
       return h('li', { class: 'ev' }, badge('call', 'info'), ' ', h('code', {}, d.name), h('details', {}, h('summary', {}, 'arguments'), pre(d.arguments)));
+    case 'tool_progress':
+      return h('li', { class: 'ev' }, badge('progress'), ' ', h('code', {}, d.tool),
+        ` ${num(d.progress)}${d.total != null ? ` of ${num(d.total)}` : ''}${d.message ? `: ${d.message}` : ''}`);
     case 'tool_call_finished':
       return h('li', { class: 'ev' }, badge(d.ok ? 'result' : 'error', d.ok ? 'ok' : 'bad'), ' ', h('code', {}, d.call?.name), ` in ${ms(d.duration_ms)}`,
         pre(d.ok ? (d.output?.json ?? d.output?.text ?? '') : d.error?.message));

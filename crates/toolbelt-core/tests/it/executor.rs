@@ -335,6 +335,57 @@ async fn cacheable_results_are_reused_by_arguments() {
 }
 
 #[tokio::test]
+async fn progress_reaches_subscribers_and_the_contexts_sink_naming_the_call() {
+    let steps = FnTool::builder("steps")
+        .description("Report two steps")
+        .handler(|_args, ctx: ToolContext| async move {
+            ctx.report_progress(1.0, Some(2.0), None);
+            ctx.report_progress(2.0, Some(2.0), Some("done".to_owned()));
+            "ok"
+        })
+        .unwrap();
+    let tools = Toolset::from_tools([steps.clone()]);
+    // Outside an executor, reporting is a no-op.
+    steps.call(json!({}), ToolContext::new()).await.unwrap();
+    let exec = Executor::new();
+    let mut events = exec.subscribe();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    let ctx = ToolContext::new().with(toolbelt_core::ProgressSink::new(move |p| {
+        sink_seen.lock().unwrap().push(p.clone());
+    }));
+    exec.execute(&tools, call("c9", "steps", json!({})), &ctx)
+        .await
+        .outcome
+        .unwrap();
+    let mut reported = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let ExecEvent::Progress(p) = event {
+            reported.push(p);
+        }
+    }
+    assert_eq!(reported, *seen.lock().unwrap());
+    let summary: Vec<_> = reported
+        .iter()
+        .map(|p| {
+            (
+                p.call_id.as_str(),
+                p.tool.as_str(),
+                p.progress,
+                p.message.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("c9", "steps", 1.0, None),
+            ("c9", "steps", 2.0, Some("done"))
+        ]
+    );
+}
+
+#[tokio::test]
 async fn subscribers_see_started_and_finished_events() {
     let exec = Executor::new();
     let mut events = exec.subscribe();

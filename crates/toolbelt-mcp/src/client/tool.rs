@@ -11,7 +11,7 @@ use rmcp::service::{PeerRequestOptions, RoleClient};
 use serde_json::{Value, json};
 use toolbelt_core::{SpecError, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolSpec};
 
-use super::{ProgressSink, Shared};
+use super::Shared;
 use crate::config::McpServerConfig;
 use crate::convert::{
     MCP_METADATA_KEY, normalize_input_schema, output_from_result, policy_from_annotations, tag_safe,
@@ -147,12 +147,7 @@ impl Tool for McpTool {
             .await
             .map_err(|e| ToolError::retryable(format!("MCP server `{}`: {e}", shared.name())))?;
         let token = handle.progress_token.clone();
-        shared.track_progress(
-            token.clone(),
-            self.spec.name.as_str(),
-            ctx.call_id().map(str::to_owned),
-            ctx.get::<ProgressSink>().cloned(),
-        );
+        shared.track_progress(token.clone(), self.spec.name.as_str(), &ctx);
         let mut guard = CancelOnDrop {
             peer: Some(peer),
             id: handle.id.clone(),

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolbelt_core::{Effect, Executor, ToolCall, ToolContext, ToolError, ToolErrorKind, ToolKind};
+use toolbelt_core::{
+    Effect, ExecEvent, Executor, ToolCall, ToolContext, ToolError, ToolErrorKind, ToolKind,
+};
 use toolbelt_mcp::{McpClient, McpEvent, McpServerConfig, ProgressSink, ServerStatus};
 
 use crate::support::{call, eventually, everything_config, npm_server, quick_backoff, start};
@@ -89,43 +91,59 @@ async fn bad_arguments_are_refused_with_the_json_pointer_before_the_server_sees_
 }
 
 #[tokio::test]
-async fn progress_notifications_reach_the_sink_and_the_event_stream() {
+async fn progress_notifications_reach_the_sink_and_the_event_streams() {
     let Some(entry) = npm_server("server-everything") else {
         return;
     };
     let (client, registry) = start("everything", everything_config(&entry)).await;
     let mut events = client.subscribe();
+    let executor = Executor::new();
+    let mut exec_events = executor.subscribe();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink_seen = seen.clone();
-    let ctx = ToolContext::new()
-        .with_call_id("call-7")
-        .with(ProgressSink::new(move |p, total, _| {
-            sink_seen.lock().unwrap().push((p, total))
-        }));
-    let call_ = ToolCall::new(
-        "call-7",
-        "everything.trigger-long-running-operation",
-        json!({"duration": 0.3, "steps": 3}),
-    );
-    let result = Executor::new().execute(&registry.all(), call_, &ctx).await;
+    let ctx = ToolContext::new().with(ProgressSink::new(move |p| {
+        sink_seen
+            .lock()
+            .unwrap()
+            .push((p.call_id.clone(), p.progress, p.total))
+    }));
+    let tool = "everything.trigger-long-running-operation";
+    let call_ = ToolCall::new("call-7", tool, json!({"duration": 0.3, "steps": 3}));
+    let result = executor.execute(&registry.all(), call_, &ctx).await;
     assert!(result.outcome.unwrap().text.contains("completed"));
+    let id = || "call-7".to_owned();
     assert_eq!(
         *seen.lock().unwrap(),
-        [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+        [
+            (id(), 1.0, Some(3.0)),
+            (id(), 2.0, Some(3.0)),
+            (id(), 3.0, Some(3.0))
+        ]
     );
+    // The executor's events carry the same reports, between the call's start and finish.
+    let mut steps = Vec::new();
+    while let Ok(event) = exec_events.try_recv() {
+        match event {
+            ExecEvent::CallStarted { .. } => steps.push("started".to_owned()),
+            ExecEvent::Progress(p) => {
+                assert_eq!((p.call_id.as_str(), p.tool.as_str()), ("call-7", tool));
+                steps.push(format!("{}/{}", p.progress, p.total.unwrap()));
+            }
+            ExecEvent::CallFinished { .. } => steps.push("finished".to_owned()),
+            _ => {}
+        }
+    }
+    assert_eq!(steps, ["started", "1/3", "2/3", "3/3", "finished"]);
     let mut progress = Vec::new();
     while let Ok(event) = events.try_recv() {
         if let McpEvent::Progress {
             call_id,
             progress: p,
-            tool,
+            tool: name,
             ..
         } = event
         {
-            assert_eq!(
-                (call_id.as_deref(), tool.as_str()),
-                (Some("call-7"), "everything.trigger-long-running-operation")
-            );
+            assert_eq!((call_id.as_deref(), name.as_str()), (Some("call-7"), tool));
             progress.push(p);
         }
     }

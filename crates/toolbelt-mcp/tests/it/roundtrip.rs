@@ -231,3 +231,49 @@ async fn a_routed_export_lists_the_search_tool_then_what_each_search_found() {
     assert_eq!(imported.len(), 3, "{:?}", imported.all().names());
     task.abort();
 }
+
+#[tokio::test]
+async fn a_served_tools_progress_reaches_the_importing_side() {
+    let served = Arc::new(Registry::new());
+    let steps = FnTool::builder("math.steps")
+        .description("Count to three, reporting each step")
+        .tag("math")
+        .handler(|_args, ctx| async move {
+            for step in 1..=3 {
+                ctx.report_progress(f64::from(step), Some(3.0), Some(format!("step {step}")));
+            }
+            "counted"
+        })
+        .unwrap();
+    served.add_tool(steps).unwrap();
+    let (url, task) = serve_http(served).await;
+    let (_client, registry) =
+        start("remote", McpServerConfig::http(&url).with_tool_prefix("")).await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    let ctx = toolbelt_core::ToolContext::new().with(toolbelt_core::ProgressSink::new(move |p| {
+        sink_seen
+            .lock()
+            .unwrap()
+            .push((p.progress, p.message.clone().unwrap_or_default()))
+    }));
+    let result = Executor::new()
+        .execute(
+            &registry.all(),
+            toolbelt_core::ToolCall::new("c1", "math.steps", json!({})),
+            &ctx,
+        )
+        .await;
+    assert_eq!(result.outcome.unwrap().text, "counted");
+    // Notifications are sent before the result, so they are all in by now.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            (1.0, "step 1".to_owned()),
+            (2.0, "step 2".to_owned()),
+            (3.0, "step 3".to_owned())
+        ]
+    );
+    task.abort();
+}

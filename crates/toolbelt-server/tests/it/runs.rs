@@ -68,11 +68,23 @@ async fn a_run_answers_as_json_with_its_transcript() {
         "started",
         "routed",
         "tool_call_started",
+        "tool_progress",
         "tool_call_finished",
         "finished",
     ] {
         assert!(kinds.contains(&kind), "{kinds:?}");
     }
+    let progress = detail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "tool_progress")
+        .unwrap();
+    assert_eq!(
+        (&progress["data"]["tool"], &progress["data"]["message"]),
+        (&json!("echo"), &json!("echoing")),
+        "{progress}"
+    );
     assert!(
         detail["messages"].as_array().unwrap().len() >= 4,
         "{detail}"

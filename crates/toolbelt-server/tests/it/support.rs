@@ -19,7 +19,11 @@ fn echo() -> ToolHandle {
         .description("Echo the text back")
         .tag("util")
         .parameters(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false}))
-        .handler(|args, _ctx| async move { args["text"].as_str().unwrap_or_default().to_owned() })
+        .handler(|args, ctx| async move {
+            // Reports progress once, so that runs show `tool_progress` events.
+            ctx.report_progress(1.0, Some(1.0), Some("echoing".to_owned()));
+            args["text"].as_str().unwrap_or_default().to_owned()
+        })
         .unwrap()
 }
 

@@ -395,6 +395,11 @@ impl View {
             AgentEvent::ToolsAdded { by, tools } => {
                 self.note(&format!("  {by} added: {}", tools.join(", ")));
             }
+            AgentEvent::ToolProgress(p) => {
+                let of = p.total.map(|t| format!(" of {t}")).unwrap_or_default();
+                let message = p.message.map(|m| format!(": {m}")).unwrap_or_default();
+                self.note(&format!("  … {} {}{of}{message}", p.tool, p.progress));
+            }
             AgentEvent::Finished(output) => self.finished(&output),
             AgentEvent::Failed(error) => self.failed(&error),
             _ => {}
