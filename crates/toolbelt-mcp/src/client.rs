@@ -252,17 +252,20 @@ impl Shared {
 
 /// A supervised connection to one MCP server.
 ///
-/// Dropping the last handle stops the supervisor and the server process.
+/// Dropping the last handle stops the supervisor and the server process, and takes the
+/// server's tools out of the registry.
 #[derive(Clone)]
 pub struct McpClient {
-    shared: Arc<Shared>,
+    // Declared first: dropped while `shared` is still alive, so its tools can be removed.
     _supervisor: Arc<Supervisor>,
+    shared: Arc<Shared>,
 }
 
 /// Owns the supervisor task; stops it when dropped.
 struct Supervisor {
     tasks: Mutex<JoinSet<()>>,
     stop: CancellationToken,
+    shared: Weak<Shared>,
 }
 
 impl Drop for Supervisor {
@@ -270,6 +273,10 @@ impl Drop for Supervisor {
         self.stop.cancel();
         if let Ok(mut tasks) = self.tasks.lock() {
             tasks.abort_all();
+        }
+        // The aborted task cannot take the tools out any more: do it here.
+        if let Some(shared) = self.shared.upgrade() {
+            go_down(&shared);
         }
     }
 }
@@ -367,9 +374,11 @@ impl McpClient {
         }
     }
 
-    /// Stops the supervisor, closes the connection and removes the tools from the registry.
+    /// Stops the supervisor, closes the connection and removes the tools from the registry
+    /// (at once; the status becomes `Stopped` when the connection has closed).
     pub fn shutdown(&self) {
         self.shared.stop.cancel();
+        go_down(&self.shared);
     }
 }
 
@@ -413,11 +422,12 @@ impl McpClientBuilder {
         let mut tasks = JoinSet::new();
         tasks.spawn(supervise(Arc::downgrade(&shared), transport, stop.clone()));
         Ok(McpClient {
-            shared,
             _supervisor: Arc::new(Supervisor {
                 tasks: Mutex::new(tasks),
                 stop,
+                shared: Arc::downgrade(&shared),
             }),
+            shared,
         })
     }
 }

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod extract;
 pub mod health;
 pub mod manage;
+pub mod mcp_servers;
 pub mod route;
 pub mod routines;
 pub mod runs;
@@ -66,6 +67,8 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(stats::stats))
         .routes(routes!(stats::list_stored_tools))
         .routes(routes!(whoami::whoami))
+        .routes(routes!(mcp_servers::list_mcp_servers))
+        .routes(routes!(mcp_servers::get_mcp_server))
         .route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))
@@ -91,6 +94,11 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(routines::delete_routine))
         .routes(routes!(routines::pause_routine))
         .routes(routes!(routines::resume_routine))
+        .routes(routes!(
+            mcp_servers::put_mcp_server,
+            mcp_servers::patch_mcp_server,
+            mcp_servers::delete_mcp_server
+        ))
         .route_layer(from_fn_with_state(state.clone(), require_admin));
     let open = OpenApiRouter::new()
         .routes(routes!(health::healthz))

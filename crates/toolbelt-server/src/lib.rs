@@ -26,6 +26,7 @@ mod auth;
 mod config;
 pub mod database;
 mod mcp;
+pub mod mcp_servers;
 pub mod metrics;
 mod problem;
 pub mod routines;

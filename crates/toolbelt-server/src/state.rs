@@ -39,6 +39,8 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown` event).
     pub shutdown: CancellationToken,
+    /// The clients of the MCP servers stored in the database ([`crate::mcp_servers::spawn`]).
+    pub mcp_servers: crate::mcp_servers::McpServers,
 }
 
 /// Where the live tools are: a registry of the process, or one that follows the store.
@@ -174,6 +176,7 @@ impl AppState {
             store: None,
             run_log: None,
             shutdown: CancellationToken::new(),
+            mcp_servers: crate::mcp_servers::McpServers::default(),
         })
     }
 }

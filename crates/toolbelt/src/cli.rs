@@ -3,6 +3,7 @@
 mod agents;
 mod db;
 mod mcp;
+mod mcp_stored;
 mod memory;
 mod models;
 mod route;
@@ -113,5 +114,15 @@ pub(crate) fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_command_line_is_well_formed() {
+        // clap checks ids, conflicts and requirements only when a command is parsed; this
+        // checks every subcommand at once.
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

@@ -277,3 +277,19 @@ async fn a_served_tools_progress_reaches_the_importing_side() {
     );
     task.abort();
 }
+
+#[tokio::test]
+async fn shutting_down_or_dropping_a_client_takes_its_tools_out_at_once() {
+    let served = Arc::new(Registry::new());
+    served.add_tool(add_tool("math.add")).unwrap();
+    let (url, task) = serve_http(served).await;
+    let (client, registry) = start("a", McpServerConfig::http(&url)).await;
+    assert!(registry.contains("a.math.add"));
+    client.shutdown();
+    assert!(!registry.contains("a.math.add"));
+    let (client, registry) = start("b", McpServerConfig::http(&url)).await;
+    assert!(registry.contains("b.math.add"));
+    drop(client);
+    assert!(!registry.contains("b.math.add"));
+    task.abort();
+}

@@ -3,6 +3,7 @@
 
 mod api;
 mod mcp;
+mod mcp_servers;
 mod routines;
 mod runs;
 mod stored;

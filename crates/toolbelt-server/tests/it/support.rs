@@ -123,6 +123,8 @@ impl TestServer {
         if scheduled {
             toolbelt_server::routines::spawn_scheduler(&state, "test").unwrap();
         }
+        // Stored MCP servers are connected and followed, as `toolbelt serve` does.
+        let _ = toolbelt_server::mcp_servers::spawn(&state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel();

@@ -28,6 +28,19 @@ pub(crate) enum McpCommand {
     Serve(ServeArgs),
     /// Connect to the servers of an `mcpServers` file and list their tools.
     Tools(ToolsArgs),
+    /// Store an MCP server in the database; `toolbelt serve` connects it
+    /// (`toolbelt mcp add fs -- npx -y @modelcontextprotocol/server-filesystem /data`, or --url).
+    Add(super::mcp_stored::AddArgs),
+    /// Store every server of an `mcpServers` file in the database.
+    Import(super::mcp_stored::ImportArgs),
+    /// List the stored MCP servers (--check connects to each and counts its tools).
+    Ls(super::mcp_stored::LsArgs),
+    /// Remove a stored MCP server.
+    Rm(super::mcp_stored::NameArgs),
+    /// Connect a stored MCP server again.
+    Enable(super::mcp_stored::NameArgs),
+    /// Keep a stored MCP server but do not connect it (its tools are unavailable).
+    Disable(super::mcp_stored::NameArgs),
 }
 
 /// Arguments of `toolbelt mcp serve`.
@@ -72,6 +85,12 @@ pub(crate) async fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         McpCommand::Serve(args) => serve(args).await,
         McpCommand::Tools(args) => tools(args).await,
+        McpCommand::Add(args) => super::mcp_stored::add(args).await,
+        McpCommand::Import(args) => super::mcp_stored::import(args).await,
+        McpCommand::Ls(args) => super::mcp_stored::ls(args).await,
+        McpCommand::Rm(args) => super::mcp_stored::rm(args).await,
+        McpCommand::Enable(args) => super::mcp_stored::set_enabled(args, true).await,
+        McpCommand::Disable(args) => super::mcp_stored::set_enabled(args, false).await,
     }
 }
 

@@ -117,8 +117,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         &state,
         format!("{addr}/{}", std::process::id()),
     );
+    // The MCP servers stored in the database (`toolbelt mcp add`, `/api/v1/mcp-servers`):
+    // connected now, followed as they change, stopped with the server.
+    let mcp_servers = toolbelt_server::mcp_servers::spawn(&state);
     toolbelt_server::serve(listener, state, shutdown_signal()).await?;
-    if let Some(task) = scheduler {
+    for task in [scheduler, mcp_servers].into_iter().flatten() {
         let _ = task.await;
     }
     db.watch.stop().await;

@@ -2,6 +2,7 @@
 
 mod cli_db;
 mod cli_mcp;
+mod cli_mcp_stored;
 mod cli_memory_routines;
 mod cli_route;
 mod cli_run;

@@ -1,0 +1,222 @@
+//! `/api/v1/mcp-servers`: MCP servers stored in the database, with their health. The server
+//! connects each enabled one and imports its tools (see [`crate::mcp_servers`]).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolbelt_store::McpServerRecord;
+use utoipa::ToSchema;
+
+use crate::api::extract::ApiJson;
+use crate::api::manage::store_problem;
+use crate::mcp_servers::{Health, check_config};
+use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
+use crate::state::AppState;
+
+/// Body of `PUT /mcp-servers/{name}`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerBody {
+    /// One entry of an `mcpServers` file (Claude Desktop / Cursor shape): `command`, `args`,
+    /// `env`, `cwd` for stdio; `url`, `headers`, `bearerToken` for streamable HTTP; optional
+    /// `type`, `toolPrefix`, `timeoutMs`. Secrets as `{{secret.NAME}}`, never values.
+    #[schema(value_type = Object)]
+    pub config: Value,
+    /// Whether to connect to it (default true).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// The revision being replaced; required to change an existing server.
+    #[serde(default)]
+    pub revision: Option<i64>,
+}
+
+/// Body of `PATCH /mcp-servers/{name}`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerPatch {
+    /// Connect to it, or not.
+    pub enabled: bool,
+    /// The revision being changed (optional).
+    #[serde(default)]
+    pub revision: Option<i64>,
+}
+
+/// A stored MCP server and how its connection is doing in this instance.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct McpServerView {
+    /// Unique name; its tools are tagged `mcp:<name>`.
+    pub name: String,
+    /// Its configuration as stored.
+    #[schema(value_type = Object)]
+    pub config: Value,
+    /// Whether the server connects to it.
+    pub enabled: bool,
+    /// Pass it back to change the server.
+    pub revision: i64,
+    /// Unix ms.
+    pub created_at_ms: i64,
+    /// Unix ms.
+    pub updated_at_ms: i64,
+    /// The connection in this instance.
+    pub health: Health,
+}
+
+async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
+    let problem = check_config(&record.name, &record.config)
+        .err()
+        .map(|p| format!("{}: {}", p.pointer, p.message));
+    let health = state
+        .mcp_servers
+        .health(&record.name, record.enabled, problem)
+        .await;
+    McpServerView {
+        name: record.name,
+        config: record.config,
+        enabled: record.enabled,
+        revision: record.revision,
+        created_at_ms: record.created_at,
+        updated_at_ms: record.updated_at,
+        health,
+    }
+}
+
+fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
+    state.store.as_ref().ok_or_else(|| {
+        Problem::new(
+            StatusCode::NOT_FOUND,
+            "no_store",
+            "this server has no database; stored MCP servers need one (start it with --database-url)",
+        )
+    })
+}
+
+/// Lists the stored MCP servers with their health.
+#[utoipa::path(get, path = "/api/v1/mcp-servers", tag = "mcp",
+    responses((status = 200, body = Vec<McpServerView>), (status = 404, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn list_mcp_servers(
+    State(state): State<AppState>,
+) -> ApiResult<Json<Vec<McpServerView>>> {
+    let records = store(&state)?
+        .list_mcp_servers()
+        .await
+        .map_err(store_problem)?;
+    let mut views = Vec::with_capacity(records.len());
+    for record in records {
+        views.push(view(&state, record).await);
+    }
+    Ok(Json(views))
+}
+
+/// One stored MCP server with its health.
+#[utoipa::path(get, path = "/api/v1/mcp-servers/{name}", tag = "mcp",
+    params(("name" = String, Path, description = "Server name")),
+    responses((status = 200, body = McpServerView), (status = 404, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn get_mcp_server(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<McpServerView>> {
+    let record = store(&state)?
+        .get_mcp_server(&name)
+        .await
+        .map_err(store_problem)?;
+    Ok(Json(view(&state, record).await))
+}
+
+/// Creates an MCP server (201) or replaces its configuration (200, with `revision`). The
+/// server connects to it at once and imports its tools.
+#[utoipa::path(put, path = "/api/v1/mcp-servers/{name}", tag = "mcp", request_body = McpServerBody,
+    params(("name" = String, Path, description = "Server name: letters, digits, `_` and `-`")),
+    responses((status = 201, body = McpServerView), (status = 200, body = McpServerView),
+        (status = 409, body = ProblemDocument), (status = 412, body = ProblemDocument),
+        (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn put_mcp_server(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<McpServerBody>,
+) -> ApiResult<(StatusCode, Json<McpServerView>)> {
+    let store = store(&state)?;
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(Problem::invalid_field(
+            "name",
+            "use 1 to 64 ASCII letters, digits, `_` or `-` (it prefixes the server's tool names)",
+        )
+        .with_code("invalid_name"));
+    }
+    check_config(&name, &body.config).map_err(|p| {
+        let pointer = format!("/config{}", p.pointer);
+        Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_mcp_config",
+            format!("{pointer}: {}", p.message),
+        )
+        .with_errors(vec![FieldError {
+            pointer,
+            message: p.message,
+        }])
+    })?;
+    let created = body.revision.is_none();
+    let mut record = store
+        .put_mcp_server(&name, &body.config, body.revision)
+        .await
+        .map_err(|e| store_problem(e).with_code_if("already_exists", "mcp_server_exists"))?;
+    if let Some(enabled) = body.enabled
+        && enabled != record.enabled
+    {
+        record = store
+            .set_mcp_server_enabled(&name, enabled, Some(record.revision))
+            .await
+            .map_err(store_problem)?;
+    }
+    state.mcp_servers.sync(&state).await;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(view(&state, record).await)))
+}
+
+/// Enables or disables an MCP server (a disabled one is disconnected, its tools unavailable).
+#[utoipa::path(patch, path = "/api/v1/mcp-servers/{name}", tag = "mcp", request_body = McpServerPatch,
+    params(("name" = String, Path, description = "Server name")),
+    responses((status = 200, body = McpServerView), (status = 404, body = ProblemDocument),
+        (status = 412, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn patch_mcp_server(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<McpServerPatch>,
+) -> ApiResult<Json<McpServerView>> {
+    let record = store(&state)?
+        .set_mcp_server_enabled(&name, body.enabled, body.revision)
+        .await
+        .map_err(store_problem)?;
+    state.mcp_servers.sync(&state).await;
+    Ok(Json(view(&state, record).await))
+}
+
+/// Deletes an MCP server; its tools leave the registry.
+#[utoipa::path(delete, path = "/api/v1/mcp-servers/{name}", tag = "mcp",
+    params(("name" = String, Path, description = "Server name")),
+    responses((status = 204), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+pub(crate) async fn delete_mcp_server(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    store(&state)?
+        .delete_mcp_server(&name, None)
+        .await
+        .map_err(store_problem)?;
+    state.mcp_servers.sync(&state).await;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,200 @@
+//! `/api/v1/mcp-servers` on SQLite and Postgres: a stored MCP server (the npm reference server
+//! `server-everything`, installed by `scripts/setup-mcp-peers.sh`) is connected, its tools are
+//! callable through the API, and disabling or deleting it takes them away.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{ADMIN, READER, TestServer, json_of, on_both, problem_of};
+
+fn everything() -> Option<PathBuf> {
+    let entry = std::env::var_os("TOOLBELT_MCP_PEERS")
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
+            PathBuf::from,
+        )
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if entry.exists() {
+        Some(entry)
+    } else {
+        println!("skipped: server-everything is not installed (run scripts/setup-mcp-peers.sh)");
+        None
+    }
+}
+
+/// Polls `GET /mcp-servers/{name}` until `check` holds on it (10 s at most).
+async fn wait_for(s: &TestServer, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let view = json_of(
+            s.get(&format!("/api/v1/mcp-servers/{name}"), READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        if check(&view) {
+            return view;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{what}: {view}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stored_mcp_server_is_connected_called_disabled_and_deleted() {
+    let Some(entry) = everything() else { return };
+    on_both(|db| {
+        let entry = entry.clone();
+        async move {
+            let s = TestServer::start_stored(&db, None).await;
+            let config = json!({"command": "node", "args": [entry, "stdio"]});
+            let put = |body: Value| {
+                s.http
+                    .put(format!("{}/api/v1/mcp-servers/everything", s.url))
+                    .bearer_auth(ADMIN)
+                    .json(&body)
+                    .send()
+            };
+            // Reading is not enough to add one.
+            let denied = s
+                .http
+                .put(format!("{}/api/v1/mcp-servers/everything", s.url))
+                .bearer_auth(READER)
+                .json(&json!({"config": config}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(denied.status().as_u16(), 403);
+            let created = json_of(put(json!({"config": config})).await.unwrap(), 201).await;
+            assert_eq!((created["enabled"].clone(), created["revision"].clone()), (json!(true), json!(1)));
+            let up = wait_for(&s, "everything", "never came up", |v| v["health"]["state"] == "up").await;
+            assert!(up["health"]["tools"].as_u64().unwrap() > 5, "{up}");
+            // Its tools are in the registry, tagged, and callable through the API.
+            let tools = json_of(s.get("/api/v1/tools?tag=mcp:everything&limit=100", READER).send().await.unwrap(), 200).await;
+            let names: Vec<&str> = tools["items"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+            assert!(names.contains(&"everything.echo"), "{names:?}");
+            let echoed = json_of(
+                s.post("/api/v1/tools/everything.echo/call", ADMIN)
+                    .json(&json!({"arguments": {"message": "stored and served"}}))
+                    .send()
+                    .await
+                    .unwrap(),
+                200,
+            )
+            .await;
+            assert!(echoed.to_string().contains("stored and served"), "{echoed}");
+            // Creating it twice is a conflict; a changed config needs the revision.
+            problem_of(put(json!({"config": config})).await.unwrap(), 409, "mcp_server_exists").await;
+            // Bad configurations are refused naming the field, and nothing changes.
+            let bad = problem_of(
+                put(json!({"config": {"url": "ftp://example.test"}, "revision": 1})).await.unwrap(),
+                422,
+                "invalid_mcp_config",
+            )
+            .await;
+            assert_eq!(bad["errors"][0]["pointer"], "/config/url", "{bad}");
+            let literal = problem_of(
+                put(json!({"config": {"url": "https://example.test/mcp", "bearerToken": "ghp_x"}, "revision": 1}))
+                    .await
+                    .unwrap(),
+                422,
+                "invalid_mcp_config",
+            )
+            .await;
+            assert_eq!(literal["errors"][0]["pointer"], "/config/bearerToken", "{literal}");
+            // Disabled: disconnected, its tools gone.
+            let disabled = json_of(
+                s.http
+                    .patch(format!("{}/api/v1/mcp-servers/everything", s.url))
+                    .bearer_auth(ADMIN)
+                    .json(&json!({"enabled": false}))
+                    .send()
+                    .await
+                    .unwrap(),
+                200,
+            )
+            .await;
+            assert_eq!(disabled["health"]["state"], "disabled");
+            let start = Instant::now();
+            loop {
+                let r = s.post("/api/v1/tools/everything.echo/call", ADMIN)
+                    .json(&json!({"arguments": {"message": "x"}}))
+                    .send()
+                    .await
+                    .unwrap();
+                if r.status().as_u16() == 404 {
+                    break;
+                }
+                assert!(start.elapsed() < Duration::from_secs(10), "the tool stayed after disabling: {} {}", r.status(), r.text().await.unwrap());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let listed = json_of(s.get("/api/v1/mcp-servers", READER).send().await.unwrap(), 200).await;
+            assert_eq!(listed[0]["name"], "everything");
+            let deleted = s
+                .http
+                .delete(format!("{}/api/v1/mcp-servers/everything", s.url))
+                .bearer_auth(ADMIN)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(deleted.status().as_u16(), 204);
+            problem_of(s.get("/api/v1/mcp-servers/everything", READER).send().await.unwrap(), 404, "mcp_server_not_found").await;
+            s.stop().await;
+            db
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_stored_by_another_process_is_connected_within_the_poll() {
+    let Some(entry) = everything() else { return };
+    on_both(|db| {
+        let entry = entry.clone();
+        async move {
+            let s = TestServer::start_stored(&db, None).await;
+            // As `toolbelt mcp add` would: straight into the database, not through this server.
+            let other = db.open().await;
+            other
+                .put_mcp_server(
+                    "direct",
+                    &json!({"command": "node", "args": [entry, "stdio"]}),
+                    None,
+                )
+                .await
+                .unwrap();
+            let up = wait_for(&s, "direct", "never connected from the store", |v| {
+                v["health"]["state"] == "up"
+            })
+            .await;
+            assert!(up["health"]["tools"].as_u64().unwrap() > 5, "{up}");
+            other.delete_mcp_server("direct", None).await.unwrap();
+            let start = Instant::now();
+            loop {
+                let tools = json_of(
+                    s.get("/api/v1/tools?tag=mcp:direct", READER)
+                        .send()
+                        .await
+                        .unwrap(),
+                    200,
+                )
+                .await;
+                if tools["items"].as_array().unwrap().is_empty() {
+                    break;
+                }
+                assert!(
+                    start.elapsed() < Duration::from_secs(20),
+                    "tools stayed after the delete"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            s.stop().await;
+            db
+        }
+    })
+    .await;
+}

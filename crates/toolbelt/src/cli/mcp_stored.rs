@@ -1,0 +1,329 @@
+//! `toolbelt mcp add|import|ls|rm|enable|disable`: MCP servers stored in the database, which
+//! `toolbelt serve` connects (and follows as they change).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use toolbelt_mcp::{McpClient, McpConfig};
+use toolbelt_server::mcp_servers::check_config;
+use toolbelt_store::StoreError;
+
+use super::db::DbArgs;
+
+/// Arguments of `toolbelt mcp add`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AddArgs {
+    /// The server's name: its tools are named `<name>.<tool>` and tagged `mcp:<name>`.
+    name: String,
+    /// Streamable HTTP endpoint (instead of a command).
+    #[arg(long = "url", value_name = "URL", conflicts_with = "config")]
+    server_url: Option<String>,
+    /// An HTTP header, `NAME=VALUE` (repeatable); secrets as `{{secret.NAME}}`.
+    #[arg(long = "header", value_name = "NAME=VALUE", requires = "server_url")]
+    headers: Vec<String>,
+    /// Send `Authorization: Bearer` with the value of this secret (environment or secrets file).
+    #[arg(long, value_name = "SECRET", requires = "server_url")]
+    bearer_token_secret: Option<String>,
+    /// An environment variable of the command, `NAME=VALUE` (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    env: Vec<String>,
+    /// Working directory of the command.
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Prefix of the imported tool names (default `<name>.`; "" keeps the server's names).
+    #[arg(long, value_name = "PREFIX")]
+    prefix: Option<String>,
+    /// The whole entry as JSON, in the `mcpServers` shape (instead of the options above).
+    #[arg(long, value_name = "JSON")]
+    config: Option<String>,
+    /// Store it disabled (not connected until `toolbelt mcp enable`).
+    #[arg(long)]
+    disabled: bool,
+    /// Replace the stored server of that name.
+    #[arg(long)]
+    replace: bool,
+    #[command(flatten)]
+    db: DbArgs,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// Arguments of `toolbelt mcp import`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ImportArgs {
+    /// An `mcpServers` JSON file (Claude Desktop / Cursor shape).
+    file: PathBuf,
+    /// Replace stored servers of the same names (otherwise they are left alone).
+    #[arg(long)]
+    replace: bool,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// Arguments of `toolbelt mcp ls`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LsArgs {
+    /// Connect to each enabled server and report whether it answers and how many tools it has.
+    #[arg(long)]
+    check: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// Arguments naming one stored server.
+#[derive(Debug, clap::Args)]
+pub(crate) struct NameArgs {
+    /// The server's name.
+    name: String,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// `NAME=VALUE` pairs as a map, naming the option of a malformed one.
+fn pairs(option: &str, items: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    items
+        .iter()
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+            _ => bail!("{option} {item:?}: expected NAME=VALUE"),
+        })
+        .collect()
+}
+
+/// The `mcpServers` entry `add` describes.
+fn entry(args: &AddArgs) -> anyhow::Result<Value> {
+    let mut config = match (&args.config, &args.server_url, args.command.split_first()) {
+        (Some(json), None, None) => {
+            serde_json::from_str::<Value>(json).context("--config is not valid JSON")?
+        }
+        (None, Some(url), None) => json!({"url": url}),
+        (None, None, Some((command, rest))) => json!({"command": command, "args": rest}),
+        (None, None, None) => {
+            bail!("say how to reach the server: a command after `--`, --url URL, or --config JSON")
+        }
+        _ => bail!("give only one of: a command after `--`, --url, --config"),
+    };
+    let Some(object) = config.as_object_mut() else {
+        bail!("--config must be a JSON object (one entry of an mcpServers file)");
+    };
+    let env = pairs("--env", &args.env)?;
+    if !env.is_empty() {
+        object.insert("env".to_owned(), json!(env));
+    }
+    let headers = pairs("--header", &args.headers)?;
+    if !headers.is_empty() {
+        object.insert("headers".to_owned(), json!(headers));
+    }
+    if let Some(secret) = &args.bearer_token_secret {
+        object.insert(
+            "bearerToken".to_owned(),
+            json!(format!("{{{{secret.{secret}}}}}")),
+        );
+    }
+    if let Some(cwd) = &args.cwd {
+        object.insert("cwd".to_owned(), json!(cwd));
+    }
+    if let Some(prefix) = &args.prefix {
+        object.insert("toolPrefix".to_owned(), json!(prefix));
+    }
+    Ok(config)
+}
+
+/// Stores `config` as `name`: created, or replaced when `replace` (else an error saying so).
+async fn put(
+    store: &toolbelt_store::Store,
+    name: &str,
+    config: &Value,
+    replace: bool,
+) -> anyhow::Result<&'static str> {
+    if let Err(problem) = check_config(name, config) {
+        bail!(
+            "MCP server `{name}`: {}{}",
+            if problem.pointer.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", problem.pointer)
+            },
+            problem.message
+        );
+    }
+    match store.get_mcp_server(name).await {
+        Ok(existing) if replace => {
+            store
+                .put_mcp_server(name, config, Some(existing.revision))
+                .await?;
+            Ok("replaced")
+        }
+        Ok(_) => bail!("MCP server `{name}` is already stored; pass --replace to replace it"),
+        Err(StoreError::NotFound { .. }) => {
+            store.put_mcp_server(name, config, None).await?;
+            Ok("added")
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(crate) async fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
+    let config = entry(&args)?;
+    let store = args.db.open().await?;
+    let done = put(&store, &args.name, &config, args.replace).await?;
+    if args.disabled {
+        store
+            .set_mcp_server_enabled(&args.name, false, None)
+            .await?;
+    }
+    println!(
+        "{done} MCP server `{}`{}; `toolbelt serve` on this database connects it",
+        args.name,
+        if args.disabled { " (disabled)" } else { "" }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let file = McpConfig::from_file(&args.file)?;
+    let store = args.db.open().await?;
+    let mut failed = false;
+    for (name, server) in &file.servers {
+        let config = serde_json::to_value(server)?;
+        match put(&store, name, &config, args.replace).await {
+            Ok(done) => {
+                if server.disabled {
+                    store.set_mcp_server_enabled(name, false, None).await?;
+                }
+                println!("{done} `{name}`");
+            }
+            Err(e) => {
+                eprintln!("skipped `{name}`: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub(crate) async fn ls(args: LsArgs) -> anyhow::Result<ExitCode> {
+    let store = args.db.open().await?;
+    let servers = store.list_mcp_servers().await?;
+    let mut rows = Vec::with_capacity(servers.len());
+    let mut all_up = true;
+    for server in servers {
+        let health = if !server.enabled {
+            json!({"state": "disabled"})
+        } else if args.check {
+            let health = check(&server.name, &server.config).await;
+            all_up &= health["state"] == "up";
+            health
+        } else {
+            json!({"state": "not_checked"})
+        };
+        rows.push(json!({
+            "name": server.name, "enabled": server.enabled, "revision": server.revision,
+            "config": server.config, "health": health,
+        }));
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+    } else if rows.is_empty() {
+        writeln!(
+            out,
+            "no MCP servers stored (add one with `toolbelt mcp add NAME -- COMMAND ...`)"
+        )?;
+    } else {
+        for row in &rows {
+            let config = &row["config"];
+            let target = config["url"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| {
+                    let command = config["command"].as_str()?;
+                    let args: Vec<&str> = config["args"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    Some(format!("{command} {}", args.join(" ")).trim().to_owned())
+                })
+                .unwrap_or_default();
+            let health = &row["health"];
+            let state = match (health["state"].as_str(), health["tools"].as_u64()) {
+                (Some("up"), Some(n)) => format!("up, {n} tools"),
+                (Some("down"), _) => format!("down: {}", health["error"].as_str().unwrap_or("")),
+                (Some(state), _) => state.replace('_', " "),
+                (None, _) => String::new(),
+            };
+            writeln!(
+                out,
+                "{}  [{state}]  {target}",
+                row["name"].as_str().unwrap_or("")
+            )?;
+        }
+    }
+    Ok(if all_up {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Connects to one stored server (secrets from the environment) and reports what it answered.
+async fn check(name: &str, config: &Value) -> Value {
+    let config = match check_config(name, config) {
+        Ok(config) => config,
+        Err(p) => {
+            return json!({"state": "invalid", "error": format!("{}: {}", p.pointer, p.message)});
+        }
+    };
+    let config = match toolbelt_server::mcp_servers::resolve_secrets(
+        &config,
+        &toolbelt_tools::declarative::Secrets::from_env(),
+    ) {
+        Ok(config) => config,
+        Err(e) => return json!({"state": "invalid", "error": e}),
+    };
+    let client = match McpClient::builder(name, config).start() {
+        Ok(client) => client,
+        Err(e) => return json!({"state": "down", "error": e.to_string()}),
+    };
+    let health = match client.ready(Duration::from_secs(30)).await {
+        Ok(()) => json!({"state": "up", "tools": client.tools().len()}),
+        Err(e) => json!({"state": "down", "error": e.to_string()}),
+    };
+    client.shutdown();
+    health
+}
+
+pub(crate) async fn rm(args: NameArgs) -> anyhow::Result<ExitCode> {
+    let store = args.db.open().await?;
+    store.delete_mcp_server(&args.name, None).await?;
+    println!("removed MCP server `{}`", args.name);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn set_enabled(args: NameArgs, enabled: bool) -> anyhow::Result<ExitCode> {
+    let store = args.db.open().await?;
+    store
+        .set_mcp_server_enabled(&args.name, enabled, None)
+        .await?;
+    println!(
+        "MCP server `{}` {}",
+        args.name,
+        if enabled { "enabled" } else { "disabled" }
+    );
+    Ok(ExitCode::SUCCESS)
+}
