@@ -338,7 +338,7 @@ impl Store {
     }
 
     /// Writes `entries` now, in one transaction: one INSERT per 2,000 entries, and on
-    /// Postgres per 12 KiB of rows (see [`statement_bytes`]).
+    /// Postgres per 12 KiB of rows.
     ///
     /// # Errors
     /// The database's error.
