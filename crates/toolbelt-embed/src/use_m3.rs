@@ -2,7 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
+use pulp::Arch;
+
+use crate::kernel::Packed;
 
 use crate::error::EmbedError;
 use crate::sentencepiece::SentencePiece;
@@ -31,9 +34,9 @@ const TOKEN_BUDGET: usize = 1024;
 struct Branch {
     order: usize,
     left: usize,
-    w1: Tensor,
+    w1: Packed,
     b1: Vec<f32>,
-    w2: Tensor,
+    w2: Packed,
     b2: Vec<f32>,
 }
 
@@ -53,23 +56,25 @@ pub struct UseEncoder {
     table: Vec<Vec<u8>>,
     scale: Vec<f32>,
     lo: Vec<f32>,
-    proj_w: Tensor,
+    proj_w: Packed,
     proj_b: Vec<f32>,
     proj_ln_g: Vec<f32>,
     proj_ln_b: Vec<f32>,
     branches: Vec<Branch>,
     ln_g: Vec<f32>,
     ln_b: Vec<f32>,
-    cnn_w: Tensor,
+    cnn_w: Packed,
     cnn_b: Vec<f32>,
-    d0: Tensor,
-    d1: Tensor,
-    d2: Tensor,
-    d3: Tensor,
-    p1: Tensor,
-    p3: Tensor,
+    d0: Packed,
+    d1: Packed,
+    d2: Packed,
+    d3: Packed,
+    p1: Packed,
+    p3: Packed,
     eps: f32,
     max_tokens: usize,
+    /// The SIMD instructions this CPU has.
+    arch: Arch,
 }
 
 impl std::fmt::Debug for UseEncoder {
@@ -109,10 +114,15 @@ impl Arrays {
         Ok(tensor)
     }
 
-    fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<Tensor, EmbedError> {
+    fn tensor(&mut self, name: &str, rows: usize, cols: usize) -> Result<Tensor, EmbedError> {
         let t = self.take(name, &[rows, cols])?;
         t.to_dtype(DType::F32)
             .map_err(|source| self.weights(source))
+    }
+
+    fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<Packed, EmbedError> {
+        let t = self.tensor(name, rows, cols)?;
+        packed(&t).map_err(|source| self.weights(source))
     }
 
     fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, EmbedError> {
@@ -183,7 +193,7 @@ impl UseEncoder {
         let (mut proj_b, mut proj_ln_g, mut proj_ln_b) = (Vec::new(), Vec::new(), Vec::new());
         let mut branches = Vec::new();
         for (order, left) in ORDERS {
-            proj.push(arrays.matrix(&format!("proj{}", order), EMB, CNN)?);
+            proj.push(arrays.tensor(&format!("proj{}", order), EMB, CNN)?);
             proj_b.extend(arrays.vector(&format!("proj_b{order}"), CNN)?);
             proj_ln_g.extend(arrays.vector(&format!("ln_g{order}"), CNN)?);
             proj_ln_b.extend(arrays.vector(&format!("ln_b{order}"), CNN)?);
@@ -196,7 +206,9 @@ impl UseEncoder {
                 b2: arrays.vector(&format!("b2_{order}"), CNN)?,
             });
         }
-        let proj_w = Tensor::cat(&proj, 1).map_err(|source| arrays.weights(source))?;
+        let proj_w = Tensor::cat(&proj, 1)
+            .and_then(|t| packed(&t))
+            .map_err(|source| arrays.weights(source))?;
         let eps = arrays
             .take("eps", &[])?
             .to_dtype(DType::F32)
@@ -230,6 +242,7 @@ impl UseEncoder {
             p3: arrays.matrix("p3", HIDDEN, EMB)?,
             eps,
             max_tokens: DEFAULT_MAX_TOKENS,
+            arch: Arch::new(),
         })
     }
 
@@ -324,7 +337,7 @@ impl UseEncoder {
             feats[row * FEATS..row * FEATS + EMB].copy_from_slice(dst);
         }
         let width = ORDERS.len() * CNN;
-        let mut x = matmul(&emb, n, &self.proj_w)?;
+        let mut x = self.proj_w.matmul(self.arch, &emb, n);
         add_rows(&mut x, &self.proj_b);
         layer_norm(&mut x, width, &self.proj_ln_g, &self.proj_ln_b, self.eps);
         let mut xs = vec![0f32; n * CNN];
@@ -333,11 +346,15 @@ impl UseEncoder {
                 xs[row * CNN..(row + 1) * CNN]
                     .copy_from_slice(&x[row * width + i * CNN..row * width + (i + 1) * CNN]);
             }
-            let mut h = matmul(&windows(&xs, &bounds, branch), n, &branch.w1)?;
+            let mut h = branch
+                .w1
+                .matmul(self.arch, &windows(&xs, &bounds, branch), n);
             add_rows(&mut h, &branch.b1);
             relu(&mut h);
             add(&mut h, &xs);
-            let mut c = matmul(&windows(&h, &bounds, branch), n, &branch.w2)?;
+            let mut c = branch
+                .w2
+                .matmul(self.arch, &windows(&h, &bounds, branch), n);
             add_rows(&mut c, &branch.b2);
             relu(&mut c);
             add(&mut c, &h);
@@ -362,7 +379,7 @@ impl UseEncoder {
                 row += 1;
             }
         }
-        let mut mean = matmul(&sums, m, &self.cnn_w)?;
+        let mut mean = self.cnn_w.matmul(self.arch, &sums, m);
         for (s, t) in texts.iter().enumerate() {
             let len = t.len() as f32;
             let inv = 1.0 / len.sqrt();
@@ -370,15 +387,15 @@ impl UseEncoder {
                 *v = (*v + len * b) * inv;
             }
         }
-        let mut y0 = matmul(&mean, m, &self.d0)?;
+        let mut y0 = self.d0.matmul(self.arch, &mean, m);
         relu(&mut y0);
-        let mut y1 = matmul(&mean, m, &self.p1)?;
-        add(&mut y1, &matmul(&y0, m, &self.d1)?);
+        let mut y1 = self.p1.matmul(self.arch, &mean, m);
+        add(&mut y1, &self.d1.matmul(self.arch, &y0, m));
         relu(&mut y1);
-        let mut y2 = matmul(&y1, m, &self.d2)?;
+        let mut y2 = self.d2.matmul(self.arch, &y1, m);
         relu(&mut y2);
-        let mut z = matmul(&y1, m, &self.p3)?;
-        add(&mut z, &matmul(&y2, m, &self.d3)?);
+        let mut z = self.p3.matmul(self.arch, &y1, m);
+        add(&mut z, &self.d3.matmul(self.arch, &y2, m));
         Ok(z.chunks_exact(EMB)
             .map(|row| {
                 let mut v: Vec<f32> = row.iter().map(|x| x.tanh()).collect();
@@ -392,13 +409,10 @@ impl UseEncoder {
     }
 }
 
-/// `a` (`rows × k`, row-major) times `w` (`k × cols`), row-major.
-fn matmul(a: &[f32], rows: usize, w: &Tensor) -> candle_core::Result<Vec<f32>> {
-    let k = w.dims()[0];
-    Tensor::from_slice(a, (rows, k), &Device::Cpu)?
-        .matmul(w)?
-        .flatten_all()?
-        .to_vec1::<f32>()
+/// A weight matrix packed for [`crate::kernel`].
+fn packed(t: &Tensor) -> candle_core::Result<Packed> {
+    let (k, cols) = t.dims2()?;
+    Ok(Packed::new(&t.flatten_all()?.to_vec1::<f32>()?, k, cols))
 }
 
 /// Each token's n-gram window over `x` (`n × CNN`): rows `t - left ..= t - left + order - 1`,

@@ -34,6 +34,9 @@ pub trait Embedder: Send + Sync + 'static {
     -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>>;
 }
 
+/// Queries per embedder call in [`EmbeddingRouter::embed_queries`] (at least).
+const QUERY_BATCH: usize = 256;
+
 #[derive(Debug, Default)]
 struct Cache {
     /// Unit vectors by (model, tool text) fingerprint.
@@ -43,6 +46,8 @@ struct Cache {
     /// The last handle seen per tool name and its key, to skip re-reading unchanged tools.
     keys: FastMap<String, (ToolHandle, u64)>,
     computed: u64,
+    /// Query vectors made ahead by [`EmbeddingRouter::embed_queries`], by query text.
+    queries: FastMap<String, Arc<[f32]>>,
 }
 
 /// Routes by cosine similarity between the input and each tool's text.
@@ -238,6 +243,42 @@ impl EmbeddingRouter {
             .collect())
     }
 
+    /// Embeds `queries` ahead of routing them, in batches, so that [`rank`](Self::rank)
+    /// finds their vectors made: a batch of texts reads each weight of the model once
+    /// where one query at a time reads them all per query (for USE-multilingual on
+    /// short queries, most of the cost). The vectors replace those of an earlier call
+    /// and stay until the next one; a query not among them is embedded when ranked,
+    /// as without this call. Returns how many distinct queries were embedded.
+    ///
+    /// # Errors
+    /// [`RouteError::Backend`] when the embedder fails (the earlier vectors are then
+    /// gone and every query is embedded when ranked).
+    pub async fn embed_queries(&self, queries: &[String]) -> Result<usize, RouteError> {
+        let mut seen = std::collections::HashSet::new();
+        let texts: Vec<String> = queries
+            .iter()
+            .map(|q| crate::index::truncate(q, crate::text::MAX_QUERY_BYTES))
+            .filter(|q| !q.trim().is_empty() && seen.insert(*q))
+            .map(str::to_owned)
+            .collect();
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .queries
+            .clear();
+        let mut made = FastMap::default();
+        for chunk in texts.chunks(self.batch_size.max(QUERY_BATCH)) {
+            let vectors = self.embed_checked(chunk).await?;
+            made.extend(chunk.iter().cloned().zip(vectors));
+        }
+        let n = made.len();
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .queries = made;
+        Ok(n)
+    }
+
     fn key_of(&self, tool: &ToolHandle) -> u64 {
         let mut h = Fnv::default();
         h.write(self.embedder.model());
@@ -272,12 +313,22 @@ impl EmbeddingRouter {
         k: usize,
     ) -> Result<Vec<ScoredTool>, RouteError> {
         let tools = self.prepare(toolset).await?;
-        let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES).to_owned();
-        let q = self
-            .embed_checked(std::slice::from_ref(&query))
-            .await?
-            .pop()
-            .unwrap_or_else(|| Arc::from(Vec::new()));
+        let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES);
+        let primed = self
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .queries
+            .get(query)
+            .cloned();
+        let q = match primed {
+            Some(q) => q,
+            None => self
+                .embed_checked(&[query.to_owned()])
+                .await?
+                .pop()
+                .unwrap_or_else(|| Arc::from(Vec::new())),
+        };
         let mut hits: Vec<(u32, f32)> = tools
             .iter()
             .enumerate()

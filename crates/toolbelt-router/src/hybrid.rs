@@ -351,6 +351,19 @@ impl HybridRouter {
         Ok(())
     }
 
+    /// Embeds a batch of requests' inputs ahead of ranking them (see
+    /// [`EmbeddingRouter::embed_queries`]): what `toolbelt route --queries` does before
+    /// its first query. Without embedders it does nothing.
+    ///
+    /// # Errors
+    /// [`RouteError::Backend`] when an embedder fails.
+    pub async fn embed_queries(&self, inputs: &[String]) -> Result<(), RouteError> {
+        for router in self.embedding.iter().chain(&self.multilingual) {
+            router.embed_queries(inputs).await?;
+        }
+        Ok(())
+    }
+
     /// Replaces the options.
     #[must_use]
     pub fn with_config(mut self, config: HybridConfig) -> Self {

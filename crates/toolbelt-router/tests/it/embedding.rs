@@ -151,3 +151,68 @@ fn a_disk_cache_means_a_restart_embeds_nothing_again() {
     block_on(third.prepare(&changed)).unwrap();
     assert_eq!(third.computed(), 0);
 }
+
+/// Counts calls as well as texts.
+#[derive(Clone, Default)]
+struct Calls {
+    calls: Arc<AtomicUsize>,
+    texts: Markers,
+}
+
+impl Embedder for Calls {
+    fn model(&self) -> &str {
+        "markers-v1"
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.texts.embed(texts)
+    }
+}
+
+#[test]
+fn queries_embedded_ahead_are_ranked_without_embedding_again() {
+    let counter = Calls::default();
+    let router = EmbeddingRouter::new(counter.clone());
+    let tools = Toolset::from_tools([tool("weather", "sky sky", "w"), tool("bank", "money", "m")]);
+    block_on(router.prepare(&tools)).unwrap();
+    let before = (
+        counter.calls.load(Ordering::SeqCst),
+        counter.texts.0.load(Ordering::SeqCst),
+    );
+    let queries: Vec<String> = ["is the sky blue", "money please", "is the sky blue", "  "]
+        .map(String::from)
+        .into();
+    let made = block_on(router.embed_queries(&queries)).unwrap();
+    assert_eq!(
+        made, 2,
+        "repeats and blank inputs are embedded once or not at all"
+    );
+    assert_eq!(
+        (
+            counter.calls.load(Ordering::SeqCst) - before.0,
+            counter.texts.0.load(Ordering::SeqCst) - before.1
+        ),
+        (1, 2),
+        "one call for the batch"
+    );
+    let sky = block_on(router.rank(&tools, "is the sky blue", 1)).unwrap();
+    let money = block_on(router.rank(&tools, "money please", 1)).unwrap();
+    assert_eq!(
+        (sky[0].name.as_str(), money[0].name.as_str()),
+        ("weather", "bank")
+    );
+    assert_eq!(
+        counter.texts.0.load(Ordering::SeqCst) - before.1,
+        2,
+        "the kept vectors were used"
+    );
+    block_on(router.rank(&tools, "code", 1)).unwrap();
+    assert_eq!(
+        counter.texts.0.load(Ordering::SeqCst) - before.1,
+        3,
+        "an input not among them is embedded when ranked"
+    );
+}

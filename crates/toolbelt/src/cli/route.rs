@@ -739,6 +739,15 @@ async fn batch(
     let k = args.top_k.unwrap_or(10).max(1);
     let any = router.any();
     router.prepare(toolset).await?;
+    // One batch of query embeddings up front: the model's weights are read once per batch
+    // instead of once per query.
+    let inputs: Vec<String> = queries.iter().map(|q| q.input.clone()).collect();
+    match router {
+        Built::Hybrid(h) => h.embed_queries(&inputs).await,
+        Built::Embedding(e) => e.embed_queries(&inputs).await.map(drop),
+        Built::Other(_) => Ok(()),
+    }
+    .context("embedding the queries")?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     for q in queries {
         let request = RouteRequest::new(q.input, toolset.clone()).with_recent(q.recent);
