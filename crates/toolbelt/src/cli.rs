@@ -6,9 +6,11 @@ mod mcp;
 mod mcp_stored;
 mod memory;
 mod models;
+mod remote;
 mod route;
 mod routines;
 mod run;
+mod runs;
 mod serve;
 mod skills;
 mod stored_tools;
@@ -36,6 +38,9 @@ enum Command {
     Route(route::RouteArgs),
     /// Run an agent on one input, streaming its answer.
     Run(run::RunArgs),
+    /// List and show agent runs; cancel them, approve or reject their calls, answer their questions.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
     /// Migrate the database and sync the compiled-in tools into it.
     #[command(subcommand)]
     Db(db::DbCommand),
@@ -98,6 +103,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Tools(cmd) => tools::run(cmd).await,
             Command::Route(args) => route::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Runs(cmd) => runs::run(cmd).await,
             Command::Db(cmd) => db::run(cmd).await,
             Command::Agents(cmd) => agents::run(cmd).await,
             Command::Routines(cmd) => routines::run(cmd).await,

@@ -41,6 +41,16 @@ pub struct ToolAvailability {
     pub available: bool,
     /// Why (or why not).
     pub why: String,
+    /// Whether the agent's selection or bindings name it (a named tool may still be
+    /// unavailable: disabled, missing, or kept from this agent by its rules).
+    #[serde(default)]
+    pub selected: bool,
+    /// The version a run gets (a stored tool's pin or current version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    /// `compiled`, `declarative`, `mcp` or `agent`, for a stored tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// Every tool with whether the agent may use it and why.
@@ -77,6 +87,9 @@ pub(crate) async fn agent_tools(
                 name,
                 available,
                 why,
+                selected: available,
+                version: None,
+                source: None,
             }
         })
         .collect();
@@ -123,10 +136,18 @@ async fn stored_agent_tools(
         } else {
             "not built by this server process".to_owned()
         };
+        let selected = available
+            || !verdict
+                .reasons
+                .iter()
+                .any(|r| matches!(r, toolbelt_store::Reason::NotSelected { .. }));
         out.push(ToolAvailability {
             name: tool.name.clone(),
             available,
             why,
+            selected,
+            version: Some(verdict.version),
+            source: Some(tool.source.as_str().to_owned()),
         });
     }
     let stored: std::collections::BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
@@ -142,6 +163,9 @@ async fn stored_agent_tools(
                 },
                 name,
                 available,
+                selected: available,
+                version: None,
+                source: None,
             });
         }
     }

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolbelt_core::ToolSpec;
-use toolbelt_store::{StoreError, ToolDraft, ToolRecord, ToolSource};
+use toolbelt_store::{Availability, StoreError, ToolDraft, ToolRecord, ToolSource, ToolVersion};
 use toolbelt_tools::declarative::Definition;
 use utoipa::ToSchema;
 
@@ -107,6 +107,11 @@ pub struct StoredTool {
     /// The declarative definition.
     #[schema(value_type = Option<Object>)]
     pub definition: Option<Value>,
+    /// Who may use the tool, and when (`agent_kinds`, `agent_labels`, `requires`,
+    /// `conditions`); absent when anyone may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub availability: Option<Value>,
 }
 
 impl From<ToolRecord> for StoredTool {
@@ -123,6 +128,8 @@ impl From<ToolRecord> for StoredTool {
             updated_at: r.updated_at,
             spec: serde_json::to_value(&r.spec).unwrap_or(Value::Null),
             definition: r.definition,
+            availability: (!r.availability.is_unrestricted())
+                .then(|| serde_json::to_value(&r.availability).unwrap_or(Value::Null)),
         }
     }
 }
@@ -140,6 +147,11 @@ pub struct ToolBody {
     /// Why it changed.
     #[serde(default)]
     pub note: Option<String>,
+    /// Who may use the tool, and when (`agent_kinds`, `agent_labels`, `requires`,
+    /// `conditions`); absent keeps the stored rules (none on create).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub availability: Option<Availability>,
 }
 
 fn store_of(state: &AppState) -> Result<&std::sync::Arc<toolbelt_store::LiveRegistry>, Problem> {
@@ -174,6 +186,9 @@ fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
         ToolDraft::new(body.spec, ToolSource::Declarative, by).with_definition(body.definition);
     if let Some(note) = body.note {
         d = d.with_note(note);
+    }
+    if let Some(availability) = body.availability {
+        d = d.with_availability(availability);
     }
     Ok(d)
 }
@@ -290,6 +305,8 @@ pub(crate) async fn get_stored(
 pub struct VersionView {
     /// The version number.
     pub version: i64,
+    /// Content hash of the version (spec and definition): equal hashes, equal versions.
+    pub spec_hash: String,
     /// The spec of that version.
     #[schema(value_type = Object)]
     pub spec: Value,
@@ -302,6 +319,20 @@ pub struct VersionView {
     pub changed_at: i64,
     /// Why.
     pub note: Option<String>,
+}
+
+impl From<ToolVersion> for VersionView {
+    fn from(v: ToolVersion) -> Self {
+        Self {
+            version: v.version,
+            spec_hash: v.spec_hash,
+            spec: serde_json::to_value(&v.spec).unwrap_or(Value::Null),
+            definition: v.definition,
+            changed_by: v.changed_by,
+            changed_at: v.changed_at,
+            note: v.note,
+        }
+    }
 }
 
 /// Every version of a tool, oldest first.
@@ -318,19 +349,7 @@ pub(crate) async fn versions(
         .tool_versions(&name)
         .await
         .map_err(store_problem)?;
-    Ok(Json(
-        versions
-            .into_iter()
-            .map(|v| VersionView {
-                version: v.version,
-                spec: serde_json::to_value(&v.spec).unwrap_or(Value::Null),
-                definition: v.definition,
-                changed_by: v.changed_by,
-                changed_at: v.changed_at,
-                note: v.note,
-            })
-            .collect(),
-    ))
+    Ok(Json(versions.into_iter().map(VersionView::from).collect()))
 }
 
 /// Body of `POST /tools/{name}/rollback`.

@@ -4,12 +4,13 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
 use toolbelt::stored::environment;
 use toolbelt_store::{AgentDraft, AgentRecord, Binding, Store, availability, split_pin};
 use toolbelt_tools::declarative::Secrets;
 
-use super::db::DbArgs;
+use super::remote::{Api, ApiError, Backend, Call, Target};
 
 /// Subcommands of `toolbelt agents`.
 #[derive(Debug, clap::Subcommand)]
@@ -60,7 +61,7 @@ pub(crate) struct CreateArgs {
     #[arg(long)]
     model: Option<String>,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `agents show`.
@@ -75,7 +76,7 @@ pub(crate) struct ShowArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `agents bind` / `agents unbind`.
@@ -89,7 +90,7 @@ pub(crate) struct BindArgs {
     #[arg(long)]
     revision: Option<i64>,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `agents ls`.
@@ -99,7 +100,7 @@ pub(crate) struct LsArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `agents rm`.
@@ -111,77 +112,152 @@ pub(crate) struct RmArgs {
     #[arg(long)]
     revision: Option<i64>,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 fn who() -> String {
     std::env::var("USER").unwrap_or_else(|_| "cli".to_owned())
 }
 
+/// An agent as stored, in the JSON both the store and the API give.
+fn record_json(agent: &AgentRecord) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(agent)?)
+}
+
+fn text<'a>(agent: &'a Value, key: &str) -> &'a str {
+    agent[key].as_str().unwrap_or_default()
+}
+
+fn bound_count(agent: &Value) -> usize {
+    agent["tools"].as_array().map_or(0, Vec::len)
+}
+
 pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         AgentsCommand::Create(args) => {
             let draft = create_draft(&args)?;
-            let store = args.db.open().await?;
-            let agent = store.create_agent(&draft).await?;
+            let agent = match args.target.connect().await? {
+                Backend::Local(store) => record_json(&store.create_agent(&draft).await?)?,
+                Backend::Remote(api) => {
+                    api.send(Call::post(&["agents"]).json(serde_json::to_value(&draft)?))
+                        .await?
+                }
+            };
             println!(
                 "created agent {} (revision {}, {} bound tool(s))",
-                agent.name,
-                agent.revision,
-                agent.tools.len()
+                text(&agent, "name"),
+                agent["revision"],
+                bound_count(&agent)
             );
         }
         AgentsCommand::Show(args) => return show(args).await,
         AgentsCommand::Bind(args) => {
             let (tool, version) =
                 split_pin(&args.tool).map_err(|reason| anyhow::anyhow!(reason))?;
-            let mut binding = Binding::new(tool);
-            binding.pinned_version = version;
-            let store = args.db.open().await?;
-            let agent = store
-                .bind_tool(&args.agent, &binding, args.revision, &who())
-                .await?;
+            let agent = match args.target.connect().await? {
+                Backend::Local(store) => {
+                    let mut binding = Binding::new(tool.clone());
+                    binding.pinned_version = version;
+                    let agent = store
+                        .bind_tool(&args.agent, &binding, args.revision, &who())
+                        .await?;
+                    record_json(&agent)?
+                }
+                Backend::Remote(api) => {
+                    let mut call = Call::post(&["agents", &args.agent, "tools", &tool])
+                        .if_match(args.revision);
+                    if let Some(v) = version {
+                        call = call.json(json!({"version": v}));
+                    }
+                    api.send(call).await?
+                }
+            };
             println!(
                 "bound {} to {} (revision {})",
-                args.tool, agent.name, agent.revision
+                args.tool,
+                text(&agent, "name"),
+                agent["revision"]
             );
         }
         AgentsCommand::Unbind(args) => {
-            let store = args.db.open().await?;
-            let agent = store
-                .unbind_tool(&args.agent, &args.tool, args.revision, &who())
-                .await?;
+            let agent = match args.target.connect().await? {
+                Backend::Local(store) => record_json(
+                    &store
+                        .unbind_tool(&args.agent, &args.tool, args.revision, &who())
+                        .await?,
+                )?,
+                Backend::Remote(api) => {
+                    let call = Call::delete(&["agents", &args.agent, "tools", &args.tool])
+                        .if_match(args.revision);
+                    api.send(call).await?
+                }
+            };
             println!(
                 "unbound {} from {} (revision {})",
-                args.tool, agent.name, agent.revision
+                args.tool,
+                text(&agent, "name"),
+                agent["revision"]
             );
         }
         AgentsCommand::Ls(args) => {
-            let store = args.db.open().await?;
-            let agents = store.list_agents().await?;
+            let agents: Vec<Value> = match args.target.connect().await? {
+                Backend::Local(store) => store
+                    .list_agents()
+                    .await?
+                    .iter()
+                    .map(record_json)
+                    .collect::<anyhow::Result<_>>()?,
+                Backend::Remote(api) => remote_stored_agents(&api).await?,
+            };
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&agents)?);
             } else if agents.is_empty() {
                 println!("no agents stored (`toolbelt agents create NAME` makes one)");
             } else {
-                for agent in agents {
+                for agent in &agents {
                     println!(
                         "{:<24} {:<12} selection `{}`, {} bound tool(s)",
-                        agent.name,
-                        agent.kind,
-                        agent.selection,
-                        agent.tools.len()
+                        text(agent, "name"),
+                        text(agent, "kind"),
+                        text(agent, "selection"),
+                        bound_count(agent)
                     );
                 }
             }
         }
         AgentsCommand::Rm(args) => {
-            let store = args.db.open().await?;
-            store.delete_agent(&args.name, args.revision).await?;
+            match args.target.connect().await? {
+                Backend::Local(store) => store.delete_agent(&args.name, args.revision).await?,
+                Backend::Remote(api) => {
+                    let call = Call::delete(&["agents", &args.name]).if_match(args.revision);
+                    api.send(call).await?;
+                }
+            }
             println!("deleted agent {}", args.name);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server's stored agents (its agents from a configuration file are left out, as
+/// they are not in the database), by name.
+async fn remote_stored_agents(api: &Api) -> anyhow::Result<Vec<Value>> {
+    let listed = api.send(Call::get(&["agents"])).await?;
+    let mut agents = Vec::new();
+    for def in listed.as_array().into_iter().flatten() {
+        let Some(id) = def["id"].as_str() else {
+            continue;
+        };
+        match api.send(Call::get(&["agents", id, "stored"])).await {
+            Ok(agent) => agents.push(agent),
+            Err(e)
+                if e.downcast_ref::<ApiError>()
+                    .is_some_and(|e| e.status == reqwest::StatusCode::NOT_FOUND) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    agents.sort_by(|a, b| text(a, "name").cmp(text(b, "name")));
+    Ok(agents)
 }
 
 fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentDraft> {
@@ -215,8 +291,8 @@ fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentDraft> {
 #[derive(serde::Serialize)]
 struct ToolLine {
     name: String,
-    version: i64,
-    source: &'static str,
+    version: Option<i64>,
+    source: String,
     available: bool,
     reasons: Vec<String>,
 }
@@ -239,8 +315,8 @@ async fn tool_lines(
         if selected {
             lines.push(ToolLine {
                 name: tool.name.clone(),
-                version: verdict.version,
-                source: tool.source.as_str(),
+                version: Some(verdict.version),
+                source: tool.source.as_str().to_owned(),
                 available: verdict.is_available(),
                 reasons: verdict.reasons.iter().map(ToString::to_string).collect(),
             });
@@ -249,65 +325,105 @@ async fn tool_lines(
     Ok(lines)
 }
 
+/// The stored agent and the tools its selection names, as the server sees them: a tool is
+/// available when a run of the agent gets it.
+async fn remote_show(api: &Api, name: &str) -> anyhow::Result<(Value, Vec<ToolLine>)> {
+    let agent = api.send(Call::get(&["agents", name, "stored"])).await?;
+    let answer = api.send(Call::get(&["agents", name, "tools"])).await?;
+    let lines = answer
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["selected"].as_bool().unwrap_or(false))
+        .map(|t| {
+            let available = t["available"].as_bool().unwrap_or(false);
+            ToolLine {
+                name: text(t, "name").to_owned(),
+                version: t["version"].as_i64(),
+                source: t["source"].as_str().unwrap_or("compiled").to_owned(),
+                available,
+                reasons: if available {
+                    Vec::new()
+                } else {
+                    text(t, "why").split("; ").map(str::to_owned).collect()
+                },
+            }
+        })
+        .collect();
+    Ok((agent, lines))
+}
+
 async fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let store = args.db.open().await?;
-    let agent = store.get_agent(&args.name).await?;
-    let secrets = match &args.secrets_file {
-        Some(path) => Secrets::from_env_and_file(path)
-            .with_context(|| format!("could not read the secrets file {}", path.display()))?,
-        None => Secrets::from_env(),
+    let (agent, lines) = match args.target.connect().await? {
+        Backend::Local(store) => {
+            let agent = store.get_agent(&args.name).await?;
+            let secrets = match &args.secrets_file {
+                Some(path) => Secrets::from_env_and_file(path).with_context(|| {
+                    format!("could not read the secrets file {}", path.display())
+                })?,
+                None => Secrets::from_env(),
+            };
+            let lines = tool_lines(&store, &agent, &secrets).await?;
+            (record_json(&agent)?, lines)
+        }
+        Backend::Remote(api) => {
+            if args.secrets_file.is_some() {
+                bail!("--secrets-file applies to the database; the server checks its own secrets");
+            }
+            remote_show(&api, &args.name).await?
+        }
     };
-    let lines = tool_lines(&store, &agent, &secrets).await?;
     if args.json {
         let doc = serde_json::json!({"agent": agent, "tools": lines});
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
+    let name = text(&agent, "name");
     println!(
-        "agent {} (kind {}, revision {})",
-        agent.name, agent.kind, agent.revision
+        "agent {name} (kind {}, revision {})",
+        text(&agent, "kind"),
+        agent["revision"]
     );
-    if !agent.labels.is_empty() {
-        println!("  labels: {}", agent.labels.join(", "));
+    let labels: Vec<&str> = agent["labels"]
+        .as_array()
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !labels.is_empty() {
+        println!("  labels: {}", labels.join(", "));
     }
-    if let Some(model) = &agent.model {
-        println!(
-            "  model: {}{model}",
-            agent
-                .provider
-                .as_deref()
-                .map(|p| format!("{p}/"))
-                .unwrap_or_default()
-        );
+    if let Some(model) = agent["model"].as_str() {
+        let provider = agent["provider"]
+            .as_str()
+            .map(|p| format!("{p}/"))
+            .unwrap_or_default();
+        println!("  model: {provider}{model}");
     }
-    if let Some(prompt) = &agent.system_prompt {
+    if let Some(prompt) = agent["system_prompt"].as_str() {
         println!(
             "  system prompt: {}",
             prompt.lines().next().unwrap_or_default()
         );
     }
-    println!("  selection: `{}`", agent.selection);
-    for binding in &agent.tools {
-        match binding.pinned_version {
-            Some(v) => println!("  bound: {}@{v}", binding.tool),
-            None => println!("  bound: {}", binding.tool),
+    println!("  selection: `{}`", text(&agent, "selection"));
+    for binding in agent["tools"].as_array().into_iter().flatten() {
+        let tool = text(binding, "tool");
+        match binding["version"].as_i64() {
+            Some(v) => println!("  bound: {tool}@{v}"),
+            None => println!("  bound: {tool}"),
         }
     }
     println!("tools:");
     if lines.is_empty() {
-        println!(
-            "  (none: bind one with `toolbelt agents bind {} TOOL`)",
-            agent.name
-        );
+        println!("  (none: bind one with `toolbelt agents bind {name} TOOL`)");
     }
     for line in &lines {
+        let version = line.version.map(|v| format!(" @{v}")).unwrap_or_default();
         if line.available {
-            println!("  {} @{} ({})", line.name, line.version, line.source);
+            println!("  {}{version} ({})", line.name, line.source);
         } else {
             println!(
-                "  {} @{} ({}) NOT AVAILABLE: {}",
+                "  {}{version} ({}) NOT AVAILABLE: {}",
                 line.name,
-                line.version,
                 line.source,
                 line.reasons.join("; ")
             );

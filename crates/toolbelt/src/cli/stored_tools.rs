@@ -4,12 +4,14 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
 use toolbelt::stored::{ToolFile, check_agent_tool, environment};
-use toolbelt_store::{ToolRecord, availability};
+use toolbelt_server::api::manage::{StoredTool, VersionView};
+use toolbelt_store::{ToolDraft, ToolSource, availability};
 use toolbelt_tools::declarative::Secrets;
 
-use super::db::DbArgs;
+use super::remote::{Api, Backend, Call, Target};
 
 /// The database-backed subcommands of `toolbelt tools`.
 #[derive(Debug, clap::Subcommand)]
@@ -44,7 +46,7 @@ pub(crate) struct FileArgs {
     #[arg(long = "by", value_name = "NAME")]
     by: Option<String>,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `tools update`.
@@ -66,7 +68,7 @@ pub(crate) struct NameArgs {
     #[arg(long)]
     revision: Option<i64>,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `tools show` / `tools versions`.
@@ -78,7 +80,7 @@ pub(crate) struct ShowArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `tools rollback`.
@@ -89,7 +91,7 @@ pub(crate) struct RollbackArgs {
     /// The version to make current.
     version: i64,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 /// `tools why`.
@@ -107,7 +109,7 @@ pub(crate) struct WhyArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    db: DbArgs,
+    target: Target,
 }
 
 fn who(by: Option<&String>) -> String {
@@ -116,84 +118,151 @@ fn who(by: Option<&String>) -> String {
         .unwrap_or_else(|| "cli".to_owned())
 }
 
-fn summary(tool: &ToolRecord) -> String {
+fn summary(tool: &StoredTool) -> String {
     format!(
         "{} (version {} of {}, revision {}, {}{}{})",
         tool.name,
         tool.current_version,
         tool.latest_version,
         tool.revision,
-        tool.source.as_str(),
+        tool.source,
         if tool.enabled { "" } else { ", disabled" },
         if tool.missing { ", missing" } else { "" }
     )
+}
+
+/// A server's answer as a stored tool.
+fn stored(answer: Value) -> anyhow::Result<StoredTool> {
+    serde_json::from_value(answer).context("the server's answer is not a stored tool")
+}
+
+/// The body of `POST /tools` / `PUT /tools/{name}` for a draft read from a file.
+fn tool_body(draft: &ToolDraft) -> anyhow::Result<Value> {
+    if draft.source != ToolSource::Declarative {
+        bail!(
+            "`{}` is an agent tool: the API stores HTTP and command tools; store agent tools with \
+             the database (--database-url instead of --server)",
+            draft.spec.name
+        );
+    }
+    let mut body = json!({"spec": draft.spec, "definition": draft.definition});
+    if let Some(note) = &draft.note {
+        body["note"] = json!(note);
+    }
+    if let Some(availability) = &draft.availability {
+        body["availability"] = serde_json::to_value(availability)?;
+    }
+    Ok(body)
+}
+
+async fn remote_stored(api: &Api, name: &str) -> anyhow::Result<StoredTool> {
+    stored(api.send(Call::get(&["tools", name, "stored"])).await?)
 }
 
 pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         StoredToolsCommand::Add(args) => {
             let draft = ToolFile::read(&args.file)?.to_draft(&who(args.by.as_ref()))?;
-            let store = args.db.open().await?;
-            check_agent_tool(&store, &draft).await?;
-            let tool = store.create_tool(&draft).await?;
+            let tool = match args.target.connect().await? {
+                Backend::Local(store) => {
+                    check_agent_tool(&store, &draft).await?;
+                    store.create_tool(&draft).await?.into()
+                }
+                Backend::Remote(api) => stored(
+                    api.send(Call::post(&["tools"]).json(tool_body(&draft)?))
+                        .await?,
+                )?,
+            };
             println!("created {}", summary(&tool));
         }
         StoredToolsCommand::Update(args) => {
             let draft = ToolFile::read(&args.file.file)?.to_draft(&who(args.file.by.as_ref()))?;
-            let store = args.file.db.open().await?;
-            check_agent_tool(&store, &draft).await?;
-            let revision = match args.revision {
-                Some(revision) => revision,
-                None => store.get_tool(draft.spec.name.as_str()).await?.revision,
+            let name = draft.spec.name.as_str();
+            let tool = match args.file.target.connect().await? {
+                Backend::Local(store) => {
+                    check_agent_tool(&store, &draft).await?;
+                    let revision = match args.revision {
+                        Some(revision) => revision,
+                        None => store.get_tool(name).await?.revision,
+                    };
+                    store.update_tool(&draft, revision).await?.into()
+                }
+                Backend::Remote(api) => {
+                    let body = tool_body(&draft)?;
+                    let revision = match args.revision {
+                        Some(revision) => revision,
+                        None => remote_stored(&api, name).await?.revision,
+                    };
+                    let call = Call::put(&["tools", name])
+                        .json(body)
+                        .if_match(Some(revision));
+                    stored(api.send(call).await?)?
+                }
             };
-            let tool = store.update_tool(&draft, revision).await?;
             println!("updated {}", summary(&tool));
         }
         StoredToolsCommand::Rm(args) => {
-            let store = args.db.open().await?;
-            store.delete_tool(&args.name, args.revision).await?;
+            match args.target.connect().await? {
+                Backend::Local(store) => store.delete_tool(&args.name, args.revision).await?,
+                Backend::Remote(api) => {
+                    let call = Call::delete(&["tools", &args.name]).if_match(args.revision);
+                    api.send(call).await?;
+                }
+            }
             println!("deleted {}", args.name);
         }
         StoredToolsCommand::Enable(args) => {
-            let store = args.db.open().await?;
-            let tool = store
-                .set_tool_enabled(&args.name, true, args.revision, &who(None))
-                .await?;
+            let tool = set_enabled(&args, true).await?;
             println!("enabled {}", summary(&tool));
         }
         StoredToolsCommand::Disable(args) => {
-            let store = args.db.open().await?;
-            let tool = store
-                .set_tool_enabled(&args.name, false, args.revision, &who(None))
-                .await?;
+            let tool = set_enabled(&args, false).await?;
             println!("disabled {}", summary(&tool));
         }
         StoredToolsCommand::Show(args) => {
-            let store = args.db.open().await?;
-            let tool = store.get_tool(&args.name).await?;
+            let tool = match args.target.connect().await? {
+                Backend::Local(store) => store.get_tool(&args.name).await?.into(),
+                Backend::Remote(api) => remote_stored(&api, &args.name).await?,
+            };
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&tool)?);
             } else {
                 println!("{}", summary(&tool));
-                println!("  {}", tool.spec.description);
-                if !tool.spec.tags.is_empty() {
-                    println!("  tags: {}", tool.spec.tags.join(", "));
+                let text = |key: &str| tool.spec.get(key).and_then(Value::as_str);
+                println!("  {}", text("description").unwrap_or_default());
+                let tags: Vec<&str> = tool.spec["tags"]
+                    .as_array()
+                    .map(|t| t.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if !tags.is_empty() {
+                    println!("  tags: {}", tags.join(", "));
                 }
                 if let Some(definition) = &tool.definition {
                     println!("  definition: {definition}");
                 }
-                if !tool.availability.is_unrestricted() {
-                    println!(
-                        "  availability: {}",
-                        serde_json::to_string(&tool.availability)?
-                    );
+                if let Some(availability) = &tool.availability {
+                    println!("  availability: {}", serde_json::to_string(availability)?);
                 }
             }
         }
         StoredToolsCommand::Versions(args) => {
-            let store = args.db.open().await?;
-            let tool = store.get_tool(&args.name).await?;
-            let versions = store.tool_versions(&args.name).await?;
+            let (tool, versions): (StoredTool, Vec<VersionView>) =
+                match args.target.connect().await? {
+                    Backend::Local(store) => {
+                        let tool = store.get_tool(&args.name).await?.into();
+                        let versions = store.tool_versions(&args.name).await?;
+                        (tool, versions.into_iter().map(VersionView::from).collect())
+                    }
+                    Backend::Remote(api) => {
+                        let tool = remote_stored(&api, &args.name).await?;
+                        let versions = api
+                            .send(Call::get(&["tools", &args.name, "versions"]))
+                            .await?;
+                        let versions = serde_json::from_value(versions)
+                            .context("the server's answer is not a list of versions")?;
+                        (tool, versions)
+                    }
+                };
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&versions)?);
             } else {
@@ -203,22 +272,30 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
                     } else {
                         " "
                     };
+                    let description = v.spec["description"].as_str().unwrap_or_default();
                     println!(
                         "{current} {:>3}  {}  by {}{}  {}",
                         v.version,
-                        &v.spec_hash[..12],
+                        v.spec_hash.get(..12).unwrap_or(&v.spec_hash),
                         v.changed_by,
                         v.note.map(|n| format!(" ({n})")).unwrap_or_default(),
-                        v.spec.description.lines().next().unwrap_or_default()
+                        description.lines().next().unwrap_or_default()
                     );
                 }
             }
         }
         StoredToolsCommand::Rollback(args) => {
-            let store = args.db.open().await?;
-            let tool = store
-                .rollback_tool(&args.name, args.version, None, &who(None))
-                .await?;
+            let tool = match args.target.connect().await? {
+                Backend::Local(store) => store
+                    .rollback_tool(&args.name, args.version, None, &who(None))
+                    .await?
+                    .into(),
+                Backend::Remote(api) => {
+                    let call = Call::post(&["tools", &args.name, "rollback"])
+                        .json(json!({"version": args.version}));
+                    stored(api.send(call).await?)?
+                }
+            };
             println!("rolled back {}", summary(&tool));
         }
         StoredToolsCommand::Why(args) => return why(args).await,
@@ -226,8 +303,25 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn set_enabled(args: &NameArgs, enabled: bool) -> anyhow::Result<StoredTool> {
+    Ok(match args.target.connect().await? {
+        Backend::Local(store) => store
+            .set_tool_enabled(&args.name, enabled, args.revision, &who(None))
+            .await?
+            .into(),
+        Backend::Remote(api) => {
+            let action = if enabled { "enable" } else { "disable" };
+            let call = Call::post(&["tools", &args.name, action]).if_match(args.revision);
+            stored(api.send(call).await?)?
+        }
+    })
+}
+
 async fn why(args: WhyArgs) -> anyhow::Result<ExitCode> {
-    let store = args.db.open().await?;
+    let store = match args.target.connect().await? {
+        Backend::Local(store) => store,
+        Backend::Remote(api) => return remote_why(&api, &args).await,
+    };
     let tool = store.get_tool(&args.name).await?;
     let agent = store.get_agent(&args.agent).await?;
     let secrets = match &args.secrets_file {
@@ -257,6 +351,42 @@ async fn why(args: WhyArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(if verdict.is_available() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `tools why` through the server: its answer for the agent's tools (conditions checked
+/// against the server's environment, not this shell's).
+async fn remote_why(api: &Api, args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    if args.secrets_file.is_some() {
+        bail!("--secrets-file applies to the database; the server checks its own secrets");
+    }
+    let lines = api
+        .send(Call::get(&["agents", &args.agent, "tools"]))
+        .await?;
+    let line = lines
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|l| l["name"] == args.name.as_str())
+        .ok_or_else(|| anyhow::anyhow!("tool `{}` not found", args.name))?;
+    let available = line["available"].as_bool().unwrap_or(false);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(line)?);
+    } else if available {
+        match line["version"].as_i64() {
+            Some(v) => println!("{} is available to {} (version {v})", args.name, args.agent),
+            None => println!("{} is available to {}", args.name, args.agent),
+        }
+    } else {
+        println!("{} is not available to {}:", args.name, args.agent);
+        for reason in line["why"].as_str().unwrap_or_default().split("; ") {
+            println!("  - {reason}");
+        }
+    }
+    Ok(if available {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

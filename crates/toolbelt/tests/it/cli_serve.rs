@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -39,8 +39,13 @@ fn http(port: u16, method: &str, path: &str, token: Option<&str>, body: &str) ->
     (status, body)
 }
 
-/// Starts `toolbelt serve` in `dir` and waits until it prints its address.
+/// Starts `toolbelt serve` in `dir` on `t.db` and waits until it prints its address.
 fn serve(dir: &Path, args: &[&str]) -> (Child, u16) {
+    serve_on(dir, "sqlite://t.db", args)
+}
+
+/// Starts `toolbelt serve` in `dir` on `database` and waits until it is ready.
+pub(crate) fn serve_on(dir: &Path, database: &str, args: &[&str]) -> (Child, u16) {
     let port = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args([
@@ -48,7 +53,7 @@ fn serve(dir: &Path, args: &[&str]) -> (Child, u16) {
             "--addr",
             &format!("127.0.0.1:{port}"),
             "--database-url",
-            "sqlite://t.db",
+            database,
         ])
         .args(args)
         .current_dir(dir)

@@ -1,5 +1,6 @@
 //! Integration tests of the `toolbelt` CLI and facade.
 
+mod cli_client;
 mod cli_db;
 mod cli_mcp;
 mod cli_mcp_stored;
