@@ -11,6 +11,7 @@ use pretty_assertions::assert_eq;
 
 use crate::cli_db::{Db, databases, schema};
 use crate::cli_serve::{free_port, serve_on};
+use crate::{err, ok};
 
 /// Where a command goes: the database, or the server with a token.
 enum To<'a> {
@@ -33,25 +34,6 @@ fn toolbelt(db: &Db, dir: &Path, to: &To<'_>, args: &[&str]) -> Output {
         }
     }
     crate::run_with_stdin(&mut command, "")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn err(out: &Output) -> String {
-    assert!(
-        !out.status.success(),
-        "succeeded: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 const SHOUT: &str = r#"

@@ -11,6 +11,7 @@ use toolbelt::store::Store;
 use toolbelt_tools::{MemoryScope, MemoryStore, NewMemory};
 
 use crate::cli_db::{Db, databases, schema};
+use crate::{err as stderr, ok as stdout};
 
 fn toolbelt(db: &Db, dir: &Path, args: &[&str]) -> Output {
     crate::run_with_stdin(
@@ -20,21 +21,6 @@ fn toolbelt(db: &Db, dir: &Path, args: &[&str]) -> Output {
             .args(args),
         "",
     )
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    assert!(!out.status.success());
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 use pretty_assertions::assert_eq;
 
 use crate::cli_db::{Db, databases, schema};
+use crate::{err, ok};
 
 fn toolbelt(db: &Db, dir: &Path, args: &[&str]) -> Output {
     crate::run_with_stdin(
@@ -19,21 +20,6 @@ fn toolbelt(db: &Db, dir: &Path, args: &[&str]) -> Output {
             .args(args),
         "",
     )
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn err(out: &Output) -> String {
-    assert!(!out.status.success());
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 const WEATHER: &str = r#"

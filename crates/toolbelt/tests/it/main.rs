@@ -19,6 +19,27 @@ mod stored_agents;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+/// The standard output of a command that must succeed (its output shown if it did not).
+pub(crate) fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The standard error of a command that must fail.
+pub(crate) fn err(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "succeeded: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Runs `command` with `stdin` fed to it and its output captured.
 fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
     let mut child = command
