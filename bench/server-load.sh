@@ -3,13 +3,17 @@
 #   1. POST /api/v1/tools/todo_list/call   (a cheap built-in tool; no-op-like)
 #   2. POST /api/v1/route                  (hybrid router over the built-in tools)
 #   3. idle RSS and start-up-to-ready time.
+# With TOOLS=N, N HTTP tools are first stored through the API (descriptions and schemas from
+# eval/catalog.jsonl and, when fetched, LiveMCPBench's catalog; names made unique), the server
+# is restarted on that database (start-up then loads them), and /route ranks over all of them.
 # Generator and server share this machine (2 cores): figures are a floor, not a ceiling.
-# Usage: bench/server-load.sh [sqlite|postgres]   (postgres reads TOOLBELT_TEST_PG_URL)
+# Usage: [TOOLS=2000] [DURATION=10] bench/server-load.sh [sqlite|postgres]
+#        (postgres reads TOOLBELT_TEST_PG_URL; use a database of its own: tools are added to it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "install wrk first: apt-get install -y wrk" >&2; exit 1; }
-cargo build --release -p toolbelt --quiet
-tb="${CARGO_TARGET_DIR:-$PWD/target}/release/toolbelt"
+[ -n "${TOOLBELT_BIN:-}" ] || cargo build --release -p toolbelt --quiet
+tb="${TOOLBELT_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/release/toolbelt}"
 engine=${1:-sqlite}
 work=$(mktemp -d)
 case "$engine" in
@@ -18,15 +22,42 @@ case "$engine" in
   *) echo "engine: sqlite or postgres" >&2; exit 2 ;;
 esac
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-start=$(date +%s%N)
-TOOLBELT_LOG=warn "$tb" serve --dev --addr "127.0.0.1:$port" --database-url "$db" --workspace "$work" > "$work/serve.log" 2>&1 &
-pid=$!
+pid=
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
-until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.005; done
-ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+serve() {
+  start=$(date +%s%N)
+  TOOLBELT_LOG=warn "$tb" serve --dev --addr "127.0.0.1:$port" --database-url "$db" --workspace "$work" > "$work/serve.log" 2>&1 &
+  pid=$!
+  until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.005; done
+  ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+}
+serve
+if [ "${TOOLS:-0}" -gt 0 ]; then
+  python3 - "$port" "$TOOLS" <<'PY'
+import json, sys, urllib.request
+port, n = sys.argv[1], int(sys.argv[2])
+rows = [json.loads(l) for l in open("eval/catalog.jsonl")]
+try:
+    for l in open("target/eval/livemcpbench/catalog.jsonl"):
+        rows += [{"name": t["name"], "description": t.get("description", "")} for t in json.loads(l)["tools"]]
+except FileNotFoundError:
+    pass
+for i in range(n):
+    row = rows[i % len(rows)]
+    spec = {"name": f"{row['name'][:40]}_{i}", "description": row.get("description") or row["name"],
+            "tags": ["bench"], "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    body = json.dumps({"spec": spec, "definition": {"http": {"method": "GET", "url": f"https://example.invalid/{i}"}}})
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/tools", body.encode(),
+                                 {"content-type": "application/json"})
+    urllib.request.urlopen(req).read()
+print(f"stored {n} HTTP tools")
+PY
+  kill $pid; wait $pid 2>/dev/null || true
+  serve
+fi
 sleep 1
 rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
-echo "engine=$engine start-up to ready: ${ready_ms} ms (incl. process spawn and first sync); idle RSS: $((rss_kb / 1024)) MB"
+echo "engine=$engine tools stored: ${TOOLS:-0} start-up to ready: ${ready_ms} ms (incl. process spawn and first sync); idle RSS: $((rss_kb / 1024)) MB"
 cat > "$work/call.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["content-type"] = "application/json"

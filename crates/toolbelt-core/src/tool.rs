@@ -59,6 +59,8 @@ struct Inner {
     spec: ToolSpec,
     tool: Box<dyn ErasedTool>,
     schema: OnceLock<Result<CompiledSchema, SpecError>>,
+    /// Bytes of the compact function JSON, measured on first use.
+    function_json_len: OnceLock<usize>,
 }
 
 /// A shared, type-erased tool with its spec; what registries and toolsets hold.
@@ -91,6 +93,7 @@ impl ToolHandle {
                 spec,
                 tool: Box::new(tool),
                 schema: OnceLock::new(),
+                function_json_len: OnceLock::new(),
             }),
         })
     }
@@ -98,6 +101,16 @@ impl ToolHandle {
     /// The tool's definition.
     pub fn spec(&self) -> &ToolSpec {
         &self.inner.spec
+    }
+
+    /// Bytes of the spec's compact function JSON ([`ToolSpec::to_function_json`]), what a
+    /// model is sent for this tool; measured once per handle (token estimates over a large
+    /// catalog on every request would otherwise serialise every schema each time).
+    pub fn function_json_len(&self) -> usize {
+        *self
+            .inner
+            .function_json_len
+            .get_or_init(|| self.inner.spec.to_function_json().to_string().len())
     }
 
     /// The tool's name.

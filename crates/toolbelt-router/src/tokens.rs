@@ -1,6 +1,6 @@
 //! Prompt-token estimates for tool schemas.
 
-use toolbelt_core::{ToolSpec, Toolset};
+use toolbelt_core::{ToolHandle, ToolSpec, Toolset};
 
 /// Estimated prompt tokens of a tool: bytes of its compact function JSON / 4, rounded up.
 ///
@@ -24,12 +24,14 @@ pub struct TokenSavings {
 
 impl TokenSavings {
     /// Measures `chosen` (names absent from `toolset` count zero) against `toolset`.
+    /// Each tool's size is measured once per handle ([`ToolHandle::function_json_len`]).
     pub fn measure<S: AsRef<str>>(toolset: &Toolset, chosen: &[S]) -> Self {
-        let total = toolset.specs().map(schema_tokens).sum();
+        let tokens = |t: &ToolHandle| t.function_json_len().div_ceil(4);
+        let total = toolset.iter().map(tokens).sum();
         let chosen = chosen
             .iter()
             .filter_map(|n| toolset.get(n.as_ref()))
-            .map(|t| schema_tokens(t.spec()))
+            .map(tokens)
             .sum();
         Self { chosen, total }
     }

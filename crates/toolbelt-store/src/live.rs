@@ -19,7 +19,10 @@ use toolbelt_core::{Registry, ToolHandle, ToolSpec};
 
 use crate::error::{Result, StoreError};
 use crate::store::{Engine, Store};
-use crate::tools::ToolSource;
+use crate::tools::{ToolRecord, ToolSource};
+
+/// Above this many tools to build, a reconcile reads every record at once.
+const BULK_READ: usize = 16;
 
 /// Builds a runnable tool from a stored spec and definition.
 pub trait ToolFactory: Send + Sync + 'static {
@@ -233,6 +236,19 @@ impl LiveRegistry {
             );
             stale
         };
+        // Many tools to build (a start-up, a bulk import): one read of every record instead
+        // of one round trip per tool (1,000 tools on Postgres: ~1 s of round trips).
+        let installs = stale.iter().filter(|(_, install)| *install).count();
+        let mut records: HashMap<String, ToolRecord> = if installs > BULK_READ {
+            self.store
+                .list_tools()
+                .await?
+                .into_iter()
+                .map(|r| (r.name.clone(), r))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         let mut report = Reconciled::default();
         for (name, install) in stale {
             if !install {
@@ -242,10 +258,13 @@ impl LiveRegistry {
                 self.installed.lock().map_err(|_| poisoned())?.remove(&name);
                 continue;
             }
-            let record = match self.store.get_tool(&name).await {
-                Ok(record) => record,
-                Err(StoreError::NotFound { .. }) => continue,
-                Err(e) => return Err(e),
+            let record = match records.remove(&name) {
+                Some(record) => record,
+                None => match self.store.get_tool(&name).await {
+                    Ok(record) => record,
+                    Err(StoreError::NotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                },
             };
             let built = match record.source {
                 ToolSource::Compiled => self.compiled.get(&name).cloned().ok_or_else(|| {

@@ -111,6 +111,45 @@ async fn reconcile_installs_replaces_and_removes() {
     .await;
 }
 
+#[tokio::test]
+async fn many_stored_tools_are_built_from_one_read_at_start_up() {
+    each_engine(|store| async move {
+        // More than the bulk-read threshold, with one broken definition among them.
+        for i in 0..40 {
+            store
+                .create_tool(&reply_draft(&format!("t{i}"), &format!("r{i}")))
+                .await
+                .unwrap();
+        }
+        store
+            .create_tool(
+                &ToolDraft::new(spec("broken", "d"), ToolSource::Declarative, "t")
+                    .with_definition(json!({})),
+            )
+            .await
+            .unwrap();
+        store
+            .set_tool_enabled("t7", false, None, "ops")
+            .await
+            .unwrap();
+        let live = LiveRegistry::builder(store.clone())
+            .factory(ToolSource::Declarative, reply_factory)
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(live.registry().len(), 39, "40 minus the disabled one");
+        assert!(!live.registry().contains("broken") && !live.registry().contains("t7"));
+        assert_eq!(call(&live, "t39").await, Ok("r39".to_owned()));
+        // The revisions were recorded: nothing is rebuilt by the next reconcile.
+        let again = live.reconcile().await.unwrap();
+        assert!(
+            again.installed.is_empty() && again.failed.is_empty(),
+            "{again:?}"
+        );
+    })
+    .await;
+}
+
 /// Not a test of its own: the second process of `a_second_process_sees_changes_within_a_second`.
 #[tokio::test]
 #[ignore = "child process of a_second_process_sees_changes_within_a_second"]
