@@ -5,7 +5,7 @@
 //! time went elsewhere (thread hand-offs, and candle asking the kernel for the CPU count
 //! on every product): 2.8–3.7 ms per short query against 0.4–0.6 ms here. This kernel
 //! reads the weights front to back, once per four rows, and keeps the sums in SIMD
-//! registers, with AVX2/FMA (or AVX-512, SSE, scalar) chosen at run time by `pulp`, so
+//! registers, with AVX2/FMA when the CPU has them (detected at run time by `pulp`), so
 //! the binary stays on the baseline target and needs no `unsafe`. On one core it matches
 //! candle's `gemm` on two for a batch of 64 queries; large products are split by rows
 //! over rayon's threads.
@@ -123,9 +123,14 @@ impl WithSimd for Product<'_> {
 #[inline(always)]
 fn block<S: Simd, const R: usize>(simd: S, a: &[f32], w: &Packed, out: &mut [f32]) {
     let (k, cols) = (w.k, w.cols);
+    if PANEL > 4 * S::F32_LANES {
+        // Fewer than four lanes (the portable path): more vectors per panel row than the
+        // accumulators below hold; sum column by column instead.
+        return block_plain(a, w, out);
+    }
     let rows: [&[f32]; R] = std::array::from_fn(|r| &a[r * k..(r + 1) * k]);
     for (p, panel) in w.panels.chunks_exact(k * PANEL).enumerate() {
-        // PANEL / lanes vectors per panel row: 2 with AVX2, 1 with AVX-512, 4 with SSE.
+        // PANEL / lanes vectors per panel row: 2 with AVX2, 4 with SSE.
         let mut acc = [[simd.splat_f32s(0.0); 4]; R];
         for (kk, row) in panel.chunks_exact(PANEL).enumerate() {
             let (vectors, _) = S::as_simd_f32s(row);
@@ -143,6 +148,25 @@ fn block<S: Simd, const R: usize>(simd: S, a: &[f32], w: &Packed, out: &mut [f32
             let (dst, _) = S::as_mut_simd_f32s(&mut sums);
             for (d, &sum) in dst.iter_mut().zip(acc) {
                 *d = sum;
+            }
+            out[r * cols + c0..r * cols + c0 + width].copy_from_slice(&sums[..width]);
+        }
+    }
+}
+
+/// The product without SIMD vectors, for CPUs where `pulp` finds fewer than four lanes.
+fn block_plain(a: &[f32], w: &Packed, out: &mut [f32]) {
+    let (k, cols) = (w.k, w.cols);
+    let rows = a.len().checked_div(k).unwrap_or(0);
+    for (p, panel) in w.panels.chunks_exact(k * PANEL).enumerate() {
+        let c0 = p * PANEL;
+        let width = PANEL.min(cols - c0);
+        for r in 0..rows {
+            let mut sums = [0f32; PANEL];
+            for (x, row) in a[r * k..(r + 1) * k].iter().zip(panel.chunks_exact(PANEL)) {
+                for (sum, v) in sums.iter_mut().zip(row) {
+                    *sum = x.mul_add(*v, *sum);
+                }
             }
             out[r * cols + c0..r * cols + c0 + width].copy_from_slice(&sums[..width]);
         }
@@ -183,14 +207,25 @@ mod tests {
         ] {
             let a: Vec<f32> = (0..rows * k).map(|_| next()).collect();
             let w: Vec<f32> = (0..k * cols).map(|_| next()).collect();
-            let got = Packed::new(&w, k, cols).matmul(Arch::new(), &a, rows);
+            let packed = Packed::new(&w, k, cols);
+            // This CPU's path, and the portable one every CPU can take.
+            let fast = packed.matmul(Arch::new(), &a, rows);
+            let mut portable = vec![0f32; rows * cols];
+            pulp::Scalar::new().vectorize(Product {
+                w: &packed,
+                a: &a,
+                rows,
+                out: &mut portable,
+            });
             let want = reference(&a, rows, &w, cols);
-            assert_eq!(got.len(), want.len());
-            for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                assert!(
-                    (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                    "({rows}×{k})·({k}×{cols}) at {i}: {g} vs {e}"
-                );
+            for got in [fast, portable] {
+                assert_eq!(got.len(), want.len());
+                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                        "({rows}×{k})·({k}×{cols}) at {i}: {g} vs {e}"
+                    );
+                }
             }
         }
     }
