@@ -9,7 +9,12 @@ use toolbelt_core::{ToolHandle, ToolSpec, Toolset};
 /// is what a comparison needs. Chinese text costs more tokens per byte, so
 /// the estimate is low for Chinese descriptions.
 pub fn schema_tokens(spec: &ToolSpec) -> usize {
-    spec.to_function_json().to_string().len().div_ceil(4)
+    tokens_of(spec.to_function_json().to_string().len())
+}
+
+/// Tokens of `bytes` of function JSON (four bytes a token, rounded up).
+fn tokens_of(bytes: usize) -> usize {
+    bytes.div_ceil(4)
 }
 
 /// Schema tokens of chosen tools against all tools of a toolset.
@@ -26,7 +31,7 @@ impl TokenSavings {
     /// Measures `chosen` (names absent from `toolset` count zero) against `toolset`.
     /// Each tool's size is measured once per handle ([`ToolHandle::function_json_len`]).
     pub fn measure<S: AsRef<str>>(toolset: &Toolset, chosen: &[S]) -> Self {
-        let tokens = |t: &ToolHandle| t.function_json_len().div_ceil(4);
+        let tokens = |t: &ToolHandle| tokens_of(t.function_json_len());
         let total = toolset.iter().map(tokens).sum();
         let chosen = chosen
             .iter()

@@ -41,6 +41,11 @@ fn reply_draft(name: &str, reply: &str) -> ToolDraft {
         .with_definition(json!({"reply": reply}))
 }
 
+/// A tool whose definition the factory refuses.
+fn broken_draft() -> ToolDraft {
+    ToolDraft::new(spec("broken", "d"), ToolSource::Declarative, "t").with_definition(json!({}))
+}
+
 async fn call(live: &LiveRegistry, name: &str) -> Result<String, String> {
     let tools = live.registry().all();
     let result = Executor::new()
@@ -97,13 +102,7 @@ async fn reconcile_installs_replaces_and_removes() {
         let pinned = live.tool_at("greet", 1).await.unwrap();
         assert_eq!(pinned.spec().description, "replies");
 
-        store
-            .create_tool(
-                &ToolDraft::new(spec("broken", "d"), ToolSource::Declarative, "t")
-                    .with_definition(json!({})),
-            )
-            .await
-            .unwrap();
+        store.create_tool(&broken_draft()).await.unwrap();
         let report = live.reconcile().await.unwrap();
         assert_eq!(report.failed.len(), 1);
         assert!(!live.registry().contains("broken"));
@@ -121,13 +120,7 @@ async fn many_stored_tools_are_built_from_one_read_at_start_up() {
                 .await
                 .unwrap();
         }
-        store
-            .create_tool(
-                &ToolDraft::new(spec("broken", "d"), ToolSource::Declarative, "t")
-                    .with_definition(json!({})),
-            )
-            .await
-            .unwrap();
+        store.create_tool(&broken_draft()).await.unwrap();
         store
             .set_tool_enabled("t7", false, None, "ops")
             .await

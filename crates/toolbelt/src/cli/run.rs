@@ -496,7 +496,7 @@ fn result_line(result: &CallResult) -> String {
 }
 
 /// The first line of `text`, at most `max` characters, marked when cut.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or_default();
     let cut = line.chars().count() > max || line.len() < text.trim_end().len();
     let mut short: String = line.chars().take(max).collect();

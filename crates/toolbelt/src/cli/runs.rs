@@ -9,6 +9,7 @@ use toolbelt_llm::Message;
 use toolbelt_server::{ApprovalView, QuestionView, RunDetail, RunRegistry, RunStatus, RunView};
 
 use super::remote::{Api, Backend, Call, Target};
+use super::run::clip;
 
 /// Subcommands of `toolbelt runs`.
 #[derive(Debug, clap::Subcommand)]
@@ -163,10 +164,7 @@ pub(crate) async fn run(cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                 }
                 None => json!({"decision": "approve"}),
             };
-            let view: ApprovalView = from(
-                api.send(Call::post(&["approvals", &args.id]).json(body))
-                    .await?,
-            )?;
+            let view = decide(&api, &args.id, body).await?;
             println!(
                 "approved {} ({} in {}); the run goes on",
                 view.id, view.tool, view.run_id
@@ -178,10 +176,7 @@ pub(crate) async fn run(cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             if let Some(reason) = &args.reason {
                 body["reason"] = json!(reason);
             }
-            let view: ApprovalView = from(
-                api.send(Call::post(&["approvals", &args.id]).json(body))
-                    .await?,
-            )?;
+            let view = decide(&api, &args.id, body).await?;
             println!(
                 "rejected {} ({} in {}); the model is told why",
                 view.id, view.tool, view.run_id
@@ -196,6 +191,11 @@ pub(crate) async fn run(cmd: RunsCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Sends a decision on approval `id` (`POST /approvals/{id}`).
+async fn decide(api: &Api, id: &str, body: Value) -> anyhow::Result<ApprovalView> {
+    from(api.send(Call::post(&["approvals", id]).json(body)).await?)
 }
 
 fn from<T: serde::de::DeserializeOwned>(answer: Value) -> anyhow::Result<T> {
@@ -233,7 +233,7 @@ async fn ls(args: LsArgs) -> anyhow::Result<()> {
                 run.id,
                 run.agent,
                 status_name(run.status),
-                one_line(&run.input, 60),
+                clip(&run.input, 60),
                 if waiting > 0 {
                     format!("  ({waiting} waiting for a person)")
                 } else {
@@ -267,9 +267,9 @@ async fn show(args: ShowArgs) -> anyhow::Result<()> {
         run.usage.input_tokens,
         run.usage.output_tokens
     );
-    println!("  input: {}", one_line(&run.input, 200));
+    println!("  input: {}", clip(&run.input, 200));
     if let Some(answer) = &run.answer {
-        println!("  answer: {}", one_line(answer, 200));
+        println!("  answer: {}", clip(answer, 200));
     }
     if let Some(error) = &run.error {
         println!("  error: {error}");
@@ -279,15 +279,11 @@ async fn show(args: ShowArgs) -> anyhow::Result<()> {
             "  waiting: approval {} for {} {}",
             a.id,
             a.tool,
-            one_line(&a.arguments.to_string(), 120)
+            clip(&a.arguments.to_string(), 120)
         );
     }
     for q in &run.pending_questions {
-        println!(
-            "  waiting: question {}: {}",
-            q.id,
-            one_line(&q.question, 120)
-        );
+        println!("  waiting: question {}: {}", q.id, clip(&q.question, 120));
     }
     if !detail.messages.is_empty() {
         println!("transcript:");
@@ -306,25 +302,14 @@ fn print_message(message: &Message) {
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    println!("  {role:>9}: {}", one_line(&content, 160));
+    println!("  {role:>9}: {}", clip(&content, 160));
     for call in value["tool_calls"].as_array().into_iter().flatten() {
         println!(
             "  {:>9}  calls {} {}",
             "",
             call["name"].as_str().unwrap_or("?"),
-            one_line(&call["arguments"].to_string(), 120)
+            clip(&call["arguments"].to_string(), 120)
         );
-    }
-}
-
-/// `text` on one line, cut at `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
     }
 }
 
@@ -346,7 +331,7 @@ async fn approvals(args: ApprovalsArgs) -> anyhow::Result<()> {
             a.id,
             a.run_id,
             a.tool,
-            one_line(&a.arguments.to_string(), 120)
+            clip(&a.arguments.to_string(), 120)
         );
     }
     for q in &questions {
@@ -359,7 +344,7 @@ async fn approvals(args: ApprovalsArgs) -> anyhow::Result<()> {
             "question {}  {}: {}{choices}",
             q.id,
             q.run_id.as_deref().unwrap_or("-"),
-            one_line(&q.question, 120)
+            clip(&q.question, 120)
         );
     }
     Ok(())
