@@ -10,20 +10,31 @@ use toolbelt_tools::declarative::{Definition, Secrets};
 /// How often a SQLite instance looks for changes made by other processes (Postgres is notified).
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 
-/// A store, the registry that follows it, and the watcher keeping it current.
+/// A store and the registry loaded from it; [`Database::watch`] keeps the registry current.
 #[derive(Debug)]
 pub struct Database {
     /// The live registry (its store is [`LiveRegistry::store`]).
     pub live: Arc<LiveRegistry>,
-    /// Stops following the store when dropped.
-    pub watch: WatchHandle,
     /// Runs marked `interrupted` at start-up (SQLite only: they were going when the server stopped).
     pub interrupted: u64,
 }
 
+impl Database {
+    /// Starts following the store's changes (Postgres: LISTEN on a connection of its own;
+    /// SQLite: polling every [`POLL_INTERVAL`]); stops when the handle is stopped or dropped.
+    ///
+    /// `toolbelt serve` calls it once it listens: everything before runs on the pool's one
+    /// connection, so start-up negotiates TLS once. Changes made in between are caught by the
+    /// reconcile the watcher runs when it starts.
+    pub fn watch(&self) -> WatchHandle {
+        self.live.watch(POLL_INTERVAL)
+    }
+}
+
 /// Opens `url` (migrating it), syncs the `compiled` tools into it, marks runs a stopped
 /// server left unfinished as interrupted, and loads every stored tool into a live registry
-/// that follows later changes (declarative tools built with secrets from the environment).
+/// (declarative tools built with secrets from the environment), one statement after the
+/// other on one connection. [`Database::watch`] then follows later changes.
 ///
 /// # Errors
 /// The store's error (unreachable database, newer schema, invalid compiled spec).
@@ -69,10 +80,5 @@ pub async fn open_store(
         )
         .build()
         .await?;
-    let watch = live.watch(POLL_INTERVAL);
-    Ok(Database {
-        live,
-        watch,
-        interrupted,
-    })
+    Ok(Database { live, interrupted })
 }

@@ -78,7 +78,7 @@ impl TestServer {
             .unwrap();
         let mut server =
             Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), scheduled).await;
-        server.watch = Some(opened.watch);
+        server.watch = Some(opened.watch());
         server
     }
 

@@ -111,6 +111,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
     );
     println!("docs: http://{addr}/api/v1/docs/");
+    // Only now does the registry follow the store (on Postgres, over a LISTEN connection of its
+    // own): until ready, start-up used one pooled connection, so TLS was negotiated once.
+    let watch = db.watch();
     // Routines run on this instance too; on Postgres several instances share the work,
     // each occurrence claimed by exactly one.
     let scheduler = toolbelt_server::routines::spawn_scheduler(
@@ -124,7 +127,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     for task in [scheduler, mcp_servers].into_iter().flatten() {
         let _ = task.await;
     }
-    db.watch.stop().await;
+    watch.stop().await;
     Ok(ExitCode::SUCCESS)
 }
 
