@@ -122,7 +122,35 @@ pub fn app(state: AppState) -> Router {
                 .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]),
         );
     }
-    router.layer(TraceLayer::new_for_http())
+    router.layer(
+        TraceLayer::new_for_http()
+            .make_span_with(http_span)
+            .on_response(|response: &Response, _: Duration, span: &tracing::Span| {
+                span.record("http.response.status_code", response.status().as_u16());
+            }),
+    )
+}
+
+/// One span per request, named like OpenTelemetry's HTTP server spans (`POST /api/v1/tools/{name}/call`).
+///
+/// At DEBUG under the target `toolbelt_server::http`, so the default `info` log filter does
+/// not pay for it; the OpenTelemetry export (feature `otel` of the `toolbelt` crate) enables it.
+fn http_span(req: &Request) -> tracing::Span {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str);
+    let method = req.method().as_str();
+    tracing::debug_span!(
+        target: "toolbelt_server::http",
+        "http_request",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = method,
+        http.route = route,
+        url.path = req.uri().path(),
+        http.response.status_code = tracing::field::Empty,
+    )
 }
 
 async fn record_http(State(_): State<AppState>, req: Request, next: Next) -> Response {

@@ -6,6 +6,8 @@ mod mcp;
 mod mcp_stored;
 mod memory;
 mod models;
+#[cfg(feature = "otel")]
+mod otel;
 mod remote;
 mod route;
 mod routines;
@@ -20,6 +22,9 @@ mod tools;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// Define LLM tools once, route each request to the few it needs, run them safely.
 #[derive(Debug, Parser)]
@@ -76,17 +81,47 @@ pub(crate) fn main() -> ExitCode {
             "warn"
         })
     });
-    if json_logs {
-        tracing_subscriber::fmt()
+    let fmt = if json_logs {
+        tracing_subscriber::fmt::layer()
             .json()
-            .with_env_filter(filter)
             .with_writer(std::io::stderr)
-            .init();
+            .boxed()
     } else {
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
+        tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
-            .init();
+            .boxed()
+    };
+    let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+    let otel_endpoint = match &cli.command {
+        Command::Serve(args) => Some(args.otel_endpoint()),
+        _ => None,
+    };
+    #[cfg(feature = "otel")]
+    let otel_guard = match otel_endpoint {
+        Some(endpoint) if otel::wanted(endpoint) => match otel::layer(endpoint) {
+            Ok((layer, guard)) => {
+                registry.with(layer).init();
+                Some(guard)
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => {
+            registry.init();
+            None
+        }
+    };
+    #[cfg(not(feature = "otel"))]
+    {
+        if let Some(Some(_)) = otel_endpoint {
+            eprintln!(
+                "error: --otel-endpoint needs a toolbelt built with the `otel` feature (cargo build --features otel)"
+            );
+            return ExitCode::FAILURE;
+        }
+        registry.init();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -114,6 +149,11 @@ pub(crate) fn main() -> ExitCode {
             Command::Tokens(cmd) => tokens::run(cmd).await,
         }
     });
+    // Spans queued for export leave after the server has stopped (graceful shutdown included).
+    #[cfg(feature = "otel")]
+    if let Some(guard) = otel_guard {
+        guard.shutdown();
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -31,6 +31,10 @@ pub(crate) struct ServeArgs {
     /// Directory the file, shell and git tools are confined to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// Export spans over OTLP/HTTP to this base URL (traces go to URL/v1/traces; default:
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
+    #[arg(long, value_name = "URL")]
+    otel_endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -42,6 +46,11 @@ enum LogFormatArg {
 }
 
 impl ServeArgs {
+    /// `--otel-endpoint`, when given.
+    pub(crate) fn otel_endpoint(&self) -> Option<&str> {
+        self.otel_endpoint.as_deref()
+    }
+
     /// Whether logs must be JSON (flag, or `TOOLBELT_LOG_FORMAT=json`).
     pub(crate) fn json_logs(&self) -> bool {
         match self.log_format {

@@ -18,7 +18,13 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// One HTTP/1.1 request over a fresh connection: (status, body).
-fn http(port: u16, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+pub(crate) fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let auth = token
         .map(|t| format!("authorization: Bearer {t}\r\n"))
@@ -163,4 +169,15 @@ fn it_refuses_to_listen_off_loopback_without_a_token_and_dev_off_loopback() {
     assert!(!ok && err.contains("without authentication"), "{err}");
     let (ok, err) = run(&["--addr", "0.0.0.0:0", "--dev"]);
     assert!(!ok && err.contains("loopback"), "{err}");
+}
+
+#[cfg(not(feature = "otel"))]
+#[test]
+fn otel_endpoint_needs_the_otel_feature() {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["serve", "--dev", "--otel-endpoint", "http://127.0.0.1:4318"])
+        .output()
+        .unwrap();
+    let err = super::err(&out);
+    assert!(err.contains("built with the `otel` feature"), "{err}");
 }

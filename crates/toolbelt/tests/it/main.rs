@@ -11,6 +11,8 @@ mod cli_run_models;
 mod cli_run_store;
 mod cli_sandbox;
 mod cli_serve;
+#[cfg(all(feature = "otel", unix))]
+mod cli_serve_otel;
 mod cli_store;
 mod cli_tools;
 mod memory_routines;
