@@ -182,6 +182,15 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     metrics::handle();
+    let public_url = state.config.public_url.clone().or_else(|| {
+        listener
+            .local_addr()
+            .ok()
+            .map(|addr| format!("http://{addr}"))
+    });
+    if let Some(url) = public_url {
+        state.runs.set_public_url(url);
+    }
     let token = state.shutdown.clone();
     let runs = state.runs.clone();
     let run_log = state.run_log.clone();

@@ -74,6 +74,10 @@ pub struct ServerConfig {
     pub console: bool,
     /// Serve each agent's tools over MCP (streamable HTTP) at `/mcp/{agent}` (`run` scope).
     pub mcp: bool,
+    /// URL other instances and clients reach this one by, stored with the runs it holds so
+    /// that an approval sent to another instance is told where to go (default: `http://` and
+    /// the bound address; set it when listening on `0.0.0.0` or behind a proxy).
+    pub public_url: Option<String>,
     /// Host names MCP clients reach this server by, besides the loopback names and `addr`
     /// (the MCP endpoint refuses other `Host` headers: the DNS-rebinding guard).
     pub mcp_hosts: Vec<String>,
@@ -98,6 +102,7 @@ impl Default for ServerConfig {
             console: true,
             mcp: true,
             mcp_hosts: Vec::new(),
+            public_url: None,
         }
     }
 }
@@ -122,6 +127,12 @@ pub enum ConfigError {
     NoTokenOffLoopback {
         /// The address asked for.
         addr: SocketAddr,
+    },
+    /// `public_url` is not an `http(s)://` URL.
+    #[error("public_url `{url}` must be an http:// or https:// URL (e.g. http://10.0.0.5:7878)")]
+    BadPublicUrl {
+        /// The value given.
+        url: String,
     },
     /// A configured token has neither `sha256` nor `token`, or a bad hash.
     #[error("token `{name}`: {reason}")]
@@ -158,6 +169,7 @@ impl ServerConfig {
                 "run_wait_secs",
                 "console",
                 "mcp",
+                "public_url",
             ]))
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))
@@ -168,8 +180,17 @@ impl ServerConfig {
     /// `has_tokens` says whether any token exists (configured or stored).
     ///
     /// # Errors
-    /// [`ConfigError::DevNotLoopback`], [`ConfigError::NoTokenOffLoopback`].
+    /// [`ConfigError::DevNotLoopback`], [`ConfigError::NoTokenOffLoopback`],
+    /// [`ConfigError::BadPublicUrl`].
     pub fn check_exposure(&self, has_tokens: bool) -> Result<(), ConfigError> {
+        if let Some(url) = &self.public_url {
+            let rest = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"));
+            if rest.is_none_or(|host| host.is_empty() || host.contains(char::is_whitespace)) {
+                return Err(ConfigError::BadPublicUrl { url: url.clone() });
+            }
+        }
         let loopback = self.addr.ip().is_loopback();
         if self.dev && !loopback {
             return Err(ConfigError::DevNotLoopback { addr: self.addr });

@@ -37,10 +37,10 @@ pub use agents::{AgentCatalog, AgentDef, ProviderDef, default_router};
 pub use app::{app, serve};
 pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
-pub use problem::{ApiResult, FieldError, Problem, ProblemDocument};
+pub use problem::{ApiResult, FieldError, InstanceRef, Problem, ProblemDocument};
 pub use runs::{
-    ApprovalView, QuestionView, RunDetail, RunEntry, RunEvent, RunRegistry, RunStart, RunStatus,
-    RunView, UsageView, audit_entry, call_result_json,
+    ApprovalView, Held, QuestionView, RunDetail, RunEntry, RunEvent, RunRegistry, RunStart,
+    RunStatus, RunView, UsageView, audit_entry, call_result_json,
 };
 pub use state::{AppState, StateError};
 

@@ -40,6 +40,20 @@ pub struct ProblemDocument {
     /// Names that exist, when a name was not found (closest first).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub nearest: Vec<String>,
+    /// The instance holding the run, when the request reached another one (`421`, ADR 0045).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub instance: Option<InstanceRef>,
+}
+
+/// Where a run lives: the `toolbelt serve` instance holding it and where to send its requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct InstanceRef {
+    /// The instance's id (generated at its start-up; `/healthz` shows it).
+    pub id: String,
+    /// The URL the instance advertises (`--public-url`, or its bound address).
+    pub url: String,
+    /// The same request on that instance (also in the `Location` header).
+    pub location: String,
 }
 
 /// An error answer: a boxed [`ProblemDocument`] (boxed so that `Result<T, Problem>` stays small).
@@ -72,6 +86,7 @@ impl Problem {
             pointer: None,
             errors: Vec::new(),
             nearest: Vec::new(),
+            instance: None,
         }))
     }
 
@@ -135,6 +150,13 @@ impl Problem {
         self
     }
 
+    /// Names the instance holding the run (sent as the `Location` header too).
+    #[must_use]
+    pub fn with_instance(mut self, instance: InstanceRef) -> Self {
+        self.instance = Some(instance);
+        self
+    }
+
     /// The status as a [`StatusCode`].
     pub fn status_code(&self) -> StatusCode {
         StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -150,6 +172,13 @@ impl IntoResponse for Problem {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let Some(location) = self
+            .instance
+            .as_ref()
+            .and_then(|i| HeaderValue::from_str(&i.location).ok())
+        {
+            response.headers_mut().insert(header::LOCATION, location);
+        }
         response
     }
 }

@@ -7,7 +7,7 @@
 //! client; only [`RunRegistry::cancel`] stops a run.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -23,7 +23,7 @@ use toolbelt_tools::{HumanChannel, HumanError, HumanQuestion, PendingQuestions};
 use utoipa::ToSchema;
 
 use crate::metrics;
-use crate::problem::Problem;
+use crate::problem::{InstanceRef, Problem};
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -301,6 +301,12 @@ impl RunEntry {
         self.lock().status
     }
 
+    /// How many approvals and questions wait.
+    fn pending(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.approvals.len(), state.questions.len())
+    }
+
     /// Waits until the run ends or waits for a person, at most `limit`.
     pub async fn settle(&self, limit: Duration) -> RunView {
         let mut rx = self.watch();
@@ -331,7 +337,10 @@ struct Inner {
     by_conversation: Mutex<HashMap<String, Arc<RunEntry>>>,
     questions: PendingQuestions,
     tasks: TaskTracker,
-    next_approval: AtomicU64,
+    /// This process's id, stored with each run it starts (ADR 0045).
+    instance_id: String,
+    /// The URL this process advertises to the others (`--public-url` or the bound address).
+    public_url: std::sync::OnceLock<String>,
     store: std::sync::OnceLock<toolbelt_store::Store>,
     run_log: std::sync::OnceLock<toolbelt_store::RunLogWriter>,
     /// Set when the server stops: runs it cancels end as `interrupted`, to be continued later.
@@ -383,12 +392,25 @@ impl RunRegistry {
                 by_conversation: Mutex::default(),
                 questions: PendingQuestions::new(),
                 tasks: TaskTracker::new(),
-                next_approval: AtomicU64::new(1),
+                instance_id: uuid::Uuid::new_v4().simple().to_string(),
+                public_url: std::sync::OnceLock::new(),
                 store: std::sync::OnceLock::new(),
                 run_log: std::sync::OnceLock::new(),
                 stopping: std::sync::atomic::AtomicBool::new(false),
             }),
         }
+    }
+
+    /// This instance's id: fresh at each start-up, stored with the runs it starts, shown by
+    /// `/healthz`.
+    pub fn instance_id(&self) -> &str {
+        &self.inner.instance_id
+    }
+
+    /// Sets the URL other instances and clients reach this one by (the first call wins;
+    /// [`crate::serve`] sets the bound address when the configuration names none).
+    pub fn set_public_url(&self, url: impl Into<String>) {
+        let _ = self.inner.public_url.set(url.into());
     }
 
     /// Records every run in `store` (created at start, updated when it waits and when it ends),
@@ -422,7 +444,10 @@ impl RunRegistry {
         };
         let (status, update) = {
             let state = entry.lock();
+            let waits = !state.approvals.is_empty() || !state.questions.is_empty();
             let status = match state.status {
+                // Stored as waiting before the API shows it (see `add_approval`).
+                RunStatus::Running if waits => toolbelt_store::RunStatus::Waiting,
                 RunStatus::Running => toolbelt_store::RunStatus::Running,
                 RunStatus::Waiting => toolbelt_store::RunStatus::Waiting,
                 RunStatus::Succeeded => toolbelt_store::RunStatus::Completed,
@@ -430,10 +455,15 @@ impl RunRegistry {
                 RunStatus::Cancelled => toolbelt_store::RunStatus::Cancelled,
                 RunStatus::Interrupted => toolbelt_store::RunStatus::Interrupted,
             };
+            // What waits for a person is stored too, so that another instance on the same
+            // database can tell which run (and instance) an approval or a question belongs to.
+            let approvals: Vec<&ApprovalView> = state.approvals.values().map(|p| &p.view).collect();
+            let questions: Vec<&QuestionView> = state.questions.values().collect();
             let mut update = toolbelt_store::RunUpdate::status(status).with_transcript(json!({
                 "messages": state.messages,
                 "events": state.events,
                 "usage": UsageView::from(state.usage),
+                "pending": {"approvals": approvals, "questions": questions},
             }));
             if let Some(answer) = &state.answer {
                 update = update.with_output(json!({"answer": answer}));
@@ -550,7 +580,9 @@ impl RunRegistry {
             .unwrap_or_else(|| format!("conv_{}", uuid::Uuid::new_v4().simple()));
         let id = match self.inner.store.get() {
             Some(store) => {
-                let input = json!({"input": start.input, "conversation_id": conversation_id, "parent_run": start.parent_run});
+                let instance =
+                    json!({"id": self.inner.instance_id, "url": self.inner.public_url.get()});
+                let input = json!({"input": start.input, "conversation_id": conversation_id, "parent_run": start.parent_run, "instance": instance});
                 let record = store
                     .create_run(agent.name(), &input, None)
                     .await
@@ -621,9 +653,13 @@ impl RunRegistry {
                 )
                 .await;
             }
-            let before = entry.status();
+            if let AgentEvent::ApprovalRequested(prompt) = event {
+                self.add_approval(&entry, prompt).await;
+                continue;
+            }
+            let before = (entry.status(), entry.pending());
             self.on_event(&entry, event, &model);
-            if entry.status() != before {
+            if (entry.status(), entry.pending()) != before {
                 self.persist(&entry).await;
                 if entry.status().is_terminal() {
                     self.audit_run(&entry).await;
@@ -665,7 +701,6 @@ impl RunRegistry {
                     serde_json::to_value(&call).unwrap_or(Value::Null),
                 );
             }
-            AgentEvent::ApprovalRequested(prompt) => self.add_approval(entry, prompt),
             AgentEvent::ToolCallFinished(result) => {
                 metrics::record_call(&result);
                 entry.push("tool_call_finished", call_result_json(&result));
@@ -716,11 +751,14 @@ impl RunRegistry {
         }
     }
 
-    fn add_approval(&self, entry: &Arc<RunEntry>, prompt: ApprovalPrompt) {
-        let n = self.inner.next_approval.fetch_add(1, Ordering::Relaxed);
+    /// Records a call waiting for a decision, stores the run, and only then shows the approval
+    /// (status `waiting`, an `approval_requested` event, answerable): another instance on the
+    /// same database asked about it finds where it lives.
+    async fn add_approval(&self, entry: &Arc<RunEntry>, prompt: ApprovalPrompt) {
         let request = prompt.request();
         let view = ApprovalView {
-            id: format!("apr_{n}_{}", &entry.id[4..12.min(entry.id.len())]),
+            // Unique across instances (one database may serve several), time-ordered.
+            id: format!("apr_{}", uuid::Uuid::now_v7().simple()),
             run_id: entry.id.clone(),
             tool: request.call.name.clone(),
             call_id: request.call.id.clone(),
@@ -728,17 +766,15 @@ impl RunRegistry {
             description: request.spec.description.clone(),
         };
         let data = serde_json::to_value(&view).unwrap_or(Value::Null);
-        {
-            let mut state = entry.lock();
-            state.approvals.insert(
-                view.id.clone(),
-                Pending {
-                    view: view.clone(),
-                    prompt,
-                },
-            );
-            RunEntry::set_waiting_from_pending(&mut state);
-        }
+        entry.lock().approvals.insert(
+            view.id.clone(),
+            Pending {
+                view: view.clone(),
+                prompt,
+            },
+        );
+        self.persist(entry).await;
+        RunEntry::set_waiting_from_pending(&mut entry.lock());
         lock(&self.inner.approvals).insert(view.id.clone(), Arc::clone(entry));
         entry.push("approval_requested", data);
     }
@@ -858,7 +894,7 @@ impl RunRegistry {
         let entry = lock(&self.inner.approvals).remove(id).ok_or_else(|| {
             Problem::not_found(
                 "approval_not_found",
-                format!("no pending approval `{id}` on this instance; it was answered, its run ended, or the run is held by another instance (approvals are answered on the instance running the run)"),
+                format!("no pending approval `{id}`: it was answered, its run ended, or it never existed"),
             )
             .with_pointer("id")
         })?;
@@ -927,6 +963,81 @@ impl RunRegistry {
         })
     }
 
+    /// Where `what`, unknown to this instance, lives: another instance on the same database
+    /// started the run. `421 held_by_other_instance` names that instance, its URL and the
+    /// same request there when it answers on its `/healthz`; `409 holder_unreachable` when it
+    /// does not. `None` when the store knows no unfinished run holding `what` (a plain 404).
+    pub async fn held_elsewhere(&self, what: Held<'_>) -> Option<Problem> {
+        let store = self.inner.store.get()?;
+        let record = match what {
+            Held::Run(id) => store
+                .get_run(store_id(id))
+                .await
+                .ok()
+                .filter(|r| !r.status.is_finished())?,
+            Held::Approval(id) | Held::Question(id) => {
+                let key = if matches!(what, Held::Approval(_)) {
+                    "approvals"
+                } else {
+                    "questions"
+                };
+                let waiting = store
+                    .list_runs(None, Some(toolbelt_store::RunStatus::Waiting), 1000)
+                    .await
+                    .ok()?;
+                waiting.into_iter().find(|r| {
+                    r.transcript["pending"][key]
+                        .as_array()
+                        .is_some_and(|pending| pending.iter().any(|p| p["id"] == id))
+                })?
+            }
+        };
+        let holder = &record.input["instance"];
+        let holder_id = holder["id"].as_str()?;
+        if holder_id == self.inner.instance_id {
+            return None;
+        }
+        let url = holder["url"].as_str()?.trim_end_matches('/');
+        let run = format!("run_{}", record.id);
+        let (what, location) = match what {
+            Held::Run(id) => (
+                format!("run `{id}`"),
+                format!("{url}/api/v1/runs/{id}/cancel"),
+            ),
+            Held::Approval(id) => (
+                format!("approval `{id}` (run `{run}`)"),
+                format!("{url}/api/v1/approvals/{id}"),
+            ),
+            Held::Question(id) => (
+                format!("question `{id}` (run `{run}`)"),
+                format!("{url}/api/v1/questions/{id}/answer"),
+            ),
+        };
+        let instance = InstanceRef {
+            id: holder_id.to_owned(),
+            url: url.to_owned(),
+            location,
+        };
+        let problem = if instance_answers(url, holder_id).await {
+            Problem::new(
+                axum::http::StatusCode::MISDIRECTED_REQUEST,
+                "held_by_other_instance",
+                format!(
+                    "{what} is held by instance `{holder_id}` at {url}; send the request there ({})",
+                    instance.location
+                ),
+            )
+        } else {
+            Problem::conflict(
+                "holder_unreachable",
+                format!(
+                    "{what} is held by instance `{holder_id}` at {url}, which does not answer (stopped?); only that instance can go on with the run"
+                ),
+            )
+        };
+        Some(problem.with_pointer("id").with_instance(instance))
+    }
+
     /// Stops every run that is still going (used at shutdown); they end as `interrupted`
     /// and can be continued after a restart.
     pub fn cancel_all(&self) {
@@ -957,6 +1068,35 @@ impl RunRegistry {
 
     fn run_of_conversation(&self, conversation: Option<&str>) -> Option<Arc<RunEntry>> {
         conversation.and_then(|c| lock(&self.inner.by_conversation).get(c).cloned())
+    }
+}
+
+/// What an approval, answer or cancel request names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Held<'a> {
+    /// A run id (`run_…`).
+    Run(&'a str),
+    /// An approval id (`apr_…`).
+    Approval(&'a str),
+    /// A question id.
+    Question(&'a str),
+}
+
+/// Whether the instance `id` answers at `url` (its `/healthz` names it), within 1 s.
+async fn instance_answers(url: &str, id: &str) -> bool {
+    let Ok(client) = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+    else {
+        return false;
+    };
+    match client.get(format!("{url}/healthz")).send().await {
+        Ok(response) => response
+            .json::<Value>()
+            .await
+            .is_ok_and(|health| health["instance"] == id),
+        Err(_) => false,
     }
 }
 
@@ -1069,11 +1209,10 @@ impl HumanChannel for RunQuestions {
                 choices: question.choices.clone(),
             };
             if let Some(run) = &run {
-                {
-                    let mut state = run.lock();
-                    state.questions.insert(view.id.clone(), view.clone());
-                    RunEntry::set_waiting_from_pending(&mut state);
-                }
+                // Stored before it is shown, as approvals are.
+                run.lock().questions.insert(view.id.clone(), view.clone());
+                self.registry.persist(run).await;
+                RunEntry::set_waiting_from_pending(&mut run.lock());
                 run.push(
                     "question_asked",
                     serde_json::to_value(&view).unwrap_or(Value::Null),
@@ -1091,6 +1230,7 @@ impl HumanChannel for RunQuestions {
                     "question_answered",
                     json!({"question_id": id, "answered": answer.is_ok()}),
                 );
+                self.registry.persist(run).await;
             }
             answer
         })

@@ -18,6 +18,8 @@ pub struct Health {
     pub status: String,
     /// Tools in the live registry.
     pub tools: usize,
+    /// This instance's id (fresh at each start-up; runs it holds are stored with it).
+    pub instance: String,
 }
 
 /// The process answers.
@@ -26,6 +28,7 @@ pub(crate) async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok".to_owned(),
         tools: state.registry().len(),
+        instance: state.runs.instance_id().to_owned(),
     })
 }
 
@@ -44,6 +47,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     Json(Health {
         status: "ok".to_owned(),
         tools: state.registry().len(),
+        instance: state.runs.instance_id().to_owned(),
     })
     .into_response()
 }

@@ -17,7 +17,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::api::extract::{ApiJson, ApiQuery};
 use crate::problem::{ApiResult, Problem, ProblemDocument};
-use crate::runs::{ApprovalView, QuestionView, RunDetail, RunEntry, RunStart, RunStatus, RunView};
+use crate::runs::{
+    ApprovalView, Held, QuestionView, RunDetail, RunEntry, RunStart, RunStatus, RunView,
+};
 use crate::state::AppState;
 
 /// Body of `POST /agents/{id}/runs` and `POST /runs/{id}/continue`.
@@ -229,13 +231,17 @@ pub(crate) async fn run_events(
 /// Asks a run to stop.
 #[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs",
     params(("id" = String, Path, description = "Run id")),
-    responses((status = 202, body = RunView), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument)),
+    responses((status = 202, body = RunView), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
+        (status = 421, description = "another instance holds the run", body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn cancel_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<RunView>)> {
-    let entry = state.runs.cancel(&id)?;
+    let entry = match state.runs.cancel(&id) {
+        Ok(entry) => entry,
+        Err(not_here) => return Err(elsewhere(&state, Held::Run(&id), not_here).await),
+    };
     let view = entry.settle(Duration::from_secs(2)).await;
     Ok((StatusCode::ACCEPTED, Json(view)))
 }
@@ -335,7 +341,8 @@ pub enum ApprovalDecision {
 /// Approves, edits or rejects a pending call; the run goes on.
 #[utoipa::path(post, path = "/api/v1/approvals/{id}", tag = "approvals",
     params(("id" = String, Path, description = "Approval id")), request_body = ApprovalBody,
-    responses((status = 200, body = ApprovalView), (status = 404, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+    responses((status = 200, body = ApprovalView), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
+        (status = 421, description = "another instance holds the run", body = ProblemDocument), (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn resolve_approval(
     State(state): State<AppState>,
@@ -364,7 +371,19 @@ pub(crate) async fn resolve_approval(
                 .unwrap_or_else(|| "rejected by a person".to_owned()),
         ),
     };
-    state.runs.resolve(&id, response).map(Json)
+    match state.runs.resolve(&id, response) {
+        Ok(view) => Ok(Json(view)),
+        Err(not_here) => Err(elsewhere(&state, Held::Approval(&id), not_here).await),
+    }
+}
+
+/// The problem of a request naming something this instance does not hold: where it lives
+/// when another instance holds it, `not_here` otherwise.
+async fn elsewhere(state: &AppState, what: Held<'_>, not_here: Problem) -> Problem {
+    if not_here.status != 404 {
+        return not_here;
+    }
+    state.runs.held_elsewhere(what).await.unwrap_or(not_here)
 }
 
 /// Lists the questions waiting for an answer, across runs.
@@ -385,12 +404,16 @@ pub struct AnswerBody {
 /// Answers a question; the run goes on.
 #[utoipa::path(post, path = "/api/v1/questions/{id}/answer", tag = "approvals",
     params(("id" = String, Path, description = "Question id")), request_body = AnswerBody,
-    responses((status = 204, description = "answered"), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+    responses((status = 204, description = "answered"), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
+        (status = 421, description = "another instance holds the run", body = ProblemDocument)),
+    security(("bearer" = [])))]
 pub(crate) async fn answer_question(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> ApiResult<StatusCode> {
-    state.runs.answer_question(&id, body.answer)?;
+    if let Err(not_here) = state.runs.answer_question(&id, body.answer) {
+        return Err(elsewhere(&state, Held::Question(&id), not_here).await);
+    }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -265,7 +265,9 @@ async fn health_metrics_and_openapi_are_served() {
         200,
     )
     .await;
-    assert_eq!(h, json!({"status": "ok", "tools": 3}));
+    let instance = h["instance"].as_str().unwrap_or_default();
+    assert_eq!(instance.len(), 32, "{h}");
+    assert_eq!(h, json!({"status": "ok", "tools": 3, "instance": instance}));
     json_of(
         s.http
             .get(format!("{}/readyz", s.url))

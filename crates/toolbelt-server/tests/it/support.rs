@@ -156,6 +156,14 @@ impl TestServer {
             .bearer_auth(token)
     }
 
+    /// Stops serving at once, as a crashed process would: its runs are neither ended nor
+    /// recorded as interrupted.
+    pub(crate) fn abort(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+
     /// Stops the server gracefully and waits for it.
     pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {

@@ -31,6 +31,11 @@ pub(crate) struct ServeArgs {
     /// Directory the file, shell and git tools are confined to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// URL other instances and clients reach this one by (default: http:// and the bound
+    /// address; env TOOLBELT_PUBLIC_URL). Stored with each run, so that an approval sent to
+    /// another instance on the same database is told where the run lives.
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
     /// Export spans over OTLP/HTTP to this base URL (traces go to URL/v1/traces; default:
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
     #[arg(long, value_name = "URL")]
@@ -72,6 +77,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     if args.dev {
         config.dev = true;
+    }
+    if let Some(url) = args.public_url {
+        config.public_url = Some(url);
     }
     if let Some(dir) = args.workspace {
         config.workspace = dir;
