@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolbelt_core::ToolHandle;
-use toolbelt_store::{LiveRegistry, Store, StoreError, ToolSource, WatchHandle};
+use toolbelt_store::{LiveRegistry, Store, StoreError, StoreOptions, ToolSource, WatchHandle};
 use toolbelt_tools::declarative::{Definition, Secrets};
 
 /// How often a SQLite instance looks for changes made by other processes (Postgres is notified).
@@ -20,26 +20,33 @@ pub struct Database {
 }
 
 impl Database {
-    /// Starts following the store's changes (Postgres: LISTEN on a connection of its own;
-    /// SQLite: polling every [`POLL_INTERVAL`]); stops when the handle is stopped or dropped.
+    /// Lets the pool grow past the one start-up connection ([`open`] starts with one on
+    /// Postgres), then starts following the store's changes (Postgres: LISTEN on a connection
+    /// of its own; SQLite: polling every [`POLL_INTERVAL`]); stops when the handle is stopped
+    /// or dropped.
     ///
-    /// `toolbelt serve` calls it once it listens: everything before runs on the pool's one
-    /// connection, so start-up negotiates TLS once. Changes made in between are caught by the
-    /// reconcile the watcher runs when it starts.
-    pub fn watch(&self) -> WatchHandle {
-        self.live.watch(POLL_INTERVAL)
+    /// `toolbelt serve` calls it once it listens, so start-up negotiates TLS once. Changes
+    /// made in between are caught by the reconcile the watcher runs when it starts.
+    ///
+    /// # Errors
+    /// The store's error when the pool cannot be widened.
+    pub fn watch(&self) -> Result<WatchHandle, StoreError> {
+        self.live.store().widen_pool()?;
+        Ok(self.live.watch(POLL_INTERVAL))
     }
 }
 
 /// Opens `url` (migrating it), syncs the `compiled` tools into it, marks runs a stopped
 /// server left unfinished as interrupted, and loads every stored tool into a live registry
 /// (declarative tools built with secrets from the environment), one statement after the
-/// other on one connection. [`Database::watch`] then follows later changes.
+/// other on one connection (on Postgres the pool holds one until [`Database::watch`], which
+/// then follows later changes).
 ///
 /// # Errors
 /// The store's error (unreachable database, newer schema, invalid compiled spec).
 pub async fn open(url: &str, compiled: Vec<ToolHandle>, by: &str) -> Result<Database, StoreError> {
-    let store = Store::open(url).await?;
+    let options = StoreOptions::default().with_single_connection_start(true);
+    let store = Store::open_with(url, options).await?;
     open_store(store, compiled, by).await
 }
 

@@ -491,7 +491,7 @@ impl Store {
         let sql = "SELECT name, kind, labels, capabilities, description, system_prompt, provider, model, options, router, selection, pins, revision, created_at, updated_at, changed_by FROM agents WHERE name = $1";
         let row = sqlx::query(sql)
             .bind(name)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?
             .ok_or_else(|| StoreError::not_found("agent", name))?;
         let mut agent = agent_from_row(&row)?;
@@ -505,7 +505,7 @@ impl Store {
     /// The database's error.
     pub async fn list_agents(&self) -> Result<Vec<AgentRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_AGENT} ORDER BY name")))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?;
         let mut agents = rows
             .iter()
@@ -514,7 +514,7 @@ impl Store {
         let bindings = sqlx::query(
             "SELECT agent_name, tool_name, pinned_version FROM agent_tools ORDER BY agent_name, tool_name",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         for row in bindings {
             let agent_name: String = row.try_get("agent_name")?;
@@ -618,7 +618,7 @@ impl Store {
             "SELECT tool_name, pinned_version FROM agent_tools WHERE agent_name = $1 ORDER BY tool_name",
         )
         .bind(agent)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter()
             .map(|row| {

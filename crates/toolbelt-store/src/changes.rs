@@ -34,7 +34,7 @@ impl Store {
         )
         .bind(after)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter()
             .map(|row| {
@@ -55,7 +55,7 @@ impl Store {
     /// The database's error.
     pub async fn latest_change(&self) -> Result<i64> {
         let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM changes")
-            .fetch_one(&self.pool)
+            .fetch_one(self.pool())
             .await?;
         Ok(seq.unwrap_or(0))
     }

@@ -206,7 +206,7 @@ impl LiveRegistry {
         // poll even if this reconcile already picked it up.
         let seq = self.store.latest_change().await?;
         let rows = sqlx::query("SELECT name, source, enabled, missing, revision FROM tools")
-            .fetch_all(&self.store.pool)
+            .fetch_all(self.store.pool())
             .await?;
         let mut wanted = HashMap::with_capacity(rows.len());
         for row in &rows {

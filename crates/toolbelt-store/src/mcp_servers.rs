@@ -136,7 +136,7 @@ impl Store {
             "{SELECT_SERVER} WHERE name = $1"
         )))
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool())
         .await?
         .ok_or_else(|| StoreError::not_found("mcp server", name))?;
         server_from_row(&row)
@@ -150,7 +150,7 @@ impl Store {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SERVER} ORDER BY name"
         )))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter().map(server_from_row).collect()
     }

@@ -368,7 +368,7 @@ impl Store {
         .bind(filter.tool.as_deref())
         .bind(filter.after_id.unwrap_or(0))
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter()
             .map(|row| {
@@ -570,7 +570,7 @@ impl Store {
         .bind(bucket_ms)
         .bind(since_ms)
         .bind(top.max(0))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter().map(bucket_of).collect()
     }
@@ -590,7 +590,7 @@ impl Store {
         )
         .bind(since_ms)
         .bind(limit.max(0))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter().map(bucket_of).collect()
     }
@@ -607,7 +607,7 @@ impl Store {
              GROUP BY agent ORDER BY agent",
         )
         .bind(since_ms)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter()
             .map(|row| {

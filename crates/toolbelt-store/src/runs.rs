@@ -197,7 +197,7 @@ impl Store {
         .bind(to_json(input, "input")?)
         .bind(actor)
         .bind(at)
-        .execute(&self.pool)
+        .execute(self.pool())
         .await?;
         self.get_run(&id).await
     }
@@ -239,7 +239,7 @@ impl Store {
     pub async fn get_run(&self, id: &str) -> Result<RunRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_RUN} WHERE id = $1")))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?
             .ok_or_else(|| StoreError::not_found("run", id))?;
         run_from_row(&row)
@@ -261,7 +261,7 @@ impl Store {
         .bind(agent)
         .bind(status.map(RunStatus::as_str))
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter().map(run_from_row).collect()
     }
@@ -276,7 +276,7 @@ impl Store {
             "UPDATE runs SET status = 'interrupted', revision = revision + 1, updated_at = $1 WHERE status IN ('queued', 'running', 'waiting')",
         )
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(self.pool())
         .await?;
         Ok(done.rows_affected())
     }

@@ -115,6 +115,12 @@ pub struct StoreOptions {
     /// Postgres schema to use (created if missing) instead of the default `search_path`.
     /// Tests use one schema each so they run in parallel and leave nothing behind.
     pub pg_schema: Option<String>,
+    /// Postgres: work on one connection until [`Store::widen_pool`] (default `false`).
+    ///
+    /// sqlx gives a connection back to its pool in a task of its own that first pings it, so
+    /// statements run back to back on a wider pool each open a new connection, and each
+    /// negotiates TLS under the default `sslmode=prefer`: a server's start-up opened four.
+    pub single_connection_start: bool,
 }
 
 impl Default for StoreOptions {
@@ -123,6 +129,7 @@ impl Default for StoreOptions {
             max_connections: 8,
             migrate: true,
             pg_schema: None,
+            single_connection_start: false,
         }
     }
 }
@@ -139,6 +146,21 @@ impl StoreOptions {
         self.migrate = migrate;
         self
     }
+
+    /// Postgres: one connection until [`Store::widen_pool`] (see the field).
+    pub fn with_single_connection_start(mut self, single: bool) -> Self {
+        self.single_connection_start = single;
+        self
+    }
+}
+
+/// The pool statements run on: `start`, until `wide` is set by [`Store::widen_pool`].
+#[derive(Debug, Clone)]
+struct Pools {
+    start: AnyPool,
+    wide: std::sync::Arc<std::sync::OnceLock<AnyPool>>,
+    /// Options of the wide pool, when `start` is narrower.
+    widen_to: Option<AnyPoolOptions>,
 }
 
 /// Tools, versions, agents, bindings, the change feed, runs and the run log, in SQLite or Postgres.
@@ -147,7 +169,7 @@ impl StoreOptions {
 /// durable when the call returns.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pub(crate) pool: AnyPool,
+    pools: Pools,
     /// Write transactions on SQLite take turns here (see [`Store::begin`]).
     write_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
     engine: Engine,
@@ -201,7 +223,10 @@ impl Store {
             }
             _ => None,
         };
-        let pool = pool_options(engine, max.min(options.max_connections), pg_schema.clone())
+        let max = max.min(options.max_connections);
+        let single = options.single_connection_start && engine == Engine::Postgres && max > 1;
+        let start_max = if single { 1 } else { max };
+        let pool = pool_options(engine, start_max, pg_schema.clone())
             .connect(&url)
             .await?;
         if let Some(schema) = &pg_schema {
@@ -209,7 +234,11 @@ impl Store {
             sqlx::query(sqlx::AssertSqlSafe(ddl)).execute(&pool).await?;
         }
         let store = Self {
-            pool,
+            pools: Pools {
+                start: pool,
+                wide: std::sync::Arc::default(),
+                widen_to: single.then(|| pool_options(engine, max, pg_schema.clone())),
+            },
             write_turn: std::sync::Arc::default(),
             engine,
             url,
@@ -265,7 +294,7 @@ impl Store {
             })
             .collect();
         let migrator = Migrator::with_migrations(migrations);
-        migrator.run(&self.pool).await?;
+        migrator.run(self.pool()).await?;
         Ok(SCHEMA_VERSION)
     }
 
@@ -282,13 +311,15 @@ impl Store {
                 "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'"
             }
         };
-        let exists: i64 = sqlx::query_scalar(exists_sql).fetch_one(&self.pool).await?;
+        let exists: i64 = sqlx::query_scalar(exists_sql)
+            .fetch_one(self.pool())
+            .await?;
         if exists == 0 {
             return Ok(0);
         }
         let version: Option<i64> =
             sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success = TRUE")
-                .fetch_one(&self.pool)
+                .fetch_one(self.pool())
                 .await?;
         Ok(version.unwrap_or(0))
     }
@@ -308,14 +339,35 @@ impl Store {
         self.pg_schema.as_deref()
     }
 
+    /// Lets the pool grow to `max_connections` after a [single-connection
+    /// start](StoreOptions::single_connection_start); does nothing otherwise or when done
+    /// already. New connections are opened when statements need them.
+    ///
+    /// # Errors
+    /// The database's error when the URL's options no longer parse (they parsed at open).
+    pub fn widen_pool(&self) -> Result<()> {
+        let Some(options) = &self.pools.widen_to else {
+            return Ok(());
+        };
+        if self.pools.wide.get().is_some() {
+            return Ok(());
+        }
+        let wide = options.clone().connect_lazy(&self.url)?;
+        // Statements under way finish on the start-up pool; its connection then idles until
+        // the pool's idle timeout closes it (closing it here could fail a statement that had
+        // just picked that pool).
+        let _ = self.pools.wide.set(wide);
+        Ok(())
+    }
+
     /// The underlying pool, for crates that add their own tables through their own migrations.
     pub fn pool(&self) -> &AnyPool {
-        &self.pool
+        self.pools.wide.get().unwrap_or(&self.pools.start)
     }
 
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
-        self.pool.close().await;
+        self.pool().close().await;
     }
 
     /// Starts a write transaction. On SQLite it takes the write lock up front (`BEGIN
@@ -328,12 +380,12 @@ impl Store {
             Engine::Sqlite => {
                 let turn = self.write_turn.clone().lock_owned().await;
                 WriteTx {
-                    tx: self.pool.begin_with("BEGIN IMMEDIATE").await?,
+                    tx: self.pool().begin_with("BEGIN IMMEDIATE").await?,
                     _turn: Some(turn),
                 }
             }
             Engine::Postgres => WriteTx {
-                tx: self.pool.begin().await?,
+                tx: self.pool().begin().await?,
                 _turn: None,
             },
         })

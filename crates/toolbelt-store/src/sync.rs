@@ -52,7 +52,7 @@ impl Store {
     pub async fn sync_compiled(&self, specs: &[ToolSpec], changed_by: &str) -> Result<SyncReport> {
         let rows =
             sqlx::query("SELECT name, source, current_hash, missing, latest_version FROM tools")
-                .fetch_all(&self.pool)
+                .fetch_all(self.pool())
                 .await?;
         struct Stored {
             compiled: bool,

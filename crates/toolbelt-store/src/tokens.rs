@@ -116,7 +116,7 @@ impl Store {
             "{SELECT_TOKEN} WHERE token_hash = $1 AND revoked_at IS NULL"
         )))
         .bind(token_hash(secret))
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool())
         .await?;
         let Some(row) = row else { return Ok(None) };
         let mut token = token_from_row(&row)?;
@@ -124,7 +124,7 @@ impl Store {
         sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2")
             .bind(at)
             .bind(token.id.as_str())
-            .execute(&self.pool)
+            .execute(self.pool())
             .await?;
         token.last_used_at = Some(at);
         Ok(Some(token))
@@ -139,7 +139,7 @@ impl Store {
             "{SELECT_TOKEN} WHERE name = $1"
         )))
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool())
         .await?
         .ok_or_else(|| StoreError::not_found("token", name))?;
         token_from_row(&row)
@@ -151,7 +151,7 @@ impl Store {
     /// The database's error.
     pub async fn list_tokens(&self) -> Result<Vec<TokenRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_TOKEN} ORDER BY name")))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?;
         rows.iter().map(token_from_row).collect()
     }
@@ -166,7 +166,7 @@ impl Store {
         )
         .bind(now_ms())
         .bind(name)
-        .execute(&self.pool)
+        .execute(self.pool())
         .await?;
         let token = self.get_token(name).await?;
         if done.rows_affected() == 0 && token.revoked_at.is_none() {

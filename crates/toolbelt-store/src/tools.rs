@@ -548,7 +548,7 @@ impl Store {
             .bind(at)
             .bind(draft.note.as_deref())
             .bind(availability)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?
             .ok_or_else(|| StoreError::not_found("tool", name))?;
         let found: i64 = row.try_get("revision")?;
@@ -592,7 +592,7 @@ impl Store {
     pub async fn get_tool(&self, name: &str) -> Result<ToolRecord> {
         let row = sqlx::query(SELECT_TOOL)
             .bind(name)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?
             .ok_or_else(|| StoreError::not_found("tool", name))?;
         tool_from_row(&row)
@@ -603,7 +603,7 @@ impl Store {
     /// # Errors
     /// The database's error.
     pub async fn list_tools(&self) -> Result<Vec<ToolRecord>> {
-        let rows = sqlx::query(SELECT_TOOLS).fetch_all(&self.pool).await?;
+        let rows = sqlx::query(SELECT_TOOLS).fetch_all(self.pool()).await?;
         rows.iter().map(tool_from_row).collect()
     }
 
@@ -615,7 +615,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT name, source, current_version, latest_version, enabled, missing, availability FROM tools ORDER BY name",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         rows.iter()
             .map(|row| {
@@ -642,7 +642,7 @@ impl Store {
             "SELECT tool_name, version, spec, definition, spec_hash, changed_by, changed_at, note FROM tool_versions WHERE tool_name = $1 ORDER BY version",
         )
         .bind(name)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         if rows.is_empty() {
             return Err(StoreError::not_found("tool", name));
@@ -660,7 +660,7 @@ impl Store {
         )
         .bind(name)
         .bind(version)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool())
         .await?
         .ok_or_else(|| StoreError::not_found("tool version", format!("{name}@{version}")))?;
         version_from_row(&row)

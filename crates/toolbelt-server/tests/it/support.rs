@@ -78,7 +78,7 @@ impl TestServer {
             .unwrap();
         let mut server =
             Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), scheduled).await;
-        server.watch = Some(opened.watch());
+        server.watch = Some(opened.watch().unwrap());
         server
     }
 
@@ -316,8 +316,10 @@ impl TestDb {
         Some(Self {
             engine: "postgres",
             url,
+            // As `toolbelt serve` opens it: one connection until the server listens.
             options: toolbelt_store::StoreOptions::default()
-                .with_pg_schema(format!("srv_{}", uuid::Uuid::new_v4().simple())),
+                .with_pg_schema(format!("srv_{}", uuid::Uuid::new_v4().simple()))
+                .with_single_connection_start(true),
             _dir: None,
         })
     }

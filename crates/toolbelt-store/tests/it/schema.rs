@@ -75,3 +75,35 @@ async fn both_engines_have_the_same_tables_and_columns() {
         assert_eq!(other, &seen[0]);
     }
 }
+
+#[tokio::test]
+async fn a_single_connection_start_uses_one_postgres_connection_until_widened() {
+    let Ok(url) = std::env::var("TOOLBELT_TEST_PG_URL") else {
+        eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)");
+        return;
+    };
+    let schema = format!("t_{}", uuid::Uuid::now_v7().simple());
+    let options = toolbelt_store::StoreOptions::default()
+        .with_pg_schema(schema.as_str())
+        .with_single_connection_start(true);
+    let store = Store::open_with(&url, options).await.unwrap();
+    // Back to back, as a server's start-up runs them: one connection, reused.
+    for _ in 0..5 {
+        store.applied_schema_version().await.unwrap();
+    }
+    assert_eq!(store.pool().size(), 1);
+    store.widen_pool().unwrap();
+    let (a, b, c) = tokio::join!(
+        store.applied_schema_version(),
+        store.applied_schema_version(),
+        store.applied_schema_version()
+    );
+    let v = toolbelt_store::SCHEMA_VERSION;
+    assert_eq!((a.unwrap(), b.unwrap(), c.unwrap()), (v, v, v));
+    assert_eq!(store.pool().options().get_max_connections(), 8);
+    let drop = format!("DROP SCHEMA \"{schema}\" CASCADE");
+    sqlx::query(sqlx::AssertSqlSafe(drop))
+        .execute(store.pool())
+        .await
+        .unwrap();
+}

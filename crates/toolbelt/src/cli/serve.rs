@@ -128,9 +128,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
     );
     println!("docs: http://{addr}/api/v1/docs/");
-    // Only now does the registry follow the store (on Postgres, over a LISTEN connection of its
-    // own): until ready, start-up used one pooled connection, so TLS was negotiated once.
-    let watch = db.watch();
+    // Only now may the pool grow and does the registry follow the store (on Postgres, over a
+    // LISTEN connection of its own): until ready, start-up used one connection, so TLS was
+    // negotiated once.
+    let watch = db.watch().context("following the database")?;
     // Routines run on this instance too; on Postgres several instances share the work,
     // each occurrence claimed by exactly one.
     let scheduler = toolbelt_server::routines::spawn_scheduler(
