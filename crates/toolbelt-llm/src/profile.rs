@@ -34,6 +34,11 @@ pub struct ModelProfile {
     pub max_tokens: u32,
     /// The context window in tokens, when known.
     pub context_tokens: Option<u32>,
+    /// When the router is unsure which tools a request needs: `true` offers
+    /// the best `max_tools` anyway, `false` offers none, so the model answers
+    /// from what it knows (small models call whatever tool they are offered,
+    /// e.g. `ask_human` for "What is the capital of France?").
+    pub tools_when_unsure: bool,
 }
 
 impl Default for ModelProfile {
@@ -46,6 +51,7 @@ impl Default for ModelProfile {
             text_tool_calls: false,
             max_tokens: 4096,
             context_tokens: None,
+            tools_when_unsure: true,
         }
     }
 }
@@ -94,6 +100,8 @@ struct Fields {
     max_tokens: Option<u32>,
     #[serde(default, deserialize_with = "null_or")]
     context_tokens: Option<Option<u32>>,
+    #[serde(default)]
+    tools_when_unsure: Option<bool>,
 }
 
 fn null_or<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
@@ -117,6 +125,9 @@ impl Fields {
         if let Some(v) = self.context_tokens {
             profile.context_tokens = v;
         }
+        if let Some(v) = self.tools_when_unsure {
+            profile.tools_when_unsure = v;
+        }
     }
 }
 
@@ -128,7 +139,7 @@ impl Fields {
 /// ```json
 /// {
 ///   "default": {"max_tools": 16, "native_tool_calls": true, "text_tool_calls": false,
-///               "max_tokens": 4096, "context_tokens": null},
+///               "max_tokens": 4096, "context_tokens": null, "tools_when_unsure": true},
 ///   "profiles": [
 ///     {"match": "*qwen2.5*1.5b*", "max_tools": 3, "text_tool_calls": true, "max_tokens": 1024}
 ///   ]
@@ -146,6 +157,7 @@ impl Fields {
 /// let mut profiles = ModelProfiles::builtin();
 /// assert_eq!(profiles.find("qwen2.5-coder-1.5b-instruct").max_tools, 3);
 /// assert!(!profiles.find("gpt-4o").text_tool_calls);
+/// assert!(!profiles.find("qwen2.5-coder-1.5b-instruct").tools_when_unsure);
 /// profiles.prepend(ModelProfiles::from_json(
 ///     r#"{"profiles": [{"match": "my-model*", "max_tools": 3}]}"#,
 /// )?);
@@ -320,6 +332,24 @@ mod tests {
         assert!(!glob("o1*", "gpt-4o1"));
         assert!(!glob("*qwen2.5*1.5b*", "qwen2.5-7b"));
         assert!(glob("*", ""));
+    }
+
+    #[test]
+    fn tools_when_unsure_is_read_and_defaults_on() {
+        let profiles = ModelProfiles::from_json(
+            r#"{"profiles": [{"match": "tiny*", "tools_when_unsure": false}, {"match": "big*"}]}"#,
+        );
+        let Ok(profiles) = profiles else {
+            panic!("{profiles:?}");
+        };
+        assert!(!profiles.find("tiny-1b").tools_when_unsure);
+        assert!(profiles.find("big-70b").tools_when_unsure);
+        let bad =
+            ModelProfiles::from_json(r#"{"profiles": [{"match": "x", "tools_when_unsure": 1}]}"#);
+        assert!(
+            matches!(&bad, Err(ProfileError::Invalid { message, .. }) if message.starts_with("at /profiles/0")),
+            "{bad:?}"
+        );
     }
 
     #[test]

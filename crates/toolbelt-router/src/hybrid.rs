@@ -36,6 +36,11 @@ pub enum LowConfidence {
     AllTools,
     /// Send this many best tools (plus pinned ones) instead of the adaptive cut.
     TopK(usize),
+    /// Send no tools: the model answers from what it knows (a greeting, general
+    /// knowledge). For small models, which call whatever tool they are offered;
+    /// tools used earlier in the conversation are still sent when
+    /// [`HybridConfig::keep_used`] is on.
+    NoTools,
 }
 
 /// Options of [`HybridRouter`]; start from `HybridConfig::default()`.
@@ -67,6 +72,11 @@ pub struct HybridConfig {
     pub expand_groups: Option<usize>,
     /// A lexical best score under this counts as no lexical match.
     pub min_lexical_score: f32,
+    /// The lexical ranking alone makes the router confident only when its best
+    /// tool holds at least this many distinct words of the request, or one in
+    /// its name (default 1). At 2, one rare word shared with a description
+    /// ("answer" in `ask_human`'s) is not enough.
+    pub min_lexical_words: usize,
     /// What to do when nothing is confident.
     pub low_confidence: LowConfidence,
     /// Most tools sent whole on a low-confidence fallback (default 64; providers refuse
@@ -109,6 +119,7 @@ impl Default for HybridConfig {
             keep_used: true,
             expand_groups: None,
             min_lexical_score: 1.0,
+            min_lexical_words: 1,
             low_confidence: LowConfidence::AllTools,
             all_tools_limit: 64,
             bounded_top: 20,
@@ -178,6 +189,14 @@ impl HybridConfig {
     #[must_use]
     pub fn with_min_lexical_score(mut self, score: f32) -> Self {
         self.min_lexical_score = score;
+        self
+    }
+
+    /// Sets how many words of the request the best lexical hit must hold
+    /// (or one in its name) for the lexical ranking alone to be trusted.
+    #[must_use]
+    pub fn with_min_lexical_words(mut self, words: usize) -> Self {
+        self.min_lexical_words = words;
         self
     }
 
@@ -407,13 +426,28 @@ impl HybridRouter {
         self.lexical.prepare_async(toolset).await;
         let n = cfg.candidates.max(k);
         let lexical = self.lexical.search(toolset, input, n);
-        let lexical_ok = lexical
+        let mut lexical_ok = lexical
             .first()
             .is_some_and(|t| t.score >= cfg.min_lexical_score);
         let mut reason = match lexical.first() {
             Some(t) => format!("bm25 best {} {:.2}", t.name, t.score),
             None => "bm25 no match".to_owned(),
         };
+        if lexical_ok
+            && cfg.min_lexical_words > 1
+            && let Some(best) = lexical.first()
+        {
+            let coverage = self
+                .lexical
+                .with_index(toolset, |index| index.coverage(input, &best.name));
+            if coverage.is_some_and(|c| !c.in_name && c.words < cfg.min_lexical_words) {
+                lexical_ok = false;
+                reason.push_str(&format!(
+                    " (holds fewer than {} words of the request)",
+                    cfg.min_lexical_words
+                ));
+            }
+        }
         let mut groups = Vec::new();
         let mut keyword = Vec::new();
         if let Some(router) = &self.keyword {
@@ -655,9 +689,16 @@ impl HybridRouter {
                     tools.truncate(k);
                     reason = format!("hybrid: not confident ({reason}); sent top {k}");
                 }
+                LowConfidence::NoTools => {
+                    tools.clear();
+                    reason = format!("hybrid: not confident ({reason}); no ranked tools sent");
+                }
             }
         }
         self.add_extras(request, &mut tools);
+        if tools.is_empty() && !ranking.confident && cfg.low_confidence == LowConfidence::NoTools {
+            return RouteDecision::direct("hybrid", format!("{reason}: answering without tools"));
+        }
         let mut d = RouteDecision::tools("hybrid", tools, reason);
         d.groups = ranking.groups;
         d

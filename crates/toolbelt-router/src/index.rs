@@ -97,6 +97,16 @@ impl LexicalConfig {
     }
 }
 
+/// How well one tool covers a query ([`LexicalIndex::coverage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Coverage {
+    /// Distinct words of the query found in the tool's text.
+    pub words: usize,
+    /// Whether one of them is in the tool's name.
+    pub in_name: bool,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Posting {
     doc: u32,
@@ -398,6 +408,46 @@ impl LexicalIndex {
         }
         touched.clear();
         top_k(out, k);
+    }
+
+    /// How well the tool `name` covers `query`: how many distinct words of
+    /// the query (not their concept expansions) occur in the tool's text,
+    /// and whether one of them is in its name. `None` when the tool is not
+    /// indexed.
+    pub fn coverage(&self, query: &str, name: &str) -> Option<Coverage> {
+        let &id = self.by_name.get(name)?;
+        let doc = self.docs.get(id as usize)?.as_ref()?;
+        let mut buf = AnalyzeBuf::default();
+        let mut words: Vec<u32> = Vec::new();
+        self.analyzer.analyze(
+            truncate(query, MAX_QUERY_BYTES),
+            1.0,
+            &mut buf,
+            &mut |term, _| {
+                // `~concept` terms are expansions of a word, not words of the query.
+                if !term.starts_with('~')
+                    && let Some(&t) = self.vocab.get(term)
+                {
+                    words.push(t);
+                }
+            },
+        );
+        words.sort_unstable();
+        words.dedup();
+        let mut in_name = Vec::new();
+        self.analyzer.analyze(name, 1.0, &mut buf, &mut |term, _| {
+            if let Some(&t) = self.vocab.get(term) {
+                in_name.push(t);
+            }
+        });
+        let matched: Vec<u32> = words
+            .into_iter()
+            .filter(|t| doc.terms.contains(t))
+            .collect();
+        Some(Coverage {
+            words: matched.len(),
+            in_name: matched.iter().any(|t| in_name.contains(t)),
+        })
     }
 
     /// Approximate heap bytes held by the index.

@@ -154,8 +154,12 @@ impl KeywordRouter {
     }
 
     /// The groups matching `input`, each with how many of its keywords occur.
+    ///
+    /// A file name (`config.txt`, `src/main.rs`) counts as the word "file":
+    /// its stem names the file, not the tool (`config.txt` is not about the
+    /// `config` group).
     pub fn matching_groups(&self, input: &str) -> Vec<(&KeywordGroup, usize)> {
-        let lowered = input.to_lowercase();
+        let lowered = mask_file_names(&input.to_lowercase());
         self.groups
             .iter()
             .filter_map(|g| {
@@ -224,6 +228,42 @@ impl KeywordRouter {
     }
 }
 
+/// Extensions that make `stem.ext` a file name rather than a word, a
+/// version or a host name.
+const FILE_EXTENSIONS: &[&str] = &[
+    "c", "cfg", "conf", "cpp", "cs", "css", "csv", "doc", "docx", "env", "gif", "go", "h", "html",
+    "ini", "ipynb", "java", "jpeg", "jpg", "js", "json", "jsonl", "kt", "log", "lock", "md", "pdf",
+    "php", "png", "ppt", "pptx", "py", "rb", "rs", "sh", "sql", "svg", "swift", "toml", "ts",
+    "tsx", "tsv", "txt", "xls", "xlsx", "xml", "yaml", "yml", "zip",
+];
+
+/// `text` (lower-case) with every file name (a path-like run ending in
+/// `.ext` with a known extension) replaced by the word `file`.
+fn mask_file_names(text: &str) -> String {
+    let path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.' | '~');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(path_char) {
+        out.push_str(&rest[..start]);
+        let run = &rest[start..];
+        let len = run.find(|c: char| !path_char(c)).unwrap_or(run.len());
+        // A sentence's full stop is not part of the name.
+        let name = run[..len].trim_end_matches('.');
+        let is_file = name.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty() && !stem.ends_with('/') && FILE_EXTENSIONS.contains(&ext)
+        });
+        if is_file {
+            out.push_str("file");
+            out.push_str(&run[name.len()..len]);
+        } else {
+            out.push_str(&run[..len]);
+        }
+        rest = &run[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Whether `keyword` (lower-case) occurs in `text` (lower-case).
 ///
 /// An ASCII keyword must be a whole word, give or take an inflection
@@ -271,6 +311,33 @@ mod tests {
         assert!(!contains_keyword("the project", "pr"));
         assert!(contains_keyword("帮我read一下", "read"));
         assert!(contains_keyword("帮我改一下", "改"));
+    }
+
+    #[test]
+    fn file_names_count_as_files_not_as_their_stems() {
+        assert_eq!(
+            mask_file_names("in config.txt, change the port. see src/main.rs."),
+            "in file, change the port. see file."
+        );
+        assert_eq!(mask_file_names("读取 hello.txt 文件"), "读取 file 文件");
+        assert_eq!(
+            mask_file_names("what it says. ... ok."),
+            "what it says. ... ok."
+        );
+        assert_eq!(
+            mask_file_names("version 1.2 at example.com, e.g. this"),
+            "version 1.2 at example.com, e.g. this"
+        );
+        let router = KeywordRouter::builtin();
+        let names = |input: &str| -> Vec<String> {
+            router
+                .matching_groups(input)
+                .iter()
+                .map(|(g, _)| g.name.clone())
+                .collect()
+        };
+        assert_eq!(names("In config.txt, change the port"), ["file_ops"]);
+        assert_eq!(names("show the toolbelt config"), ["config"]);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use embedding::{Embedder, EmbeddingRouter};
 pub use embedding::{LocalEmbedError, LocalEmbedder};
 pub use error::RouteError;
 pub use hybrid::{Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
-pub use index::{LexicalConfig, LexicalIndex};
+pub use index::{Coverage, LexicalConfig, LexicalIndex};
 pub use keyword::{KeywordGroup, KeywordRouter};
 pub use learn::{CallOutcome, LearnConfig, LearnedUsage, RunLog, UseRecord};
 pub use lexical::LexicalRouter;

@@ -3,8 +3,8 @@
 use pretty_assertions::assert_eq;
 use toolbelt_core::BoxFuture;
 use toolbelt_router::{
-    AnyRouter, Embedder, EmbeddingRouter, HybridConfig, HybridRouter, LexicalRouter, LowConfidence,
-    RouteError, ScoredTool,
+    AnyRouter, Embedder, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalRouter,
+    LowConfidence, RouteError, RouteOutcome, ScoredTool,
 };
 
 use crate::{block_on, builtins, eval_catalog, request};
@@ -77,6 +77,60 @@ fn low_confidence_sends_all_tools_or_a_larger_k() {
         !some.fallback && some.tools.len() == 15,
         "{}",
         some.tools.len()
+    );
+}
+
+#[test]
+fn an_unsure_router_can_send_no_tools_and_one_shared_word_is_not_sure() {
+    let tools = builtins();
+    let small_model = || {
+        HybridConfig::default()
+            .with_low_confidence(LowConfidence::NoTools)
+            .with_min_lexical_words(2)
+    };
+    let router = hybrid(small_model());
+    let question = "What is the capital of France? Answer in one word.";
+    // "answer" is the only word it shares with a tool (ask_human's description).
+    let d = block_on(router.route_or_fallback(&request(question, &tools)));
+    assert_eq!(d.outcome, RouteOutcome::Direct, "{}", d.reason);
+    assert!(d.tools.is_empty() && !d.fallback, "{:?}", d.tool_names());
+    assert!(d.reason.contains("fewer than 2 words"), "{}", d.reason);
+    // One word is enough by default.
+    let default_words = hybrid(HybridConfig::default().with_low_confidence(LowConfidence::NoTools));
+    let d = block_on(default_words.route_or_fallback(&request(question, &tools)));
+    assert_eq!(d.tool_names()[0], "ask_human");
+    // A word of the tool's name, or two of its text, are enough.
+    for (input, first) in [
+        ("read the notes", "file_read"),
+        ("save this fact for later", "memory_store"),
+    ] {
+        let d = block_on(router.route_or_fallback(&request(input, &tools)));
+        assert_eq!(d.outcome, RouteOutcome::Tools, "{input}: {}", d.reason);
+        assert_eq!(d.tool_names()[0], first, "{input}");
+    }
+    // Tools used earlier in the conversation are still offered.
+    let req = request(question, &tools).with_used_tools(vec!["file_read".into()]);
+    let d = block_on(router.route_or_fallback(&req));
+    assert_eq!(d.outcome, RouteOutcome::Tools);
+    assert_eq!(d.tool_names(), ["file_read"]);
+}
+
+#[test]
+fn file_names_in_a_request_call_for_file_tools_not_for_their_stems() {
+    let router = AnyRouter::new(
+        HybridRouter::default()
+            .with_keyword(KeywordRouter::builtin())
+            .with_config(HybridConfig::default().with_k_range(1, 3)),
+    );
+    let d = block_on(router.route_or_fallback(&request(
+        "In config.txt, change the port from 8080 to 9090.",
+        &builtins(),
+    )));
+    assert_eq!(d.groups, ["file_ops"], "{}", d.reason);
+    assert!(
+        d.tool_names().iter().any(|t| t == "file_edit"),
+        "{:?}",
+        d.tool_names()
     );
 }
 

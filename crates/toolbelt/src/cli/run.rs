@@ -136,8 +136,9 @@ const PRESETS: &[Preset] = &[
     Preset {
         name: "assistant",
         prompt: "You are a capable assistant working in the user's current directory. Use the \
-                 tools when they help, check results before relying on them, and answer briefly, \
-                 saying what you did.",
+                 tools when they help and check results before relying on them. Then answer the \
+                 user's request directly and briefly with what you found: quote the facts, do \
+                 not describe your tool calls.",
         groups: None,
     },
     Preset {
@@ -193,7 +194,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             let search = SearchTools::new(LexicalRouter::default(), tools.clone()).into_handle()?;
             tools = tools.with_tools([search]);
         }
-        Some(hybrid_router(profile.max_tools, tools.len()))
+        Some(hybrid_router(&profile, tools.len()))
     };
     let policy = if args.yes {
         ApprovalPolicy::allow_all()
@@ -346,15 +347,22 @@ fn model_profile(file: Option<&std::path::Path>, model: &str) -> anyhow::Result<
     Ok(profiles.find(model))
 }
 
-/// The hybrid router, sending at most `max_tools` ranked tools (the model
-/// profile's limit); when unsure it sends the best `max_tools` rather than
-/// every tool if the toolset is larger than that.
-fn hybrid_router(max_tools: usize, toolset: usize) -> AnyRouter {
+/// The hybrid router, sending at most the model profile's `max_tools` ranked
+/// tools. When unsure it sends none if the profile says so
+/// (`tools_when_unsure: false`, small models), else the best `max_tools`
+/// rather than every tool if the toolset is larger than that.
+fn hybrid_router(profile: &ModelProfile, toolset: usize) -> AnyRouter {
+    let max_tools = profile.max_tools;
     let defaults = HybridConfig::default();
     let mut config = HybridConfig::default()
         .with_pinned(vec![SearchTools::NAME.to_owned()])
         .with_k_range(defaults.min_k.min(max_tools), defaults.max_k.min(max_tools));
-    if toolset > max_tools {
+    if !profile.tools_when_unsure {
+        // One rare word shared with a description is not a reason to offer tools.
+        config = config
+            .with_low_confidence(LowConfidence::NoTools)
+            .with_min_lexical_words(2);
+    } else if toolset > max_tools {
         config = config.with_low_confidence(LowConfidence::TopK(max_tools));
     }
     AnyRouter::new(
