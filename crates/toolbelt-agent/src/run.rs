@@ -97,6 +97,7 @@ async fn execute_in_span(
         profile,
         seen: HashMap::new(),
         blocked_turns: 0,
+        answer_now: false,
         tool_calls: 0,
         corrections: 0,
     };
@@ -259,6 +260,9 @@ struct Run<'a> {
     seen: HashMap<String, u32>,
     /// Turns that had a blocked (repeated) call.
     blocked_turns: u32,
+    /// Whether the next request offers no tools: the model repeated a call
+    /// whose result it already has, so it is asked for its answer.
+    answer_now: bool,
     /// Tool calls run so far.
     tool_calls: u32,
     /// Corrective turns in a row.
@@ -281,14 +285,41 @@ impl Run<'_> {
             self.add_active([name]);
         }
         for iteration in 1..=self.limit {
-            let request = self.request(&choice);
+            let mut request = self.request(&choice);
+            let answer_now = std::mem::take(&mut self.answer_now);
+            if answer_now {
+                request.tools.clear();
+                request.tool_choice = ToolChoice::Auto;
+                request.parallel_tool_calls = None;
+            }
             let started = Instant::now();
             let parse_text = self.parses_text(&choice);
             let (response, mut gate) = self
                 .ask_model(request, parse_text)
                 .await
                 .map_err(Stop::Provider)?;
-            let turn = self.classify(&response, parse_text, iteration);
+            let mut turn = self.classify(&response, parse_text, iteration);
+            if answer_now && let Turn::Calls(_, calls) = &turn {
+                // No tools were offered: the refused call again ends the run,
+                // another call is not run but corrected.
+                let limit = self.agent.options.max_identical_calls;
+                if let Some((call, times)) = calls.iter().find_map(|c| {
+                    let times = *self.seen.get(&call_key(c))?;
+                    (times >= limit).then_some((c, times + 1))
+                }) {
+                    self.transcript.usage += response.usage;
+                    return Err(Stop::Loop {
+                        tool: call.name.clone(),
+                        times,
+                    });
+                }
+                self.answer_now = true;
+                turn = Turn::Bad(
+                    "no tools are offered for this answer. Give your final answer in plain \
+                     text from the tool results above."
+                        .to_owned(),
+                );
+            }
             let (content, calls) = match &turn {
                 Turn::Calls(prose, calls) => (prose.clone(), calls.clone()),
                 // An empty answer stays in the conversation as "" (not null,
@@ -306,7 +337,11 @@ impl Run<'_> {
             let truncated = response.finish_reason == FinishReason::Length;
             self.transcript.steps.push(Step::Model {
                 iteration,
-                tools_offered: self.offered(&choice),
+                tools_offered: if answer_now {
+                    Vec::new()
+                } else {
+                    self.offered(&choice)
+                },
                 content: content.clone(),
                 tool_calls: calls.clone(),
                 finish_reason: response.finish_reason,
@@ -556,13 +591,14 @@ impl Run<'_> {
         }
         if !blocked.is_empty() {
             self.blocked_turns += 1;
+            self.answer_now = true;
         }
         self.tool_calls += run.len() as u32;
         for (call, times) in blocked {
             let reason = format!(
                 "error: not run: this exact call (same tool, same arguments) was already made {} \
-                 times; its result is above. Use that result, change the arguments, or give your \
-                 final answer. Repeating it again ends the run.",
+                 times; its result is above. Give your final answer from the results above; no \
+                 tools are offered for it. Repeating the call ends the run.",
                 times - 1
             );
             self.transcript.messages.push(Message::tool_result(
@@ -573,9 +609,23 @@ impl Run<'_> {
             ));
             self.transcript.steps.push(Step::Blocked { call, reason });
         }
-        if run.is_empty() {
-            return Ok(());
+        if !run.is_empty() {
+            self.dispatch(run).await;
         }
+        if self.answer_now {
+            // Small models attend to the last user turn: restate the request there.
+            self.transcript.messages.push(Message::user(format!(
+                "(runtime) Answer my request now in plain text from the tool results above, \
+                 without calling tools. My request: {}",
+                self.input
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs calls and records their results.
+    async fn dispatch(&mut self, run: Vec<ToolCall>) {
+        let agent = self.agent;
         let results = dispatch::run(
             &agent.executor,
             &agent.tools,
@@ -595,7 +645,6 @@ impl Run<'_> {
             self.add_found_tools(&result);
             self.transcript.steps.push(Step::Tool { result });
         }
-        Ok(())
     }
 
     /// Tools a meta tool (`search_tools`) returned join the offered set for the rest of the run.

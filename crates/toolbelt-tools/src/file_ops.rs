@@ -284,10 +284,42 @@ pub async fn file_edit(
         let starts: Vec<usize> = original.match_indices(&old_text).map(|(i, _)| i).collect();
         let line_of = |offset: usize| original[..offset].matches('\n').count() + 1;
         match starts.len() {
-            0 => Err(ToolError::failed(format!(
-                "old_text was not found in {shown}; nothing was changed. Read the file again \
-                 and copy the text exactly, whitespace and indentation included"
-            ))),
+            0 if !replace_all
+                && let Some((start, end)) =
+                    unique_match_ignoring_whitespace(&original, &old_text) =>
+            {
+                // The model's text differs only in whitespace (`port=8080` for
+                // `port = 8080`) and names one place: edit it, and say so.
+                let mut updated = String::with_capacity(original.len() + new_text.len());
+                updated.push_str(&original[..start]);
+                updated.push_str(new_text.trim());
+                updated.push_str(&original[end..]);
+                workspace
+                    .write_atomic(&file, updated.as_bytes())
+                    .map_err(|e| io_error("write", &shown, &e))?;
+                Ok(format!(
+                    "replaced 1 occurrence in {shown} (at line {}); old_text matched only when \
+                     whitespace is ignored: `{}` was replaced",
+                    line_of(start),
+                    &original[start..end]
+                ))
+            }
+            0 => {
+                let near = lines_differing_in_whitespace(&original, &old_text);
+                Err(ToolError::failed(if near.is_empty() {
+                    format!(
+                        "old_text was not found in {shown}; nothing was changed. Read the file \
+                         again and copy the text exactly, whitespace and indentation included"
+                    )
+                } else {
+                    format!(
+                        "old_text was not found in {shown}; nothing was changed. These lines \
+                         differ from it only in whitespace:\n{}\nCopy the text exactly, \
+                         whitespace and indentation included",
+                        near.join("\n")
+                    )
+                }))
+            }
             n if n > 1 && !replace_all => {
                 let lines: Vec<String> = starts
                     .iter()
@@ -318,6 +350,57 @@ pub async fn file_edit(
         }
     })
     .await
+}
+
+/// The byte span of `text` that equals `wanted` when whitespace is ignored
+/// (from its first to its last non-whitespace character), if there is
+/// exactly one; `None` when there is none or more than one.
+fn unique_match_ignoring_whitespace(text: &str, wanted: &str) -> Option<(usize, usize)> {
+    let needle: Vec<char> = wanted.chars().filter(|c| !c.is_whitespace()).collect();
+    if needle.is_empty() {
+        return None;
+    }
+    // The text's non-whitespace characters, each with its byte span.
+    let hay: Vec<(usize, char)> = text
+        .char_indices()
+        .filter(|(_, c)| !c.is_whitespace())
+        .collect();
+    let mut found = None;
+    for start in 0..hay.len().saturating_sub(needle.len() - 1) {
+        if hay[start..start + needle.len()]
+            .iter()
+            .zip(&needle)
+            .all(|((_, a), b)| a == b)
+        {
+            if found.is_some() {
+                return None;
+            }
+            let (last, c) = hay[start + needle.len() - 1];
+            found = Some((hay[start].0, last + c.len_utf8()));
+        }
+    }
+    found
+}
+
+/// Lines of `text` (at most three, as `N: line`) that equal a line of
+/// `wanted` once whitespace is ignored: what a model that wrote `port=8080`
+/// for `port = 8080` needs to see to copy the text exactly.
+fn lines_differing_in_whitespace(text: &str, wanted: &str) -> Vec<String> {
+    let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let wanted: Vec<String> = wanted
+        .lines()
+        .map(squash)
+        .filter(|l| !l.is_empty())
+        .collect();
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let line = squash(line);
+            !line.is_empty() && wanted.contains(&line)
+        })
+        .take(3)
+        .map(|(i, line)| format!("{}: {line}", i + 1))
+        .collect()
 }
 
 /// List a directory of the workspace: subdirectories end with `/`, files show their size.

@@ -93,19 +93,61 @@ async fn a_repeated_call_is_blocked_then_the_run_stops() {
         "only the first two ran"
     );
     let told = script.requests()[3].messages.clone();
-    let Some(Message::Tool {
-        content,
-        is_error: true,
-        ..
-    }) = told.last()
+    // The refusal, then the request restated for an answer without tools.
+    let [
+        ..,
+        Message::Tool {
+            content,
+            is_error: true,
+            ..
+        },
+        Message::User { content: asked },
+    ] = told.as_slice()
     else {
         panic!("{told:?}")
     };
+    assert!(asked.ends_with("My request: 2*3?"), "{asked}");
     assert!(
         content.contains("this exact call (same tool, same arguments) was already made 2 times"),
         "{content}"
     );
     assert_eq!(script.requests().len(), 4);
+    // After the refusal the model is asked for its answer, with no tools offered.
+    assert!(!script.requests()[2].tools.is_empty());
+    assert!(script.requests()[3].tools.is_empty());
+}
+
+#[tokio::test]
+async fn after_a_refused_repeat_the_model_answers_without_tools() {
+    let call = ("multiply", json!({"a": 2, "b": 3}));
+    let script = ScriptedProvider::new()
+        .then_calls([call.clone()])
+        .then_calls([call.clone()])
+        .then_calls([call])
+        // No tools are offered now: another call is corrected, not run.
+        .then_calls([("add", json!({"a": 1, "b": 1}))])
+        .then_text("6");
+    let out = math_agent(&script)
+        .build()
+        .unwrap()
+        .run("2*3?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "6");
+    assert_eq!(out.transcript.tool_results().count(), 2, "add never ran");
+    let requests = script.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(requests[3].tools.is_empty() && requests[4].tools.is_empty());
+    let asked = last_user_text(&requests[3].messages);
+    assert!(
+        asked.starts_with("(runtime) Answer my request now") && asked.ends_with("My request: 2*3?"),
+        "{asked}"
+    );
+    let told = last_user_text(&requests[4].messages);
+    assert!(
+        told.contains("no tools are offered for this answer"),
+        "{told}"
+    );
 }
 
 #[tokio::test]
@@ -125,6 +167,7 @@ async fn identical_limit_is_configurable_and_other_calls_still_run() {
         .await
         .unwrap();
     assert_eq!(out.answer, "done");
+    assert!(script.requests()[2].tools.is_empty());
     let ran: Vec<String> = out
         .transcript
         .tool_results()

@@ -170,6 +170,36 @@ async fn edits_a_unique_match_and_refuses_absent_or_ambiguous_text() {
         "{err}"
     );
     assert_eq!(fx.read("m.rs"), "let a = 1;\nlet b = 1;\nlet c = 3;\n");
+    // What a small model wrote for `let c = 3;`: one place matches when
+    // whitespace is ignored, so it is edited and the result says so.
+    let out = fx
+        .ok(
+            "file_edit",
+            json!({"path": "m.rs", "old_text": "let c=3;", "new_text": "let c = 4;"}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        "replaced 1 occurrence in m.rs (at line 3); old_text matched only when whitespace is \
+         ignored: `let c = 3;` was replaced"
+    );
+    assert_eq!(fx.read("m.rs"), "let a = 1;\nlet b = 1;\nlet c = 4;\n");
+    // Two places match that way: nothing changes, and the lines are shown.
+    fx.write("m.rs", "let a = 1;\nlet a = 1;\nlet c = 3;\n");
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "m.rs", "old_text": "let a=1;", "new_text": "let a=2;"}),
+        )
+        .await;
+    assert!(
+        err.to_string().contains(
+            "These lines differ from it only in whitespace:\n1: let a = 1;\n2: let a = 1;\nCopy the text exactly"
+        ),
+        "{err}"
+    );
+    assert_eq!(fx.read("m.rs"), "let a = 1;\nlet a = 1;\nlet c = 3;\n");
+    fx.write("m.rs", "let a = 1;\nlet b = 1;\nlet c = 3;\n");
     let out = fx
         .ok(
             "file_edit",

@@ -267,14 +267,25 @@ fn the_same_call_repeated_is_refused_then_the_run_stops() {
         "{stderr}"
     );
     let bodies = server.join().unwrap();
-    let told = last_message(&bodies[3]);
+    // The refusal, then the request restated, with no tools offered.
+    let messages = bodies[3]["messages"].as_array().unwrap();
+    let refusal = &messages[messages.len() - 2];
     assert!(
-        told["content"]
+        refusal["content"]
             .as_str()
             .unwrap()
             .contains("was already made 2 times"),
-        "{told}"
+        "{refusal}"
     );
+    let asked = last_message(&bodies[3]);
+    assert!(
+        asked["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("My request: Read hello.txt"),
+        "{asked}"
+    );
+    assert_eq!(bodies[3].get("tools"), None, "{}", bodies[3]);
 }
 
 #[test]
@@ -302,4 +313,42 @@ fn a_real_call_cut_mid_stream_leaves_only_the_prose_on_stdout() {
         "{stderr}"
     );
     server.join().unwrap();
+}
+
+/// Routed (no `--no-router`), the 1.5B profile offers at most 3 tools, and
+/// none when the router is unsure: given `ask_human` for a question it could
+/// answer, the real model asked the user instead.
+#[test]
+fn a_small_model_gets_few_tools_and_none_for_a_question_it_can_answer() {
+    let dir = workspace();
+    let (url, server) = fake_openai(vec![text("Paris", "stop"), text("ok", "stop")]);
+    let out = toolbelt_run(
+        dir.path(),
+        &env(&url),
+        &["What is the capital of France? Answer in one word."],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("router: no tools needed"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Paris");
+    let out = toolbelt_run(
+        dir.path(),
+        &env(&url),
+        &["In config.txt, change the port from 8080 to 9090."],
+        "",
+    );
+    assert!(out.status.success());
+    let bodies = server.join().unwrap();
+    assert_eq!(bodies[0].get("tools"), None, "{}", bodies[0]);
+    let offered: Vec<&str> = bodies[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        offered.len() <= 3 && offered.contains(&"file_edit") && !offered.contains(&"config"),
+        "{offered:?}"
+    );
 }
