@@ -58,8 +58,8 @@ setup_workspace() {
   printf 'host = "localhost"\nport = 8080\n' > "$1/config.txt"
 }
 
-leaked() {  # tool-call text in the answer
-  grep -q -E '```json|"arguments"|<tool_call|\[TOOL_CALLS\]' "$1"
+leaked() {  # tool-call text in the answer: a call object's keys or a call tag (a ```json fence around prose is not one)
+  grep -q -E '"(name|arguments)" *:|<tool_call|\[TOOL_CALLS\]' "$1"
 }
 
 printf '%s\n' "model: $model ($mode template), runs per task: $runs, server: $url" >&2
