@@ -137,7 +137,10 @@ fn read_lines(
     if ranged && start > number {
         return Err(ToolError::invalid_argument(
             "/start_line",
-            format!("{shown} has only {number} lines"),
+            format!(
+                "{shown} has only {number} line{}",
+                if number == 1 { "" } else { "s" }
+            ),
         ));
     }
     let mut out = if ranged || more {

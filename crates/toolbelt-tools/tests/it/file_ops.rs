@@ -35,6 +35,18 @@ async fn reads_whole_files_and_line_ranges() {
         err.to_string(),
         "invalid arguments: at /start_line: a.txt has only 4 lines"
     );
+    // What the 0.5B model asked for (issue 15): one line, said in the singular.
+    fx.write("b.txt", "one\n");
+    let err = fx
+        .err(
+            "file_read",
+            json!({"path": "b.txt", "start_line": 1_000_000}),
+        )
+        .await;
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments: at /start_line: b.txt has only 1 line"
+    );
 }
 
 #[tokio::test]
