@@ -199,6 +199,10 @@ pub struct RunEntry {
     state: Mutex<RunState>,
     /// Number of events so far; subscribers wait on it.
     progress: watch::Sender<u64>,
+    /// Held from a write's snapshot to its end, so writes of one run land in
+    /// the order their snapshots were taken (an approval's write, spawned
+    /// apart, must not land after the run's final one with an older state).
+    persisting: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for RunEntry {
@@ -442,6 +446,7 @@ impl RunRegistry {
         let Some(store) = self.inner.store.get() else {
             return;
         };
+        let _in_order = entry.persisting.lock().await;
         let (status, update) = {
             let state = entry.lock();
             let waits = !state.approvals.is_empty() || !state.questions.is_empty();
@@ -600,6 +605,7 @@ impl RunRegistry {
             parent_run: start.parent_run.clone(),
             created_at_ms: now_ms(),
             cancel: CancellationToken::new(),
+            persisting: tokio::sync::Mutex::new(()),
             state: Mutex::new(RunState {
                 status: RunStatus::Running,
                 events: Vec::new(),
