@@ -37,7 +37,7 @@ def score(queries, ranked):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", default="ours", choices=sorted(run.SETS))
+    ap.add_argument("--set", default="ours", choices=["ours", "livemcpbench"])
     ap.add_argument("--debug", action="store_true")
     ap.add_argument("--router", default="hybrid")
     ap.add_argument("--weights", default="0.5", help="comma-separated --learn-weight values to compare")

@@ -2,12 +2,17 @@
 """Evaluates every offline router of `toolbelt route` on the eval set and prints a markdown table.
 
 Usage (from the repository root):
-    python3 eval/run.py [--set ours|livemcpbench] [--no-build] [--debug] [--features jieba,local-embed]
-                        [--split all|dev|test] [--routers hybrid,bm25,...]
+    python3 eval/run.py [--set ours|livemcpbench|livemcpbench-zh] [--no-build] [--debug] [--bin PATH]
+                        [--features jieba,local-embed] [--split all|dev|test] [--routers hybrid,bm25,...]
 
 `--set ours` (default) is our hand-written set in eval/; `--set livemcpbench` is
-LiveMCPBench's MCP catalog and tasks, prepared by `python3 eval/external.py`.
-`--debug` uses the debug binary (same rankings; latency figures are then meaningless).
+LiveMCPBench's MCP catalog and tasks, prepared by `python3 eval/external.py`;
+`--set livemcpbench-zh` is the same catalog and needed tools with our Chinese
+translations of the tasks (eval/livemcpbench_zh.jsonl).
+`--debug` uses the debug binary (same rankings; latency figures are then meaningless
+and are left out). `--bin PATH` runs that binary and builds nothing (e.g. a copy of a
+debug build, so that a rebuild does not change it mid-run); `--no-timings` leaves
+the latency columns out.
 
 It builds the CLI once (`cargo build --release -p toolbelt [--features ...]`), runs batch mode
 for each router (`--top-k 10` for the ranking metrics, `--adaptive` for what
@@ -35,12 +40,18 @@ SETS = {
     "ours": (os.path.join(EVAL, "catalog.jsonl"), os.path.join(EVAL, "queries.jsonl")),
     "livemcpbench": (os.path.join(TARGET, "eval", "livemcpbench", "catalog.jsonl"),
                      os.path.join(TARGET, "eval", "livemcpbench", "queries.jsonl")),
+    # Same catalog and labels; the queries are written at run time from the English ones
+    # and our translations (`livemcpbench_queries_zh`).
+    "livemcpbench-zh": (os.path.join(TARGET, "eval", "livemcpbench", "catalog.jsonl"),
+                        os.path.join(TARGET, "eval", "livemcpbench", "queries.jsonl")),
 }
+ZH_TRANSLATIONS = os.path.join(EVAL, "livemcpbench_zh.jsonl")
 # Rows per set: keyword groups are ours, written for our catalog; other sets run without them.
 DEFAULT_ROUTERS = {
     "ours": ["keyword", "bm25-plain", "bm25", "hybrid (lexical only)", "embedding", "multilingual",
              "baseline RRF bm25-plain+embedding", "hybrid+embedding", "hybrid+multilingual", "hybrid+both",
              "hybrid"],
+    "livemcpbench-zh": ["bm25-plain", "hybrid (no groups, lexical only)", "hybrid (no groups)"],
     "livemcpbench": ["bm25-plain", "bm25", "hybrid (no groups, lexical only)", "embedding", "multilingual",
                      "baseline RRF bm25-plain+embedding", "hybrid+embedding (no groups)",
                      "hybrid+multilingual (no groups)", "hybrid+both (no groups)", "hybrid (no groups)"],
@@ -94,6 +105,22 @@ class Skip(Exception):
 def load_jsonl(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def livemcpbench_queries_zh(queries):
+    """LiveMCPBench's queries with each task replaced by our Chinese translation (same id,
+    needed tools and split; `lang` "zh"). `{image}` in a translation stands for the
+    English task's text after its first line (one task carries a base64 image there)."""
+    zh = {r["id"]: r["query_zh"] for r in load_jsonl(ZH_TRANSLATIONS)}
+    out = []
+    for q in queries:
+        if q["id"] not in zh:
+            continue
+        text = zh[q["id"]]
+        if "{image}" in text:
+            text = text.replace("{image}", q["query"].split("\n", 1)[1])
+        out.append({**q, "query": text, "lang": "zh"})
+    return out
 
 
 def catalog_tools(path):
@@ -174,14 +201,19 @@ def main():
     ap.add_argument("--routers", default=",".join(ROUTERS))
     ap.add_argument("--features", default="", help="cargo features of the toolbelt package, e.g. jieba,local-embed")
     ap.add_argument("--set", default="ours", choices=sorted(SETS))
-    ap.add_argument("--debug", action="store_true", help="use the debug binary (latency figures meaningless)")
+    ap.add_argument("--debug", action="store_true", help="use the debug binary (latency columns left out)")
+    ap.add_argument("--bin", help="the toolbelt binary to run (builds nothing)")
+    ap.add_argument("--no-timings", action="store_true", help="leave the latency columns out")
     ap.add_argument("--hybrid-args", default="", help="extra arguments for the hybrid rows, e.g. '--cjk-lexical-factor 0.3'")
     args = ap.parse_args()
     HYBRID_EXTRA.extend(args.hybrid_args.split())
     global BIN
     if args.debug:
         BIN = os.path.join(TARGET, "debug", "toolbelt")
-    if not args.no_build:
+    if args.bin:
+        BIN = os.path.abspath(args.bin)
+    timings = not (args.debug or args.no_timings)
+    if not (args.no_build or args.bin):
         features = ["--features", args.features] if args.features else []
         profile = [] if args.debug else ["--release"]
         subprocess.run(["cargo", "build", "-q", "-p", "toolbelt"] + profile + features, cwd=ROOT, check=True)
@@ -193,13 +225,43 @@ def main():
     family = {t["name"]: t["family"] for t in catalog}
     total = sum(tokens.values())
     queries = load_jsonl(queries_path)
-    routers = args.routers.split(",") if args.routers != ",".join(ROUTERS) else (
-        DEFAULT_ROUTERS[args.set] or list(ROUTERS))
+    with tempfile.TemporaryDirectory() as qtmp:
+        if args.set == "livemcpbench-zh":
+            queries = livemcpbench_queries_zh(queries)
+            queries_path = os.path.join(qtmp, "queries_zh.jsonl")
+            with open(queries_path, "w", encoding="utf-8") as f:
+                for q in queries:
+                    f.write(json.dumps(q, ensure_ascii=False) + "\n")
+        routers = args.routers.split(",") if args.routers != ",".join(ROUTERS) else (
+            DEFAULT_ROUTERS[args.set] or list(ROUTERS))
+        splits = ["dev", "test", "all"] if args.split == "all" else [args.split]
+        rows, _ = evaluate(routers, splits, catalog_path, queries_path, queries, tokens, total, family, timings)
+    print_table(args.set, catalog, total, queries, rows, timings, args.debug)
+
+
+def rankings(name, catalog_path, queries_path, k=50):
+    """One router's top-k ranking per query id (no adaptive cut, no timing), or None if skipped."""
+    extra = ROUTERS[name] + (HYBRID_EXTRA if name.startswith("hybrid") else [])
+    missing = [d for d in MODEL_FILES if d in extra and not os.path.isfile(os.path.join(d, MODEL_FILES[d]))]
+    if missing:
+        print(f"skipped {name}: model not fetched at {missing[0]} (run scripts/fetch-model.sh)", file=sys.stderr)
+        return None
+    try:
+        out, _ = run_batch(extra, catalog_path, queries_path, k)
+    except Skip as why:
+        print(f"skipped {name}: {why}", file=sys.stderr)
+        return None
+    return {r["id"]: r["tools"] for r in out}
+
+
+def evaluate(routers, splits, catalog_path, queries_path, queries, tokens, total, family, timings=True):
+    """Runs each router; returns the rows (name, split, n, metrics, ms/query, start-up ms,
+    cold ms) and each router's rankings by query id."""
+    rows = []
+    runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         empty = os.path.join(tmp, "empty.jsonl")
         open(empty, "w").close()
-        rows = []
-        runs = {}
         for name in routers:
             if name in BASELINES:
                 parts = BASELINES[name]
@@ -213,7 +275,8 @@ def main():
                         for rank, t in enumerate(runs[p][q["id"]]):
                             score[t] = score.get(t, 0.0) + 1.0 / (60 + rank + 1)
                     ranked[q["id"]] = sorted(score, key=lambda t: -score[t])[:10]
-                for split in (["dev", "test", "all"] if args.split == "all" else [args.split]):
+                runs[name] = ranked
+                for split in splits:
                     qs = [q for q in queries if split == "all" or q["split"] == split]
                     m = metrics(qs, ranked, ranked, tokens, total, family)
                     m["sent"] = m["sent_ok"] = m["fallback"] = None
@@ -225,33 +288,45 @@ def main():
                 print(f"skipped {name}: model not fetched at {missing[0]} (run scripts/fetch-model.sh)", file=sys.stderr)
                 continue
             cache = os.path.join(tmp, name.replace(" ", "_").replace("/", "_"))
+            cold = startup = None
             try:
-                # The first run embeds every tool (cold); the second reads the vectors back (warm).
-                _, cold = run_batch(extra, catalog_path, empty, 10, cache=cache)
-                _, startup = run_batch(extra, catalog_path, empty, 10, cache=cache)
+                if timings:
+                    # The first run embeds every tool (cold); the second reads the vectors back (warm).
+                    _, cold = run_batch(extra, catalog_path, empty, 10, cache=cache)
+                    _, startup = run_batch(extra, catalog_path, empty, 10, cache=cache)
+                ranked_out, elapsed = run_batch(extra, catalog_path, queries_path, 50, cache=cache)
             except Skip as why:
                 print(f"skipped {name}: {why}", file=sys.stderr)
                 continue
-            ranked_out, elapsed = run_batch(extra, catalog_path, queries_path, 50, cache=cache)
             sent_out, _ = run_batch(extra, catalog_path, queries_path, 10, adaptive=True, cache=cache)
             ranked = {r["id"]: r["tools"] for r in ranked_out}
             runs[name] = ranked
             sent = {r["id"]: r["tools"] for r in sent_out}
-            per_query_ms = max(elapsed - startup, 0) / len(queries) * 1000
-            for split in (["dev", "test", "all"] if args.split == "all" else [args.split]):
+            per_query_ms = max(elapsed - startup, 0) / len(queries) * 1000 if timings else None
+            for split in splits:
                 qs = [q for q in queries if split == "all" or q["split"] == split]
                 m = metrics(qs, ranked, sent, tokens, total, family)
-                rows.append((name, split, len(qs), m, per_query_ms, startup * 1000, cold * 1000))
-    print(f"Set {args.set}: {len(catalog)} tools, {total} schema tokens; {len(queries)} queries"
-          f"{' (debug binary: ignore the timings)' if args.debug else ''}.\n")
-    print("| router | split | n | R@1 | R@3 | R@5 | R@10 | all@5 | famR@5 | MRR | zh R@5 | tokens sent | all needed sent | fallback | ms/query | start-up ms (warm / cold) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                rows.append((name, split, len(qs), m, per_query_ms,
+                             startup * 1000 if timings else None, cold * 1000 if timings else None))
+    return rows, runs
+
+
+def print_table(set_name, catalog, total, queries, rows, timings, debug=False):
+    print(f"Set {set_name}: {len(catalog)} tools, {total} schema tokens; {len(queries)} queries"
+          f"{' (debug binary: timings left out)' if debug else ''}.\n")
+    head = "| router | split | n | R@1 | R@3 | R@5 | R@10 | all@5 | famR@5 | MRR | zh R@5 | tokens sent | all needed sent | fallback |"
+    if timings:
+        head += " ms/query | start-up ms (warm / cold) |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
     fmt = lambda v, f: "—" if v is None else format(v, f)
     for name, split, n, m, ms, start, cold in rows:
-        print(f"| {name} | {split} | {n} | {m['R@1']:.3f} | {m['R@3']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} "
-              f"| {m['all@5']:.3f} | {m['famR@5']:.3f} | {m['MRR']:.3f} | {fmt(m['zhR@5'], '.3f')} | {fmt(m['sent'], '.1%')} "
-              f"| {fmt(m['sent_ok'], '.3f')} | {fmt(m['fallback'], '.1%')} "
-              f"| {fmt(ms, '.3f')} | {fmt(start, '.0f')} / {fmt(cold, '.0f')} |")
+        line = (f"| {name} | {split} | {n} | {m['R@1']:.3f} | {m['R@3']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} "
+                f"| {m['all@5']:.3f} | {m['famR@5']:.3f} | {m['MRR']:.3f} | {fmt(m['zhR@5'], '.3f')} | {fmt(m['sent'], '.1%')} "
+                f"| {fmt(m['sent_ok'], '.3f')} | {fmt(m['fallback'], '.1%')} |")
+        if timings:
+            line += f" {fmt(ms, '.3f')} | {fmt(start, '.0f')} / {fmt(cold, '.0f')} |"
+        print(line)
 
 
 if __name__ == "__main__":
