@@ -102,6 +102,11 @@ pub struct HybridConfig {
     /// For input mostly in Han, kana or Hangul, the lexical weight is multiplied by this
     /// when a multilingual embedding ranked the tools (character bigrams match noise there).
     pub cjk_lexical_factor: f32,
+    /// Whether an embedding ranking alone makes the router confident (default true).
+    /// An embedding always has a nearest tool, so with this on a router with embeddings
+    /// is never unsure; [`LowConfidence::NoTools`] needs it off to answer a greeting or
+    /// a general question without tools. The embedding still ranks either way.
+    pub embedding_confidence: bool,
 }
 
 impl Default for HybridConfig {
@@ -130,6 +135,7 @@ impl Default for HybridConfig {
             multilingual_weight: 1.0,
             cjk_multilingual_weight: 2.0,
             cjk_lexical_factor: 0.5,
+            embedding_confidence: true,
         }
     }
 }
@@ -223,6 +229,14 @@ impl HybridConfig {
         self
     }
 
+    /// Whether an embedding ranking alone makes the router confident (see
+    /// [`HybridConfig::embedding_confidence`]).
+    #[must_use]
+    pub fn with_embedding_confidence(mut self, on: bool) -> Self {
+        self.embedding_confidence = on;
+        self
+    }
+
     /// Sets the weights of the multilingual embedding ranking for other input and for
     /// Chinese, Japanese or Korean input, and the lexical factor for the latter.
     #[must_use]
@@ -260,7 +274,34 @@ pub struct HybridRouter {
     keyword: Option<KeywordRouter>,
     embedding: Option<EmbeddingRouter>,
     multilingual: Option<EmbeddingRouter>,
+    multilingual_slot: Option<EmbeddingSlot>,
     config: HybridConfig,
+}
+
+/// A multilingual embedding ranking that arrives after the router is built: a server
+/// starts routing lexically at once and fills the slot when its encoder has loaded and
+/// embedded the tools (see [`HybridRouter::with_multilingual_slot`]). Clones share the slot.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddingSlot(std::sync::Arc<std::sync::OnceLock<EmbeddingRouter>>);
+
+impl EmbeddingSlot {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fills the slot; every router holding it ranks with `router` from now on.
+    ///
+    /// # Errors
+    /// Gives `router` back when the slot was already filled (the first one stays).
+    pub fn fill(&self, router: EmbeddingRouter) -> Result<(), EmbeddingRouter> {
+        self.0.set(router)
+    }
+
+    /// The router in the slot, once filled.
+    pub fn get(&self) -> Option<&EmbeddingRouter> {
+        self.0.get()
+    }
 }
 
 impl Default for HybridRouter {
@@ -292,6 +333,7 @@ impl HybridRouter {
             keyword: None,
             embedding: None,
             multilingual: None,
+            multilingual_slot: None,
             config: HybridConfig::default(),
         }
     }
@@ -357,6 +399,22 @@ impl HybridRouter {
         self
     }
 
+    /// Adds a multilingual embedding ranking that is filled later ([`EmbeddingSlot::fill`]):
+    /// until then the router ranks without it. A ranking given by
+    /// [`HybridRouter::with_multilingual_embedding`] takes precedence.
+    #[must_use]
+    pub fn with_multilingual_slot(mut self, slot: EmbeddingSlot) -> Self {
+        self.multilingual_slot = Some(slot);
+        self
+    }
+
+    /// The multilingual embedding ranking in use, if any (given, or a filled slot).
+    fn multilingual(&self) -> Option<&EmbeddingRouter> {
+        self.multilingual
+            .as_ref()
+            .or_else(|| self.multilingual_slot.as_ref().and_then(EmbeddingSlot::get))
+    }
+
     /// Builds the lexical index and embeds every tool not cached yet, so the first
     /// request does not pay for it.
     ///
@@ -364,7 +422,7 @@ impl HybridRouter {
     /// [`RouteError::Backend`] when an embedder fails.
     pub async fn prepare(&self, toolset: &Toolset) -> Result<(), RouteError> {
         self.lexical.prepare_async(toolset).await;
-        for router in self.embedding.iter().chain(&self.multilingual) {
+        for router in self.embedding.iter().chain(self.multilingual()) {
             router.prepare(toolset).await?;
         }
         Ok(())
@@ -377,7 +435,7 @@ impl HybridRouter {
     /// # Errors
     /// [`RouteError::Backend`] when an embedder fails.
     pub async fn embed_queries(&self, inputs: &[String]) -> Result<(), RouteError> {
-        for router in self.embedding.iter().chain(&self.multilingual) {
+        for router in self.embedding.iter().chain(self.multilingual()) {
             router.embed_queries(inputs).await?;
         }
         Ok(())
@@ -492,7 +550,7 @@ impl HybridRouter {
         };
         let (multilingual, multilingual_ok) = if multilingual_weight > 0.0 {
             embedding_ranking(
-                self.multilingual.as_ref(),
+                self.multilingual(),
                 toolset,
                 input,
                 n,
@@ -537,8 +595,7 @@ impl HybridRouter {
             groups,
             confident: lexical_ok
                 || !keyword.is_empty()
-                || embedding_ok
-                || multilingual_ok
+                || (cfg.embedding_confidence && (embedding_ok || multilingual_ok))
                 || !learned.is_empty(),
             reason,
         }

@@ -31,7 +31,7 @@ pub use embedding::{Embedder, EmbeddingRouter};
 #[cfg(feature = "local-embed")]
 pub use embedding::{LocalEmbedError, LocalEmbedder};
 pub use error::RouteError;
-pub use hybrid::{Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
+pub use hybrid::{EmbeddingSlot, Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
 pub use index::{Coverage, LexicalConfig, LexicalIndex};
 pub use keyword::{KeywordGroup, KeywordRouter};
 pub use learn::{CallOutcome, LearnConfig, LearnedUsage, RunLog, UseRecord};

@@ -126,6 +126,15 @@ impl AgentDef {
     /// # Errors
     /// A problem naming the field that cannot be used.
     pub fn build(&self, registry: &Registry) -> Result<Agent, Problem> {
+        self.build_routed(registry, default_router())
+    }
+
+    /// Builds the runnable agent over `registry`, routing each turn with `router` (the
+    /// server's, [`crate::AppState::router`], so agents share its indexes and encoder).
+    ///
+    /// # Errors
+    /// A problem naming the field that cannot be used.
+    pub fn build_routed(&self, registry: &Registry, router: AnyRouter) -> Result<Agent, Problem> {
         let tools = self.toolset(registry)?;
         let provider = self.provider_config()?.into_provider().map_err(|e| {
             Problem::new(
@@ -138,7 +147,7 @@ impl AgentDef {
             .name(self.id.clone())
             .description(self.description.clone())
             .tools(tools)
-            .router(default_router())
+            .router(router)
             .max_iterations(self.max_iterations.max(1))
             .executor(Executor::builder().policy(self.approval.clone()).build());
         if let Some(prompt) = &self.system_prompt {
@@ -188,11 +197,17 @@ impl AgentDef {
     }
 }
 
-/// The router every agent uses: BM25 with the concept lexicon, the built-in keyword groups, adaptive k.
+/// The router of a server without an embedding model: BM25 with the concept lexicon, the
+/// built-in keyword groups, adaptive k ([`default_hybrid`]).
 pub fn default_router() -> AnyRouter {
-    AnyRouter::new(
-        HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin()),
-    )
+    AnyRouter::new(default_hybrid())
+}
+
+/// The hybrid router a server starts from: BM25 with the concept lexicon, the built-in
+/// keyword groups, adaptive k. `toolbelt serve` adds the multilingual encoder to it
+/// ([`HybridRouter::with_multilingual_slot`]) when the model is present.
+pub fn default_hybrid() -> HybridRouter {
+    HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin())
 }
 
 /// The agents a server knows, by id: stored agents first, then those of the configuration.

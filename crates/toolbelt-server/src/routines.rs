@@ -41,7 +41,7 @@ impl ServerRoutineRunner {
             .await
             .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
         let agent = def
-            .build(state.registry())
+            .build_routed(state.registry(), state.router.clone())
             .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
         let model = def.model_name();
         let start = RunStart {

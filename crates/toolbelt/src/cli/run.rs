@@ -21,8 +21,8 @@ use toolbelt_core::{
 };
 use toolbelt_llm::{ModelProfile, ModelProfiles, ProviderConfig, ProviderError};
 use toolbelt_router::{
-    AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter,
-    LowConfidence, RouteDecision, RouteOutcome, SearchTools,
+    AnyRouter, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig,
+    LexicalRouter, LowConfidence, RouteDecision, RouteOutcome, SearchTools,
 };
 use toolbelt_tools::{
     AgentInfo, BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Memory, MemoryScope,
@@ -112,6 +112,10 @@ pub(crate) struct RunArgs {
     /// Run without a database: the memory and routine tools then say they are not configured.
     #[arg(long)]
     no_store: bool,
+    /// Route by words only, even when the multilingual model is present (by default its
+    /// ranking joins the router; loading it takes about a second).
+    #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
+    no_embedder: bool,
 }
 
 fn on_off(value: &str) -> Result<bool, String> {
@@ -175,6 +179,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("setting up the model provider"),
     };
     let preset = find_preset(args.agent.as_deref())?;
+    // The encoder loads on the blocking pool while the tools and MCP servers are set up.
+    let multilingual = if args.no_router || args.no_embedder {
+        None
+    } else {
+        multilingual_embedding()
+    };
     let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
     // Held for the run: dropping the clients stops the MCP servers.
     let _mcp_clients = match &args.mcp_config {
@@ -194,7 +204,11 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             let search = SearchTools::new(LexicalRouter::default(), tools.clone()).into_handle()?;
             tools = tools.with_tools([search]);
         }
-        Some(hybrid_router(&profile, tools.len()))
+        let multilingual = match multilingual {
+            Some(task) => task.await.ok().flatten(),
+            None => None,
+        };
+        Some(hybrid_router(&profile, tools.len(), multilingual))
     };
     let policy = if args.yes {
         ApprovalPolicy::allow_all()
@@ -351,7 +365,34 @@ fn model_profile(file: Option<&std::path::Path>, model: &str) -> anyhow::Result<
 /// tools. When unsure it sends none if the profile says so
 /// (`tools_when_unsure: false`, small models), else the best `max_tools`
 /// rather than every tool if the toolset is larger than that.
-fn hybrid_router(profile: &ModelProfile, toolset: usize) -> AnyRouter {
+/// The multilingual encoder's ranking, loading, when its model is in a default place; a
+/// model that fails to load is reported and routing goes on by words.
+fn multilingual_embedding() -> Option<tokio::task::JoinHandle<Option<EmbeddingRouter>>> {
+    #[cfg(feature = "multilingual-embed")]
+    {
+        let encoder = super::models::shared_use()?;
+        Some(tokio::spawn(async move {
+            match encoder.routing_embedding().await {
+                Ok(router) => Some(router),
+                Err(e) => {
+                    eprintln!("note: routing by words: {e:#}");
+                    None
+                }
+            }
+        }))
+    }
+    #[cfg(not(feature = "multilingual-embed"))]
+    None
+}
+
+/// The router of a run: the hybrid router bounded by the model's profile. Small models
+/// (`tools_when_unsure` off) get no tools when the words of the request match no tool well:
+/// the encoder then ranks but cannot make the router sure, since it always has a nearest tool.
+fn hybrid_router(
+    profile: &ModelProfile,
+    toolset: usize,
+    multilingual: Option<EmbeddingRouter>,
+) -> AnyRouter {
     let max_tools = profile.max_tools;
     let defaults = HybridConfig::default();
     let mut config = HybridConfig::default()
@@ -361,15 +402,18 @@ fn hybrid_router(profile: &ModelProfile, toolset: usize) -> AnyRouter {
         // One rare word shared with a description is not a reason to offer tools.
         config = config
             .with_low_confidence(LowConfidence::NoTools)
-            .with_min_lexical_words(2);
+            .with_min_lexical_words(2)
+            .with_embedding_confidence(false);
     } else if toolset > max_tools {
         config = config.with_low_confidence(LowConfidence::TopK(max_tools));
     }
-    AnyRouter::new(
-        HybridRouter::new(LexicalRouter::new(LexicalConfig::default()))
-            .with_config(config)
-            .with_keyword(KeywordRouter::builtin()),
-    )
+    let mut router = HybridRouter::new(LexicalRouter::new(LexicalConfig::default()))
+        .with_config(config)
+        .with_keyword(KeywordRouter::builtin());
+    if let Some(multilingual) = multilingual {
+        router = router.with_multilingual_embedding(multilingual);
+    }
+    AnyRouter::new(router)
 }
 
 /// Prints a run's events: the answer to stdout, everything else to stderr.

