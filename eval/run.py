@@ -27,6 +27,7 @@ and embedding every tool.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,11 @@ ROUTERS = {
 # Rows computed here from two rows' rankings: reciprocal rank fusion (k = 60, equal weights),
 # the plain BM25 + MiniLM hybrid the issue names as the baseline to beat.
 BASELINES = {"baseline RRF bm25-plain+embedding": ("bm25-plain", "embedding")}
+
+
+def split_routers(text):
+    """`--routers` names, split on commas outside parentheses ("hybrid (no groups, lexical only)")."""
+    return [r.strip() for r in re.split(r",(?![^()]*\))", text) if r.strip()]
 
 
 class Skip(Exception):
@@ -232,7 +238,7 @@ def main():
             with open(queries_path, "w", encoding="utf-8") as f:
                 for q in queries:
                     f.write(json.dumps(q, ensure_ascii=False) + "\n")
-        routers = args.routers.split(",") if args.routers != ",".join(ROUTERS) else (
+        routers = split_routers(args.routers) if args.routers != ",".join(ROUTERS) else (
             DEFAULT_ROUTERS[args.set] or list(ROUTERS))
         splits = ["dev", "test", "all"] if args.split == "all" else [args.split]
         rows, _ = evaluate(routers, splits, catalog_path, queries_path, queries, tokens, total, family, timings)
