@@ -20,7 +20,9 @@ Usage (from the repository root; `--bin` is a built CLI, e.g. a copy of target/d
 - multiturn: (a) "derived": each query of eval/queries.jsonl preceded by 1 or
   2 other queries of the same language as earlier user turns (random.Random(12);
   an assistant "Done." between turns); (b) "hand-written": eval/multiturn.jsonl.
-  Each conversation is routed whole and with only its latest user turn.
+  Each conversation is routed whole (earlier user turns as context), with only
+  its latest user turn, and, as a diagnostic, with all its user turns joined
+  into one input.
 
 Stdlib only; nothing here changes a router's settings.
 """
@@ -116,7 +118,7 @@ def cmd_zh(args):
     ids = {q["id"] for q in zh}
     en = [q for q in en if q["id"] in ids]
     routers = run.split_routers(args.routers) if args.routers else [
-        "hybrid (no groups)", "hybrid (no groups, lexical only)", "bm25-plain"]
+        "hybrid (no groups)", "hybrid (no groups, lexical only)", "bm25-plain", "multilingual"]
     print(f"LiveMCPBench, {len(en)} tasks, English vs our Chinese translation (same catalog, same needed tools).\n")
     print("| router | split | n | R@5 en | R@5 zh | zh − en | famR@5 en | famR@5 zh | MRR en | MRR zh |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -239,29 +241,37 @@ def latest_only(conversations):
     return [{**c, "query": [m for m in c["query"] if m["role"] == "user"][-1]["content"]} for c in conversations]
 
 
+def joined(conversations):
+    """Every user turn joined into one input (a diagnostic: not how the router takes a conversation)."""
+    return [{**c, "query": "\n".join(m["content"] for m in c["query"] if m["role"] == "user")} for c in conversations]
+
+
 def cmd_multiturn(args):
     catalog_path = run.SETS["ours"][0]
     derived = derived_conversations(run.load_jsonl(run.SETS["ours"][1]))
     hand = run.load_jsonl(os.path.join(run.EVAL, "multiturn.jsonl"))
     routers = run.split_routers(args.routers) if args.routers else ["hybrid"]
-    print("| set | router | split | n | R@5 with earlier turns | R@5 latest turn only | MRR with | MRR latest only |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| set | router | split | n | R@5 with earlier turns | R@5 latest turn only | R@5 user turns joined "
+          "| MRR with | MRR latest only | MRR joined |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for set_name, convs in (("derived (ours + 1–2 unrelated earlier turns)", derived),
                                 ("hand-written, elliptical (eval/multiturn.jsonl)", hand)):
             for name in routers:
                 with_ctx = route(name, catalog_path, convs, tmp, "with")
                 alone = route(name, catalog_path, latest_only(convs), tmp, "alone")
+                glued = route(name, catalog_path, joined(convs), tmp, "joined")
                 groups = splits_of(convs)
                 if convs is hand:
                     groups += [(f"all, {lang}", [c for c in convs if c["lang"] == lang]) for lang in ("en", "zh")]
                 for split, qs in groups:
-                    a, b = score(qs, with_ctx), score(qs, alone)
-                    print(f"| {set_name} | {name} | {split} | {a['n']} | {a['R@5']:.3f} | {b['R@5']:.3f} "
-                          f"| {a['MRR']:.3f} | {b['MRR']:.3f} |")
+                    a, b, j = score(qs, with_ctx), score(qs, alone), score(qs, glued)
+                    print(f"| {set_name} | {name} | {split} | {a['n']} | {a['R@5']:.3f} | {b['R@5']:.3f} | {j['R@5']:.3f} "
+                          f"| {a['MRR']:.3f} | {b['MRR']:.3f} | {j['MRR']:.3f} |")
             if args.dump and convs is hand:
                 for c in convs:
-                    print(c["id"], c["needed"], "ctx:", with_ctx[c["id"]][:5], "alone:", alone[c["id"]][:5], file=sys.stderr)
+                    print(c["id"], c["needed"], "ctx:", with_ctx[c["id"]][:5], "alone:", alone[c["id"]][:5],
+                          "joined:", glued[c["id"]][:5], file=sys.stderr)
 
 
 def main():
