@@ -10,7 +10,8 @@ Usage (from the repository root; `--bin` is a built CLI, e.g. a copy of target/d
 
 - zh: routes LiveMCPBench's tasks and our Chinese translations of them
   (eval/livemcpbench_zh.jsonl) over the same catalog, same needed tools, and
-  prints R@5 / famR@5 / MRR side by side per split.
+  prints R@5 / famR@5 / MRR side by side per split, and how often the first
+  tool is one of the tools described in Chinese.
 - neardup: a needed tool "has a near-duplicate" when another tool of the same
   catalog has a TF-IDF cosine of at least 0.5 with it (name words plus
   description; lowercase ASCII words and CJK character bigrams, English stop
@@ -122,6 +123,9 @@ def cmd_zh(args):
     print(f"LiveMCPBench, {len(en)} tasks, English vs our Chinese translation (same catalog, same needed tools).\n")
     print("| router | split | n | R@5 en | R@5 zh | zh − en | famR@5 en | famR@5 zh | MRR en | MRR zh |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    # Tools whose description has Chinese in it (some servers describe their tools in Chinese).
+    cjk = {t["name"] for t in run.catalog_tools(catalog_path) if re.search(r"[\u4e00-\u9fff]", t["description"])}
+    pulled = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in routers:
             ren = route(name, catalog_path, en, tmp, "en")
@@ -131,6 +135,15 @@ def cmd_zh(args):
                 a, b = score(qs, ren), score(qz, rzh)
                 print(f"| {name} | {split} | {a['n']} | {a['R@5']:.3f} | {b['R@5']:.3f} | {b['R@5'] - a['R@5']:+.3f} "
                       f"| {fam_r5(qs, ren, family):.3f} | {fam_r5(qz, rzh, family):.3f} | {a['MRR']:.3f} | {b['MRR']:.3f} |")
+            first = [sum(bool(r[q["id"]]) and r[q["id"]][0] in cjk for q in qs) for r, qs in ((ren, en), (rzh, zh))]
+            top5 = [sum(len(set(r[q["id"]][:5]) & cjk) for q in qs) / (5 * len(qs)) for r, qs in ((ren, en), (rzh, zh))]
+            pulled.append((name, first, top5))
+    needing = sum(bool(set(q["needed"]) & cjk) for q in en)
+    print(f"\n{len(cjk)} of the catalog's tools are described in Chinese; {needing} of the {len(en)} tasks need one.\n")
+    print("| router | first tool described in Chinese, en | zh | share of the top 5, en | zh |")
+    print("|---|---|---|---|---|")
+    for name, first, top5 in pulled:
+        print(f"| {name} | {first[0]} | {first[1]} | {top5[0]:.3f} | {top5[1]:.3f} |")
 
 
 # --- neardup ----------------------------------------------------------------
