@@ -8,7 +8,7 @@ mod vectors;
 pub use memory::{
     DEFAULT_MAX_ENTRIES_PER_AGENT, DEFAULT_MAX_ENTRY_BYTES, MAX_TAG_BYTES, MAX_TAGS, MemoryEntry,
     MemoryError, MemoryIndex, MemoryLimits, MemoryScope, MemoryStore, NewMemory, RecallHit,
-    RecallQuery, bm25, format_ms, memory_terms, owns, sort_hits,
+    RecallQuery, WordMatches, bm25, format_ms, memory_terms, owns, sort_hits,
 };
 pub use routine::{
     MAX_INTERVAL_SECS, MissedPolicy, RoutineDraft, RoutineError, RoutineInfo, RoutineStore,

@@ -624,14 +624,44 @@ impl MemoryIndex {
         query: &RecallQuery,
         vector: Option<&[f32]>,
     ) -> Vec<RecallHit> {
+        let words = self.word_matches(scope, query);
+        self.search_hybrid_with(scope, query, words, vector)
+    }
+
+    /// The first half of [`MemoryIndex::search_hybrid`]: the entries matching `query`'s
+    /// words. A caller making the query's vector meanwhile (on another thread) passes them
+    /// to [`MemoryIndex::search_hybrid_with`] when the vector is ready.
+    pub fn word_matches(&self, scope: &MemoryScope, query: &RecallQuery) -> WordMatches {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
         let entry = |slot: u32| index.slots[slot as usize].as_ref().map(|(e, _)| e);
         let admitted =
             |slot: u32| entry(slot).is_some_and(|e| e.readable_by(scope) && query.admits(e));
-        // Most candidates never make the answer: look at the entries (scope, filters) of the
-        // best-scored few first, and of all only when too few of those are admitted.
-        let want = query.limit.saturating_mul(8).max(64);
-        let mut found = lexical(&index, query, want, &admitted);
+        WordMatches(lexical(&index, query, hybrid_want(query), &admitted))
+    }
+
+    /// The second half of [`MemoryIndex::search_hybrid`]: `words` (from
+    /// [`MemoryIndex::word_matches`] for the same scope and query) fused with the entries
+    /// nearest to `vector`. Entries forgotten in between are left out.
+    pub fn search_hybrid_with(
+        &self,
+        scope: &MemoryScope,
+        query: &RecallQuery,
+        words: WordMatches,
+        vector: Option<&[f32]>,
+    ) -> Vec<RecallHit> {
+        let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
+        let entry = |slot: u32| {
+            index
+                .slots
+                .get(slot as usize)
+                .and_then(Option::as_ref)
+                .map(|(e, _)| e)
+        };
+        let admitted =
+            |slot: u32| entry(slot).is_some_and(|e| e.readable_by(scope) && query.admits(e));
+        let want = hybrid_want(query);
+        let WordMatches(mut found) = words;
+        found.retain(|&(slot, _)| entry(slot).is_some());
         let q = vector
             .and_then(QuantizedVector::quantize)
             .filter(|_| index.vectors.len() > 0);
@@ -684,6 +714,17 @@ impl MemoryIndex {
             .filter_map(|(slot, score)| Some(RecallHit::new(entry(slot)?.clone(), score)))
             .collect()
     }
+}
+
+/// Entries matching a query's words, found by [`MemoryIndex::word_matches`].
+#[derive(Debug, Clone, Default)]
+pub struct WordMatches(Vec<(u32, f64)>);
+
+/// Candidates taken from each ranking of a hybrid recall: most never make the answer, so
+/// the entries (scope, filters) of the best-scored few are looked at first, and all of them
+/// only when too few of those are admitted.
+fn hybrid_want(query: &RecallQuery) -> usize {
+    query.limit.saturating_mul(8).max(64)
 }
 
 /// Weight of the lexical score in a hybrid recall (the rest is meaning).

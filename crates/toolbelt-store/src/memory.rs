@@ -231,15 +231,26 @@ impl StoreMemory {
             return Ok(Vec::new());
         }
         let embedder = self.store.memory_cache().embedder();
-        let vector = match &embedder {
-            Some(e) => embed(e.as_ref(), query.query.clone()),
-            None => None,
-        };
-        let model = embedder.as_ref().map(|e| e.model());
+        let model = embedder.as_ref().map(|e| e.model().to_owned());
+        // The query's vector is made on a blocking thread while the index is brought up to
+        // date (a database round trip) and searched by words: on two cores the encoder's
+        // time mostly hides behind theirs.
+        let vector = embedder.map(|e| {
+            let text = query.query.clone();
+            tokio::task::spawn_blocking(move || embed_here(e.as_ref(), text))
+        });
         self.store
             .memory_cache()
-            .with_index(&self.store, &scope.agent, model, |index| {
-                index.search_hybrid(scope, query, vector.as_deref())
+            .with_index(&self.store, &scope.agent, model.as_deref(), async |index| {
+                let words = index.word_matches(scope, query);
+                let vector = match vector {
+                    Some(task) => task.await.unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "the memory embedder's task failed; going on by words");
+                        None
+                    }),
+                    None => None,
+                };
+                index.search_hybrid_with(scope, query, words, vector.as_deref())
             })
             .await
             .map_err(backend)
@@ -352,15 +363,21 @@ impl Store {
 /// `text`'s vector; `None` (logged) when the embedder fails: the entry or the recall then
 /// goes on by words alone. The encoder runs in place (`block_in_place` on a multi-threaded
 /// runtime, which moves this worker's other tasks elsewhere; inline on a current-thread one):
-/// a few milliseconds of work, for which a hand-off to the blocking pool bought nothing.
+/// what storing an entry does. A recall instead makes its query's vector on the blocking
+/// pool, where it overlaps the index's own work.
 fn embed(embedder: &dyn TextEmbedder, text: String) -> Option<Vec<f32>> {
-    let texts = [text];
-    let result = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-            tokio::task::block_in_place(|| embedder.embed(&texts))
+            tokio::task::block_in_place(|| embed_here(embedder, text))
         }
-        _ => embedder.embed(&texts),
-    };
+        _ => embed_here(embedder, text),
+    }
+}
+
+/// [`embed`] in the calling thread (a blocking one).
+fn embed_here(embedder: &dyn TextEmbedder, text: String) -> Option<Vec<f32>> {
+    let texts = [text];
+    let result = embedder.embed(&texts);
     let model = embedder.model();
     match result {
         Ok(mut vectors) if vectors.len() == 1 => vectors.pop(),

@@ -89,13 +89,13 @@ impl MemoryCache {
     }
 
     /// Runs `f` on `agent`'s index, brought up to date with `store` first, holding the
-    /// vectors of `model`.
+    /// vectors of `model`; the index stays locked for this agent until `f` has finished.
     pub(crate) async fn with_index<T>(
         &self,
         store: &Store,
         agent: &str,
         model: Option<&str>,
-        f: impl FnOnce(&MemoryIndex) -> T,
+        f: impl AsyncFnOnce(&MemoryIndex) -> T,
     ) -> Result<T, StoreError> {
         let slot = self.slot(agent);
         let mut state = slot.state.lock().await;
@@ -137,7 +137,7 @@ impl MemoryCache {
         let current = state
             .as_ref()
             .ok_or_else(|| StoreError::invalid("memory", "index missing"))?;
-        Ok(f(&current.index))
+        Ok(f(&current.index).await)
     }
 }
 
