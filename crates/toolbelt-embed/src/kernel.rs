@@ -52,6 +52,16 @@ impl Packed {
         Self { k, cols, panels }
     }
 
+    /// The packed form: `k`, `cols` and the panels (for the weights cache).
+    pub(crate) fn parts(&self) -> (usize, usize, &[f32]) {
+        (self.k, self.cols, &self.panels)
+    }
+
+    /// A matrix from [`Packed::parts`]; `None` when `panels` does not fit `k × cols`.
+    pub(crate) fn from_parts(k: usize, cols: usize, panels: Vec<f32>) -> Option<Self> {
+        (panels.len() == cols.div_ceil(PANEL) * k * PANEL).then_some(Self { k, cols, panels })
+    }
+
     /// `a` (`rows × k`, row-major) times this matrix: `rows × cols` values, row-major.
     ///
     /// # Panics

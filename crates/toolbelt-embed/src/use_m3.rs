@@ -53,7 +53,7 @@ pub struct UseEncoder {
     sp: SentencePiece,
     id: String,
     /// The quantised embedding blocks, `BLOCK_ROWS × EMB` each.
-    table: Vec<Vec<u8>>,
+    table: Table,
     scale: Vec<f32>,
     lo: Vec<f32>,
     proj_w: Packed,
@@ -84,6 +84,121 @@ impl std::fmt::Debug for UseEncoder {
             .field("max_tokens", &self.max_tokens)
             .finish_non_exhaustive()
     }
+}
+
+/// The quantised embedding table: in memory, or read a row at a time from the weights
+/// cache (65 MB the process then does not hold; a query reads one row per piece).
+enum Table {
+    Memory(Vec<Vec<u8>>),
+    #[cfg(unix)]
+    File {
+        file: std::fs::File,
+        at: u64,
+    },
+}
+
+impl Table {
+    /// Row `r` of `block` into `out` (`EMB` bytes).
+    fn row(&self, block: usize, r: usize, out: &mut [u8]) -> Result<(), String> {
+        match self {
+            Self::Memory(blocks) => {
+                let src = blocks[block]
+                    .get(r * EMB..(r + 1) * EMB)
+                    .ok_or_else(|| format!("row {r} of block {block} is out of range"))?;
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            #[cfg(unix)]
+            Self::File { file, at } => {
+                use std::os::unix::fs::FileExt;
+                if r >= BLOCK_ROWS {
+                    return Err(format!("row {r} of block {block} is out of range"));
+                }
+                let offset = *at + ((block * BLOCK_ROWS + r) * EMB) as u64;
+                file.read_exact_at(out, offset)
+                    .map_err(|e| format!("reading the weights cache: {e}"))
+            }
+        }
+    }
+}
+
+/// The weights cache's first bytes (the format's version is the last digit).
+const CACHE_MAGIC: &[u8; 8] = b"TBUSEv1\n";
+
+/// A fingerprint of `weights.npz` (length and modification time): a cache made from
+/// other weights is not used.
+fn fingerprint(weights: &Path) -> Option<u64> {
+    let meta = std::fs::metadata(weights).ok()?;
+    let modified = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in meta
+        .len()
+        .to_le_bytes()
+        .iter()
+        .chain(&(modified as u64).to_le_bytes())
+    {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+    }
+    Some(h)
+}
+
+/// Reads the little-endian pieces of the cache's head.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl Reader<'_> {
+    fn u64(&mut self) -> Option<u64> {
+        let (head, rest) = self.bytes.split_first_chunk::<8>()?;
+        self.bytes = rest;
+        Some(u64::from_le_bytes(*head))
+    }
+
+    fn floats(&mut self) -> Option<Vec<f32>> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        let len = n.checked_mul(4)?;
+        if self.bytes.len() < len {
+            return None;
+        }
+        let (data, rest) = self.bytes.split_at(len);
+        self.bytes = rest;
+        Some(
+            data.chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        )
+    }
+
+    fn vector(&mut self, len: usize) -> Option<Vec<f32>> {
+        self.floats().filter(|v| v.len() == len)
+    }
+
+    fn matrix(&mut self, k: usize, cols: usize) -> Option<Packed> {
+        let (kk, cc) = (self.u64()?, self.u64()?);
+        if kk != k as u64 || cc != cols as u64 {
+            return None;
+        }
+        Packed::from_parts(k, cols, self.floats()?)
+    }
+}
+
+fn put_floats(out: &mut Vec<u8>, v: &[f32]) {
+    out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn put_matrix(out: &mut Vec<u8>, m: &Packed) {
+    let (k, cols, panels) = m.parts();
+    out.extend_from_slice(&(k as u64).to_le_bytes());
+    out.extend_from_slice(&(cols as u64).to_le_bytes());
+    put_floats(out, panels);
 }
 
 /// The arrays of `weights.npz`, by name.
@@ -141,7 +256,176 @@ impl Arrays {
 }
 
 impl UseEncoder {
-    /// Loads `weights.npz` and `sp.model` from `dir` (about 0.3 s).
+    /// Loads the model in `dir` through a weights cache in `cache_dir`: the first load
+    /// inflates `weights.npz` (about a second) and writes the weights there unpacked
+    /// (about 80 MB); later loads read them back in a few tens of milliseconds, and the
+    /// 65 MB embedding table is then read a row at a time from that file instead of being
+    /// held in memory. A cache that cannot be written or read is passed over: the model
+    /// then loads from `weights.npz` as [`UseEncoder::from_dir`] does.
+    ///
+    /// # Errors
+    /// As [`UseEncoder::from_dir`].
+    pub fn from_dir_cached(
+        dir: impl AsRef<Path>,
+        cache_dir: impl AsRef<Path>,
+    ) -> Result<Self, EmbedError> {
+        let dir = dir.as_ref();
+        let weights = dir.join("weights.npz");
+        let Some(print) = fingerprint(&weights) else {
+            return Self::from_dir(dir);
+        };
+        let folder = dir
+            .file_name()
+            .map_or_else(|| "model".to_owned(), |n| n.to_string_lossy().into_owned());
+        let path = cache_dir
+            .as_ref()
+            .join(format!("use-m3-{folder}-{print:016x}.weights"));
+        if let Some(encoder) = Self::read_cache(dir, &path, print)? {
+            return Ok(encoder);
+        }
+        let encoder = Self::from_dir(dir)?;
+        if encoder.write_cache(&path, print).is_err() {
+            return Ok(encoder);
+        }
+        // Read back, so the table is served from the file and its memory given back.
+        Ok(Self::read_cache(dir, &path, print)?.unwrap_or(encoder))
+    }
+
+    /// The model from the cache at `path`, or `None` when there is none for these weights.
+    fn read_cache(dir: &Path, path: &Path, print: u64) -> Result<Option<Self>, EmbedError> {
+        use std::io::Read;
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return Ok(None);
+        };
+        let mut head = [0u8; 24];
+        if file.read_exact(&mut head).is_err()
+            || &head[..8] != CACHE_MAGIC
+            || head[8..16] != print.to_le_bytes()
+        {
+            return Ok(None);
+        }
+        let table_at = u64::from_le_bytes(head[16..24].try_into().unwrap_or([0; 8]));
+        let table_len = (BLOCKS * BLOCK_ROWS * EMB) as u64;
+        let file_len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let Some(body_len) = table_at
+            .checked_sub(24)
+            .filter(|_| file_len == table_at + table_len)
+            .and_then(|n| usize::try_from(n).ok())
+        else {
+            return Ok(None);
+        };
+        let mut body = vec![0u8; body_len];
+        if file.read_exact(&mut body).is_err() {
+            return Ok(None);
+        }
+        let sp = SentencePiece::from_file(&dir.join("sp.model"))?;
+        let mut r = Reader { bytes: &body };
+        let parsed = (|| {
+            let eps = f32::from_bits(u32::try_from(r.u64()?).ok()?);
+            let scale = r.vector(BLOCKS)?;
+            let lo = r.vector(BLOCKS)?;
+            let proj_w = r.matrix(EMB, ORDERS.len() * CNN)?;
+            let proj_b = r.vector(ORDERS.len() * CNN)?;
+            let proj_ln_g = r.vector(ORDERS.len() * CNN)?;
+            let proj_ln_b = r.vector(ORDERS.len() * CNN)?;
+            let mut branches = Vec::new();
+            for (order, left) in ORDERS {
+                branches.push(Branch {
+                    order,
+                    left,
+                    w1: r.matrix(order * CNN, CNN)?,
+                    b1: r.vector(CNN)?,
+                    w2: r.matrix(order * CNN, CNN)?,
+                    b2: r.vector(CNN)?,
+                });
+            }
+            let encoder = Self {
+                sp,
+                id: model_id(dir),
+                scale,
+                lo,
+                proj_w,
+                proj_b,
+                proj_ln_g,
+                proj_ln_b,
+                branches,
+                ln_g: r.vector(FEATS)?,
+                ln_b: r.vector(FEATS)?,
+                cnn_w: r.matrix(FEATS, EMB)?,
+                cnn_b: r.vector(EMB)?,
+                d0: r.matrix(EMB, HIDDEN)?,
+                d1: r.matrix(HIDDEN, HIDDEN)?,
+                d2: r.matrix(HIDDEN, EMB)?,
+                d3: r.matrix(EMB, EMB)?,
+                p1: r.matrix(EMB, HIDDEN)?,
+                p3: r.matrix(HIDDEN, EMB)?,
+                eps,
+                max_tokens: DEFAULT_MAX_TOKENS,
+                arch: Arch::new(),
+                table: Table::Memory(Vec::new()),
+            };
+            r.bytes.is_empty().then_some(encoder)
+        })();
+        let Some(mut encoder) = parsed else {
+            return Ok(None);
+        };
+        encoder.table = file_table(file, table_at, table_len)?;
+        Ok(Some(encoder))
+    }
+
+    /// Writes the weights to `path` (through a temporary file renamed into place).
+    fn write_cache(&self, path: &Path, print: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        let Table::Memory(blocks) = &self.table else {
+            return Ok(());
+        };
+        let mut body = Vec::new();
+        body.extend_from_slice(&u64::from(self.eps.to_bits()).to_le_bytes());
+        put_floats(&mut body, &self.scale);
+        put_floats(&mut body, &self.lo);
+        put_matrix(&mut body, &self.proj_w);
+        put_floats(&mut body, &self.proj_b);
+        put_floats(&mut body, &self.proj_ln_g);
+        put_floats(&mut body, &self.proj_ln_b);
+        for b in &self.branches {
+            put_matrix(&mut body, &b.w1);
+            put_floats(&mut body, &b.b1);
+            put_matrix(&mut body, &b.w2);
+            put_floats(&mut body, &b.b2);
+        }
+        put_floats(&mut body, &self.ln_g);
+        put_floats(&mut body, &self.ln_b);
+        put_matrix(&mut body, &self.cnn_w);
+        put_floats(&mut body, &self.cnn_b);
+        for m in [&self.d0, &self.d1, &self.d2, &self.d3, &self.p1, &self.p3] {
+            put_matrix(&mut body, m);
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let written = (|| {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            out.write_all(CACHE_MAGIC)?;
+            out.write_all(&print.to_le_bytes())?;
+            out.write_all(&(24 + body.len() as u64).to_le_bytes())?;
+            out.write_all(&body)?;
+            for block in blocks {
+                out.write_all(block)?;
+            }
+            out.into_inner()
+                .map_err(std::io::IntoInnerError::into_error)?
+                .sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
+    }
+
+    /// Loads `weights.npz` and `sp.model` from `dir` (about a second: the weights are
+    /// inflated; see [`UseEncoder::from_dir_cached`]).
     ///
     /// # Errors
     /// [`EmbedError::MissingFile`] naming the first missing file, or the error of the file
@@ -189,6 +473,7 @@ impl UseEncoder {
                 .map_err(|source| arrays.weights(source))?;
             table.push(bytes);
         }
+        let table = Table::Memory(table);
         let mut proj = Vec::new();
         let (mut proj_b, mut proj_ln_g, mut proj_ln_b) = (Vec::new(), Vec::new(), Vec::new());
         let mut branches = Vec::new();
@@ -214,11 +499,7 @@ impl UseEncoder {
             .to_dtype(DType::F32)
             .and_then(|t| t.to_scalar::<f32>())
             .map_err(|source| arrays.weights(source))?;
-        let id = format!(
-            "use-m3:{}",
-            dir.file_name()
-                .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
-        );
+        let id = model_id(dir);
         Ok(Self {
             sp,
             id,
@@ -323,15 +604,16 @@ impl UseEncoder {
         }
         let mut feats = vec![0f32; n * FEATS];
         let mut emb = vec![0f32; n * EMB];
+        let mut src = [0u8; EMB];
         for (row, &id) in texts.iter().flatten().enumerate() {
             let id = id as usize;
             let (block, r) = (id % BLOCKS, id / BLOCKS);
             let (scale, lo) = (self.scale[block], self.lo[block]);
-            let src = self.table[block]
-                .get(r * EMB..(r + 1) * EMB)
-                .ok_or_else(|| candle_core::Error::Msg(format!("piece id {id} is out of range")))?;
+            self.table
+                .row(block, r, &mut src)
+                .map_err(|e| candle_core::Error::Msg(format!("piece id {id}: {e}")))?;
             let dst = &mut emb[row * EMB..(row + 1) * EMB];
-            for (d, &q) in dst.iter_mut().zip(src) {
+            for (d, &q) in dst.iter_mut().zip(&src) {
                 *d = f32::from(q) * scale + lo;
             }
             feats[row * FEATS..row * FEATS + EMB].copy_from_slice(dst);
@@ -406,6 +688,40 @@ impl UseEncoder {
                 v
             })
             .collect())
+    }
+}
+
+/// The model's id: `use-m3:<folder>`.
+fn model_id(dir: &Path) -> String {
+    format!(
+        "use-m3:{}",
+        dir.file_name()
+            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
+    )
+}
+
+/// The embedding table of the weights cache `file`, `len` bytes at `at`: read a row at a
+/// time on Unix, into memory elsewhere.
+fn file_table(file: std::fs::File, at: u64, len: u64) -> Result<Table, EmbedError> {
+    #[cfg(unix)]
+    {
+        let _ = len;
+        Ok(Table::File { file, at })
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek};
+        let mut file = file;
+        let mut bytes = vec![0u8; len as usize];
+        file.seek(std::io::SeekFrom::Start(at))
+            .and_then(|_| file.read_exact(&mut bytes))
+            .map_err(|source| EmbedError::Io {
+                path: PathBuf::from("weights cache"),
+                source,
+            })?;
+        Ok(Table::Memory(
+            bytes.chunks(BLOCK_ROWS * EMB).map(<[u8]>::to_vec).collect(),
+        ))
     }
 }
 

@@ -107,6 +107,11 @@ pub struct HybridConfig {
     /// is never unsure; [`LowConfidence::NoTools`] needs it off to answer a greeting or
     /// a general question without tools. The embedding still ranks either way.
     pub embedding_confidence: bool,
+    /// When the latest turn's words match no tool surely (and no keyword group), rank the
+    /// previous user turn and the latest one together (default true): an elliptical turn
+    /// ("now do the same for staging", "英伟达呢？") says too little alone, and its
+    /// embedding then ranks whatever is nearest to a few words.
+    pub join_unsure_turns: bool,
 }
 
 impl Default for HybridConfig {
@@ -136,6 +141,7 @@ impl Default for HybridConfig {
             cjk_multilingual_weight: 2.0,
             cjk_lexical_factor: 0.5,
             embedding_confidence: true,
+            join_unsure_turns: true,
         }
     }
 }
@@ -234,6 +240,14 @@ impl HybridConfig {
     #[must_use]
     pub fn with_embedding_confidence(mut self, on: bool) -> Self {
         self.embedding_confidence = on;
+        self
+    }
+
+    /// Whether an unsure latest turn is ranked together with the previous user turn (see
+    /// [`HybridConfig::join_unsure_turns`]).
+    #[must_use]
+    pub fn with_join_unsure_turns(mut self, on: bool) -> Self {
+        self.join_unsure_turns = on;
         self
     }
 
@@ -506,6 +520,14 @@ impl HybridRouter {
                 ));
             }
         }
+        // An elliptical latest turn: its words match no tool surely, or only one word
+        // of it is in the best tool's text.
+        let weak_turn = !lexical_ok
+            || lexical.first().is_some_and(|best| {
+                self.lexical
+                    .with_index(toolset, |index| index.coverage(input, &best.name))
+                    .is_some_and(|c| c.words < 2)
+            });
         let mut groups = Vec::new();
         let mut keyword = Vec::new();
         if let Some(router) = &self.keyword {
@@ -533,10 +555,23 @@ impl HybridRouter {
                 reason.push_str(&format!("; keyword {}", groups.join(",")));
             }
         }
+        // An elliptical turn is embedded together with the previous user turn, and the
+        // earlier turns weigh as much as it does.
+        let joined = match recent.last() {
+            Some(previous) if cfg.join_unsure_turns && weak_turn && keyword.is_empty() => {
+                reason.push_str("; elliptical turn: joined with the previous one");
+                Some(format!(
+                    "{}\n{input}",
+                    crate::index::truncate(previous, crate::text::MAX_QUERY_BYTES / 2)
+                ))
+            }
+            _ => None,
+        };
+        let embedded = joined.as_deref().unwrap_or(input);
         let (embedding, embedding_ok) = embedding_ranking(
             self.embedding.as_ref(),
             toolset,
-            input,
+            embedded,
             n,
             "embedding",
             &mut reason,
@@ -552,7 +587,7 @@ impl HybridRouter {
             embedding_ranking(
                 self.multilingual(),
                 toolset,
-                input,
+                embedded,
                 n,
                 "multilingual",
                 &mut reason,
@@ -586,7 +621,15 @@ impl HybridRouter {
             (&keyword, cfg.keyword_weight),
             (&embedding, cfg.embedding_weight),
             (&multilingual, multilingual_weight),
-            (&context, cfg.lexical_weight * cfg.context_weight),
+            (
+                &context,
+                cfg.lexical_weight
+                    * if joined.is_some() {
+                        1.0
+                    } else {
+                        cfg.context_weight
+                    },
+            ),
             (&learned, cfg.learned_weight),
         ]);
         fused.truncate(k);

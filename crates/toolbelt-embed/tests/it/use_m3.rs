@@ -204,3 +204,44 @@ fn a_corrupt_weights_file_is_an_error_not_a_panic() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_weights_cache_gives_the_same_vectors_and_a_bad_cache_is_passed_over() {
+    let Some(model) = model() else { return };
+    let cache = std::env::temp_dir().join(format!("toolbelt-use-cache-{}", std::process::id()));
+    let texts: Vec<String> = ["delete a file", "删除文件", "天気予報を見せて"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let expected = model.embed(&texts).unwrap();
+    let same = |encoder: &UseEncoder| {
+        let got = encoder.embed(&texts).unwrap();
+        for (a, b) in got.iter().zip(&expected) {
+            assert_eq!(a, b, "the same vector, bit for bit");
+        }
+    };
+    // The first load writes the cache, the second reads it; both give the same vectors.
+    let first = UseEncoder::from_dir_cached(model_dir(), &cache).unwrap();
+    let files: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        files.len(),
+        1,
+        "one cache file, no temporary left: {files:?}"
+    );
+    same(&first);
+    same(&UseEncoder::from_dir_cached(model_dir(), &cache).unwrap());
+    // A cut-off cache is not used: the model loads from weights.npz and rewrites it.
+    let len = std::fs::metadata(&files[0]).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&files[0])
+        .unwrap();
+    file.set_len(len / 2).unwrap();
+    drop(file);
+    same(&UseEncoder::from_dir_cached(model_dir(), &cache).unwrap());
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), len);
+    std::fs::remove_dir_all(&cache).unwrap();
+}

@@ -33,6 +33,21 @@ impl UseEmbedder {
         })
     }
 
+    /// Loads the model in `dir` through a weights cache in `cache_dir` (see
+    /// [`UseEncoder::from_dir_cached`]: later loads take tens of milliseconds, not a second,
+    /// and the embedding table stays on disk).
+    ///
+    /// # Errors
+    /// The [`EmbedError`] of the first file missing or unreadable.
+    pub fn from_dir_cached(
+        dir: impl AsRef<Path>,
+        cache_dir: impl AsRef<Path>,
+    ) -> Result<Self, EmbedError> {
+        Ok(Self {
+            encoder: Arc::new(UseEncoder::from_dir_cached(dir, cache_dir)?),
+        })
+    }
+
     /// The encoder.
     pub fn encoder(&self) -> &UseEncoder {
         &self.encoder

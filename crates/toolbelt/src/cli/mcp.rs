@@ -192,7 +192,7 @@ fn search_router() -> anyhow::Result<HybridRouter> {
     let router = HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin());
     #[cfg(feature = "multilingual-embed")]
     if let Some(dir) = super::models::use_model_dir(None, false) {
-        let embedder = toolbelt_router::UseEmbedder::from_dir(&dir)
+        let embedder = super::models::load_use(&dir)
             .with_context(|| format!("multilingual model {}", dir.display()))?;
         return Ok(
             router.with_multilingual_embedding(toolbelt_router::EmbeddingRouter::new(embedder))

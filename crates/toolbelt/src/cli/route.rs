@@ -91,6 +91,10 @@ pub(crate) struct RouteArgs {
         requires = "learn_from"
     )]
     learn_weight: f32,
+    /// Do not rank an elliptical latest turn (its words match no tool surely) together with
+    /// the previous user turn; earlier turns then only add their words at weight 0.4.
+    #[arg(long)]
+    no_join_turns: bool,
     /// Age at which a learned request counts half, in days.
     #[arg(
         long,
@@ -324,7 +328,7 @@ fn multilingual_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRo
     else {
         return Ok(None);
     };
-    let embedder = toolbelt_router::UseEmbedder::from_dir(&dir)
+    let embedder = super::models::load_use(&dir)
         .with_context(|| format!("multilingual model {}", dir.display()))?;
     Ok(Some(with_cache_and_progress(
         EmbeddingRouter::new(embedder),
@@ -449,6 +453,7 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
                 .with_pinned(pinned)
                 .with_bounded_fallback(args.fallback_limit, args.fallback_top)
                 .with_learned_weight(args.learn_weight)
+                .with_join_unsure_turns(!args.no_join_turns)
                 .with_weights(
                     defaults.lexical_weight,
                     defaults.keyword_weight,
