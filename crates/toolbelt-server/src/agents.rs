@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use toolbelt_agent::Agent;
 use toolbelt_core::{ApprovalPolicy, Executor, Registry, Toolset};
 use toolbelt_llm::ProviderConfig;
-use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter};
+use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter, SkillSet};
 use utoipa::ToSchema;
 
 use crate::problem::Problem;
@@ -126,6 +126,19 @@ impl AgentDef {
     /// # Errors
     /// A problem naming the field that cannot be used.
     pub fn build(&self, registry: &Registry) -> Result<Agent, Problem> {
+        self.build_with_skills(registry, SkillSet::default())
+    }
+
+    /// Builds the runnable agent over `registry`, with `skills` whose instructions a
+    /// run adds when its request matches them (see `AgentBuilder::skills`).
+    ///
+    /// # Errors
+    /// A problem naming the field that cannot be used.
+    pub fn build_with_skills(
+        &self,
+        registry: &Registry,
+        skills: SkillSet,
+    ) -> Result<Agent, Problem> {
         let tools = self.toolset(registry)?;
         let provider = self.provider_config()?.into_provider().map_err(|e| {
             Problem::new(
@@ -144,7 +157,7 @@ impl AgentDef {
         if let Some(prompt) = &self.system_prompt {
             builder = builder.system_prompt(prompt.clone());
         }
-        builder.build().map_err(|e| {
+        builder.skills(skills).build().map_err(|e| {
             Problem::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_agent",
