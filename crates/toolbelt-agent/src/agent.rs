@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use toolbelt_core::{Executor, IntoToolHandle, ToolHandle, ToolKind, ToolName, Toolset};
 use toolbelt_llm::{ModelProfile, ModelProfiles, Provider, ToolChoice};
-use toolbelt_router::AnyRouter;
+use toolbelt_router::{AnyRouter, HybridRouter, SkillSet};
 
 use crate::error::{AgentError, BuildError};
 use crate::options::{AgentOptions, RunOptions};
@@ -43,6 +43,9 @@ pub(crate) struct AgentInner {
     pub(crate) options: AgentOptions,
     /// Tools always offered when a router narrows the set (explicit pins and meta tools).
     pub(crate) pinned: Vec<String>,
+    /// The agent's skills, held by a hybrid router that only chooses skills: it looks
+    /// instructions up by name and chooses when the route decision lists none.
+    pub(crate) skills: Option<HybridRouter>,
 }
 
 impl fmt::Debug for Agent {
@@ -70,6 +73,7 @@ impl Agent {
             executor: None,
             options: AgentOptions::default(),
             pinned: Vec::new(),
+            skills: None,
             error: None,
         }
     }
@@ -102,6 +106,11 @@ impl Agent {
     /// The executor its tool calls go through.
     pub fn executor(&self) -> &Executor {
         &self.inner.executor
+    }
+
+    /// The skills whose instructions it may add to a run (see [`AgentBuilder::skills`]).
+    pub fn skills(&self) -> Option<&SkillSet> {
+        self.inner.skills.as_ref().and_then(HybridRouter::skills)
     }
 
     /// Runs the agent on `input` in a fresh conversation.
@@ -163,6 +172,7 @@ pub struct AgentBuilder {
     executor: Option<Executor>,
     options: AgentOptions,
     pinned: Vec<String>,
+    skills: Option<SkillSet>,
     error: Option<BuildError>,
 }
 
@@ -212,6 +222,21 @@ impl AgentBuilder {
     /// Routes each run's input to the tools it needs; only those are offered.
     pub fn router(mut self, router: AnyRouter) -> Self {
         self.router = Some(router);
+        self
+    }
+
+    /// Skills the agent may follow. Only their names and descriptions are routed on;
+    /// a run adds the instructions of the skills chosen for its request to the system
+    /// message of every model request of that run, once each.
+    ///
+    /// The chosen skills are those the route decision lists
+    /// ([`RouteDecision::skills`](toolbelt_router::RouteDecision::skills), e.g. from a
+    /// [`HybridRouter::with_skills`] router) that are in this set; when the decision
+    /// lists none, or there is no router, the agent chooses by the hybrid router's
+    /// default rule (at most two skills, each confidently matched by name and
+    /// description). An empty set is the same as none.
+    pub fn skills(mut self, skills: SkillSet) -> Self {
+        self.skills = (!skills.is_empty()).then_some(skills);
         self
     }
 
@@ -394,6 +419,9 @@ impl AgentBuilder {
                 executor: self.executor.unwrap_or_default(),
                 options,
                 pinned,
+                skills: self
+                    .skills
+                    .map(|skills| HybridRouter::default().with_skills(skills)),
             }),
         })
     }

@@ -41,6 +41,11 @@ pub enum AgentEvent {
         /// The tools added.
         tools: Vec<String>,
     },
+    /// Skills were chosen for this run: their instructions are added to its model requests.
+    SkillsAdded {
+        /// The skills' names, best first.
+        skills: Vec<String>,
+    },
     /// The run ended with an answer.
     Finished(Box<RunOutput>),
     /// The run ended without an answer.

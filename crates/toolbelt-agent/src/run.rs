@@ -13,7 +13,7 @@ use toolbelt_llm::{
     ChatRequest, ChatResponse, FinishReason, Message, ModelProfile, ProviderError, StreamEvent,
     ToolChoice, ToolSchema,
 };
-use toolbelt_router::{AnyRouter, RouteOutcome, RouteRequest};
+use toolbelt_router::{AnyRouter, RouteOutcome, RouteRequest, Skill};
 use tracing::Instrument;
 
 use crate::agent::AgentInner;
@@ -100,6 +100,7 @@ async fn execute_in_span(
         answer_now: false,
         tool_calls: 0,
         corrections: 0,
+        skills_prompt: None,
     };
     let timeout = options.timeout.or(agent.options.run_timeout);
     let result = {
@@ -267,6 +268,8 @@ struct Run<'a> {
     tool_calls: u32,
     /// Corrective turns in a row.
     corrections: u32,
+    /// The instructions of the skills chosen for this run, added to the system message.
+    skills_prompt: Option<String>,
 }
 
 impl Run<'_> {
@@ -276,6 +279,7 @@ impl Run<'_> {
         {
             return Ok(Finish::Clarify(question));
         }
+        self.add_skills();
         let mut choice = self.agent.options.tool_choice.clone();
         if let ToolChoice::Tool(name) = &choice
             && !self.active.tools.contains(name)
@@ -430,11 +434,61 @@ impl Run<'_> {
         question
     }
 
+    /// Chooses the run's skills once, before the first model call: those the route
+    /// decision lists that the agent has, else the agent's own choice for the input.
+    /// Their instructions then join every request of the run (see [`Run::request`]).
+    fn add_skills(&mut self) {
+        let Some(chooser) = &self.agent.skills else {
+            return;
+        };
+        let Some(set) = chooser.skills() else {
+            return;
+        };
+        let mut names: Vec<String> = self
+            .transcript
+            .route()
+            .map(|d| d.skills.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default();
+        names.retain(|n| set.get(n).is_some());
+        if names.is_empty() {
+            names = chooser
+                .choose_skills(&self.input)
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
+        }
+        let mut chosen: Vec<&Skill> = Vec::with_capacity(names.len());
+        for name in &names {
+            if let Some(skill) = set.get(name)
+                && !chosen.iter().any(|c| c.name == skill.name)
+            {
+                chosen.push(skill);
+            }
+        }
+        if chosen.is_empty() {
+            return;
+        }
+        self.skills_prompt = Some(skills_prompt(&chosen));
+        let skills: Vec<String> = chosen.iter().map(|s| s.name.clone()).collect();
+        tracing::debug!(?skills, "skills added");
+        emit(self.sink, || AgentEvent::SkillsAdded {
+            skills: skills.clone(),
+        });
+        self.transcript.steps.push(Step::SkillsAdded { skills });
+    }
+
     fn request(&self, choice: &ToolChoice) -> ChatRequest {
         let options = &self.agent.options;
         let mut messages = Vec::with_capacity(self.transcript.messages.len() + 1);
-        if let Some(system) = &options.system_prompt {
-            messages.push(Message::system(system.clone()));
+        // Skills go into the system message rather than the conversation: they apply
+        // to this run only, and a session's next run must not carry them in its history.
+        let system = match (&options.system_prompt, &self.skills_prompt) {
+            (Some(prompt), Some(skills)) => Some(format!("{prompt}\n\n{skills}")),
+            (Some(text), None) | (None, Some(text)) => Some(text.clone()),
+            (None, None) => None,
+        };
+        if let Some(system) = system {
+            messages.push(Message::system(system));
         }
         messages.extend(self.transcript.messages.iter().cloned());
         let mut request = ChatRequest::new(messages);
@@ -685,6 +739,31 @@ impl Run<'_> {
         all.extend(names);
         self.active = Active::of(self.agent.tools.subset(all));
     }
+}
+
+/// The text that gives the model the chosen skills' instructions.
+fn skills_prompt(skills: &[&Skill]) -> String {
+    let mut text = String::from(
+        "Skills for this request follow. Apply the instructions of each skill that fits it.",
+    );
+    for skill in skills {
+        text.push_str(&format!("\n\n<skill name=\"{}\">\n", skill.name));
+        if !skill.dir.as_os_str().is_empty() && !skill.files.is_empty() {
+            let files: Vec<String> = skill
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            text.push_str(&format!(
+                "(The skill's folder is {}; it holds {}.)\n",
+                skill.dir.display(),
+                files.join(", ")
+            ));
+        }
+        text.push_str(&skill.instructions);
+        text.push_str("\n</skill>");
+    }
+    text
 }
 
 /// The texts of the last few user and assistant messages, oldest first.

@@ -133,6 +133,12 @@ pub enum Step {
         /// The tools added.
         tools: Vec<String>,
     },
+    /// Skills were chosen for the run: their instructions join the system message of
+    /// every model request from here on.
+    SkillsAdded {
+        /// The skills' names, best first.
+        skills: Vec<String>,
+    },
 }
 
 /// What kind of answer a run ended with.

@@ -100,27 +100,39 @@ impl Skill {
         };
         let name = take("name")?;
         let description = take("description")?;
-        if name.len() > MAX_SKILL_NAME
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        {
-            return Err(invalid(format!(
-                "`name` {name:?} must be 1-{MAX_SKILL_NAME} lowercase letters, digits or hyphens"
-            )));
-        }
-        if description.chars().count() > MAX_SKILL_DESCRIPTION {
-            return Err(invalid(format!(
-                "`description` has {} characters; at most {MAX_SKILL_DESCRIPTION}",
-                description.chars().count()
-            )));
-        }
+        check_fields(&name, &description).map_err(invalid)?;
         Ok(Self {
             name,
             description,
             instructions: body.trim().to_owned(),
             metadata: fields,
             dir,
+            files: Vec::new(),
+        })
+    }
+
+    /// A skill from its parts (one kept in a database, say), checked as [`Skill::parse`]
+    /// checks the front matter. It has no folder (`dir` is empty) and no files until set.
+    ///
+    /// # Errors
+    /// [`SkillError::Invalid`] (its path is `<name>/SKILL.md`) when `name` or
+    /// `description` breaks the rules of [`Skill::parse`].
+    pub fn from_parts(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        instructions: impl Into<String>,
+    ) -> Result<Self, SkillError> {
+        let (name, description) = (name.into(), description.into());
+        check_fields(&name, description.trim()).map_err(|reason| SkillError::Invalid {
+            path: Path::new(&name).join("SKILL.md"),
+            reason,
+        })?;
+        Ok(Self {
+            name,
+            description: description.trim().to_owned(),
+            instructions: instructions.into().trim().to_owned(),
+            metadata: BTreeMap::new(),
+            dir: PathBuf::new(),
             files: Vec::new(),
         })
     }
@@ -144,6 +156,32 @@ impl Skill {
         skill.files = files;
         Ok(skill)
     }
+}
+
+/// Why `name` or `description` breaks the Agent Skills rules, if either does.
+fn check_fields(name: &str, description: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("`name` is empty".to_owned());
+    }
+    if description.is_empty() {
+        return Err("`description` is empty".to_owned());
+    }
+    if name.len() > MAX_SKILL_NAME
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return Err(format!(
+            "`name` {name:?} must be 1-{MAX_SKILL_NAME} lowercase letters, digits or hyphens"
+        ));
+    }
+    if description.chars().count() > MAX_SKILL_DESCRIPTION {
+        return Err(format!(
+            "`description` has {} characters; at most {MAX_SKILL_DESCRIPTION}",
+            description.chars().count()
+        ));
+    }
+    Ok(())
 }
 
 /// Files under `dir`, relative to `root`, three levels deep at most (skills are small).

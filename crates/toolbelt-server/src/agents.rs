@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use toolbelt_agent::Agent;
 use toolbelt_core::{ApprovalPolicy, Executor, Registry, Toolset};
 use toolbelt_llm::ProviderConfig;
-use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter};
+use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter, SkillSet};
 use utoipa::ToSchema;
 
 use crate::problem::Problem;
@@ -126,15 +126,22 @@ impl AgentDef {
     /// # Errors
     /// A problem naming the field that cannot be used.
     pub fn build(&self, registry: &Registry) -> Result<Agent, Problem> {
-        self.build_routed(registry, default_router())
+        self.build_with(registry, default_router(), SkillSet::default())
     }
 
     /// Builds the runnable agent over `registry`, routing each turn with `router` (the
-    /// server's, [`crate::AppState::router`], so agents share its indexes and encoder).
+    /// server's, [`crate::AppState::router`], so agents share its indexes and encoder), with
+    /// `skills` whose instructions a run adds when its request matches them (see
+    /// `AgentBuilder::skills`).
     ///
     /// # Errors
     /// A problem naming the field that cannot be used.
-    pub fn build_routed(&self, registry: &Registry, router: AnyRouter) -> Result<Agent, Problem> {
+    pub fn build_with(
+        &self,
+        registry: &Registry,
+        router: AnyRouter,
+        skills: SkillSet,
+    ) -> Result<Agent, Problem> {
         let tools = self.toolset(registry)?;
         let provider = self.provider_config()?.into_provider().map_err(|e| {
             Problem::new(
@@ -153,7 +160,7 @@ impl AgentDef {
         if let Some(prompt) = &self.system_prompt {
             builder = builder.system_prompt(prompt.clone());
         }
-        builder.build().map_err(|e| {
+        builder.skills(skills).build().map_err(|e| {
             Problem::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_agent",

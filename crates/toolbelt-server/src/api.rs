@@ -8,6 +8,7 @@ pub mod mcp_servers;
 pub mod route;
 pub mod routines;
 pub mod runs;
+pub mod skills;
 pub mod stats;
 pub mod tools;
 pub mod whoami;
@@ -69,6 +70,8 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(whoami::whoami))
         .routes(routes!(mcp_servers::list_mcp_servers))
         .routes(routes!(mcp_servers::get_mcp_server))
+        .routes(routes!(skills::list_skills))
+        .routes(routes!(skills::get_skill))
         .route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))

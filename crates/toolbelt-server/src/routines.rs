@@ -40,8 +40,9 @@ impl ServerRoutineRunner {
             .find(&job.agent)
             .await
             .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
-        let agent = def
-            .build_routed(state.registry(), state.router.clone())
+        let agent = state
+            .build_agent(&def)
+            .await
             .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
         let model = def.model_name();
         let start = RunStart {

@@ -69,7 +69,8 @@ pub struct RunEvent {
     /// `started`, `routed`, `text_delta`, `model_turn`, `tool_call_started`,
     /// `approval_requested`, `approval_resolved`, `question_asked`, `question_answered`,
     /// `tool_progress` (`call_id`, `tool`, `progress`, `total`, `message`),
-    /// `tool_call_finished`, `tools_added`, `finished`, `failed`, `cancelled`.
+    /// `tool_call_finished`, `tools_added`, `skills_added` (`skills`), `finished`, `failed`,
+    /// `cancelled`.
     #[serde(rename = "type")]
     pub kind: String,
     /// The event's fields.
@@ -713,6 +714,9 @@ impl RunRegistry {
             }
             AgentEvent::ToolsAdded { by, tools } => {
                 entry.push("tools_added", json!({"by": by, "tools": tools}));
+            }
+            AgentEvent::SkillsAdded { skills } => {
+                entry.push("skills_added", json!({"skills": skills}));
             }
             AgentEvent::ToolProgress(progress) => {
                 entry.push(

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{Executor, Extensions, Registry};
-use toolbelt_router::AnyRouter;
+use toolbelt_router::{AnyRouter, Skill, SkillSet};
 use toolbelt_tools::{BuiltinConfig, Human, Memory, MemoryScope, Routines, Workspace};
 
 use crate::agents::{AgentCatalog, default_router};
@@ -78,6 +78,43 @@ pub enum StateError {
 }
 
 impl AppState {
+    /// Builds the runnable agent of `def` with the skills stored in the database (read
+    /// afresh for each run, so a skill added or removed counts from the next run).
+    ///
+    /// # Errors
+    /// As [`AgentDef::build`](crate::agents::AgentDef::build).
+    pub async fn build_agent(
+        &self,
+        def: &crate::agents::AgentDef,
+    ) -> Result<toolbelt_agent::Agent, crate::problem::Problem> {
+        def.build_with(self.registry(), self.router.clone(), self.skills().await)
+    }
+
+    /// The skills stored in the database (none without one). A skill that cannot be read
+    /// is logged and left out: runs go on without it.
+    pub async fn skills(&self) -> SkillSet {
+        let Some(store) = &self.store else {
+            return SkillSet::default();
+        };
+        let records = match store.list_skills().await {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the stored skills; running without them");
+                return SkillSet::default();
+            }
+        };
+        let skills = records
+            .into_iter()
+            .filter_map(|record| {
+                let name = record.name.clone();
+                skill_of(record)
+                    .map_err(|error| tracing::warn!(skill = %name, %error, "stored skill left out"))
+                    .ok()
+            })
+            .collect();
+        SkillSet::new(skills)
+    }
+
     /// The live registry: what calls, routing and agents see.
     pub fn registry(&self) -> &Registry {
         match &self.tools {
@@ -179,4 +216,12 @@ impl AppState {
             mcp_servers: crate::mcp_servers::McpServers::default(),
         })
     }
+}
+
+/// The runtime's skill for a stored one.
+fn skill_of(record: toolbelt_store::SkillRecord) -> Result<Skill, toolbelt_router::SkillError> {
+    let mut skill = Skill::from_parts(record.name, record.description, record.instructions)?;
+    skill.metadata = record.metadata;
+    skill.files = record.files.into_iter().map(Into::into).collect();
+    Ok(skill)
 }

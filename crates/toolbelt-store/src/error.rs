@@ -7,7 +7,7 @@ pub enum StoreError {
     /// No record of that kind has that name.
     #[error("{kind} `{name}` not found")]
     NotFound {
-        /// `tool`, `agent`, `tool version`, `run`, `token`, `mcp server`.
+        /// `tool`, `agent`, `tool version`, `run`, `token`, `mcp server`, `skill`.
         kind: &'static str,
         /// The name or id asked for.
         name: String,

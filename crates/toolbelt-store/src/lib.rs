@@ -12,6 +12,7 @@ mod routines;
 mod run_log;
 mod runs;
 mod scheduler;
+mod skills;
 mod store;
 mod sync;
 mod tokens;
@@ -36,6 +37,7 @@ pub use scheduler::{
     Clock, JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, SchedulerConfig,
     SystemClock, TickReport,
 };
+pub use skills::{SkillChange, SkillDraft, SkillRecord};
 pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions};
 pub use sync::SyncReport;
 pub use tokens::{TokenRecord, token_hash};

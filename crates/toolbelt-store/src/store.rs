@@ -45,8 +45,8 @@ impl Engine {
 }
 
 /// Highest schema version this build knows (the number of the last migration).
-/// Migrations from 100 on belong to memory and routines (issue 10).
-pub const SCHEMA_VERSION: i64 = 103;
+/// Migrations from 100 on belong to memory and routines (issue 10), 104 to skills.
+pub const SCHEMA_VERSION: i64 = 104;
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -74,6 +74,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "memory_vectors",
         include_str!("../migrations/sqlite/0103_memory_vectors.sql"),
     ),
+    (
+        104,
+        "skills",
+        include_str!("../migrations/sqlite/0104_skills.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -100,6 +105,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         103,
         "memory_vectors",
         include_str!("../migrations/postgres/0103_memory_vectors.sql"),
+    ),
+    (
+        104,
+        "skills",
+        include_str!("../migrations/postgres/0104_skills.sql"),
     ),
 ];
 

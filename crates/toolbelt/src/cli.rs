@@ -61,7 +61,7 @@ enum Command {
     /// Serve tools over MCP, or list the tools of MCP servers.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
-    /// List or show skills (folders with a SKILL.md).
+    /// List, show, store or remove skills (folders with a SKILL.md; stored in the database).
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
     /// Serve the REST API (tools, routing, agents, runs over SSE, approvals, metrics).

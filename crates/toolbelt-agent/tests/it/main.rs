@@ -10,6 +10,7 @@ mod limits;
 mod nested_permits;
 mod routing;
 mod session;
+mod skills;
 mod streaming;
 mod support;
 mod tool_use;

@@ -10,7 +10,7 @@ use toolbelt_router::{AnyRouter, RouteDecision, RouteError, RouteRequest, Router
 use crate::support::{add, multiply};
 
 /// A router that always answers with the same decision (or fails when it has none).
-struct Fixed(Option<RouteDecision>);
+pub(crate) struct Fixed(pub(crate) Option<RouteDecision>);
 
 impl Router for Fixed {
     fn name(&self) -> &'static str {

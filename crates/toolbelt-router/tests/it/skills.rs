@@ -79,6 +79,27 @@ fn bad_skill_files_are_named() {
 }
 
 #[test]
+fn a_skill_from_parts_is_checked_like_a_skill_file() {
+    let skill = Skill::from_parts("csv-report", " Summarise CSV tables ", "\nSteps.\n").unwrap();
+    assert_eq!(
+        (skill.description.as_str(), skill.instructions.as_str()),
+        ("Summarise CSV tables", "Steps.")
+    );
+    assert!(skill.dir.as_os_str().is_empty() && skill.files.is_empty());
+    let err = |name: &str, description: &str| {
+        Skill::from_parts(name, description, "")
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        err("Bad", "d"),
+        "Bad/SKILL.md: `name` \"Bad\" must be 1-64 lowercase letters, digits or hyphens"
+    );
+    assert_eq!(err("ok", " "), "ok/SKILL.md: `description` is empty");
+    assert!(err("ok", &"x".repeat(1025)).ends_with("1025 characters; at most 1024"));
+}
+
+#[test]
 fn the_hybrid_router_lists_matching_skills_beside_tools() {
     let skills = SkillSet::load_dir(FIXTURES).unwrap();
     let router = HybridRouter::default().with_skills(skills);

@@ -81,7 +81,7 @@ pub(crate) async fn start_run(
 ) -> ApiResult<Response> {
     check_input(&body.input)?;
     let def = state.agents.find(&id).await?;
-    let agent = def.build_routed(state.registry(), state.router.clone())?;
+    let agent = state.build_agent(&def).await?;
     let model = def.model_name();
     let start = RunStart {
         input: body.input,
@@ -116,7 +116,7 @@ pub(crate) async fn continue_run(
         ));
     }
     let def = state.agents.find(&detail.run.agent).await?;
-    let agent = def.build_routed(state.registry(), state.router.clone())?;
+    let agent = state.build_agent(&def).await?;
     let model = def.model_name();
     let start = RunStart {
         input: body.input,

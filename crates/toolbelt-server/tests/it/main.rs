@@ -7,5 +7,6 @@ mod mcp;
 mod mcp_servers;
 mod routines;
 mod runs;
+mod skills;
 mod stored;
 mod support;

@@ -15,6 +15,7 @@ mod memory_meaning;
 mod records;
 mod routines;
 mod schema;
+mod skills;
 mod support;
 mod sync;
 mod tools;

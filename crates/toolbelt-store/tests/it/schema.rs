@@ -50,6 +50,7 @@ async fn both_engines_have_the_same_tables_and_columns() {
             "routines",
             "run_log",
             "runs",
+            "skills",
             "tool_versions",
             "tools"
         ]

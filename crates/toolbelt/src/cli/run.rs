@@ -116,6 +116,10 @@ pub(crate) struct RunArgs {
     /// ranking joins the router; loading it takes about a second).
     #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
     no_embedder: bool,
+    /// Skills come from the database when it holds any (`toolbelt skills add`), else from
+    /// this folder when it exists; a chosen skill's instructions join the run's requests.
+    #[command(flatten)]
+    skills: super::skills::SkillsDir,
 }
 
 fn on_off(value: &str) -> Result<bool, String> {
@@ -240,6 +244,15 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(secs) = args.timeout {
         builder = builder.run_timeout(Duration::from_secs(secs));
     }
+    let store = if args.no_store {
+        None
+    } else {
+        Some(args.db.open().await?)
+    };
+    let skills = super::skills::for_run(store.as_ref(), &args.skills).await?;
+    if !skills.is_empty() {
+        builder = builder.skills(skills);
+    }
     let agent = builder.build()?;
     let terminal = Arc::new(Terminal::new());
     let workspace = Workspace::current_dir().context("opening the current directory")?;
@@ -256,8 +269,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_shell(shell)
         .with_human(Human::from_arc(terminal.clone()))
         .with_agent_info(info);
-    if !args.no_store {
-        let store = args.db.open().await?;
+    if let Some(store) = store {
         // Memory is the agent's own; routines run the server's `default` agent unless the
         // model names another, since `toolbelt serve` is what fires them.
         builtins = builtins
@@ -446,6 +458,9 @@ impl View {
             AgentEvent::ToolCallFinished(result) => self.note(&result_line(&result)),
             AgentEvent::ToolsAdded { by, tools } => {
                 self.note(&format!("  {by} added: {}", tools.join(", ")));
+            }
+            AgentEvent::SkillsAdded { skills } => {
+                self.note(&format!("· skills: {}", skills.join(", ")));
             }
             AgentEvent::ToolProgress(p) => {
                 let of = p.total.map(|t| format!(" of {t}")).unwrap_or_default();

@@ -1,0 +1,111 @@
+//! `/api/v1/skills`: the skills stored in the database (Agent Skills format). Agents get them
+//! on every run: a run whose request matches a skill adds its instructions (ADR 0047).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Serialize;
+use toolbelt_store::SkillRecord;
+use utoipa::ToSchema;
+
+use crate::api::manage::store_problem;
+use crate::problem::{ApiResult, Problem, ProblemDocument};
+use crate::state::AppState;
+
+/// A stored skill as listed: what routing sees, without the instructions.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct SkillSummary {
+    /// Unique name (`lowercase-with-hyphens`).
+    pub name: String,
+    /// When to use it; the only text routed on.
+    pub description: String,
+    /// SHA-256 (hex) of its content.
+    pub content_hash: String,
+    /// Unix ms.
+    pub updated_at_ms: i64,
+}
+
+/// A stored skill with its instructions.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct SkillView {
+    /// Unique name (`lowercase-with-hyphens`).
+    pub name: String,
+    /// When to use it; the only text routed on.
+    pub description: String,
+    /// The Markdown a run adds when the skill is chosen for it.
+    pub instructions: String,
+    /// The other front-matter keys of its `SKILL.md` (`license`, ...).
+    pub metadata: BTreeMap<String, String>,
+    /// Files that were beside `SKILL.md` when it was stored, relative to its folder.
+    pub files: Vec<String>,
+    /// SHA-256 (hex) of its content.
+    pub content_hash: String,
+    /// Unix ms.
+    pub created_at_ms: i64,
+    /// Unix ms.
+    pub updated_at_ms: i64,
+}
+
+impl From<SkillRecord> for SkillView {
+    fn from(r: SkillRecord) -> Self {
+        Self {
+            name: r.name,
+            description: r.description,
+            instructions: r.instructions,
+            metadata: r.metadata,
+            files: r.files,
+            content_hash: r.content_hash,
+            created_at_ms: r.created_at,
+            updated_at_ms: r.updated_at,
+        }
+    }
+}
+
+fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
+    state.store.as_ref().ok_or_else(|| {
+        Problem::new(
+            StatusCode::NOT_FOUND,
+            "no_store",
+            "this server has no database; stored skills need one (start it with --database-url)",
+        )
+    })
+}
+
+/// Lists the stored skills, by name.
+#[utoipa::path(get, path = "/api/v1/skills", tag = "skills",
+    responses((status = 200, body = Vec<SkillSummary>), (status = 404, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn list_skills(
+    State(state): State<AppState>,
+) -> ApiResult<Json<Vec<SkillSummary>>> {
+    let records = store(&state)?.list_skills().await.map_err(store_problem)?;
+    Ok(Json(
+        records
+            .into_iter()
+            .map(|r| SkillSummary {
+                name: r.name,
+                description: r.description,
+                content_hash: r.content_hash,
+                updated_at_ms: r.updated_at,
+            })
+            .collect(),
+    ))
+}
+
+/// One stored skill with its instructions.
+#[utoipa::path(get, path = "/api/v1/skills/{name}", tag = "skills",
+    params(("name" = String, Path, description = "Skill name")),
+    responses((status = 200, body = SkillView), (status = 404, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn get_skill(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<SkillView>> {
+    let record = store(&state)?
+        .get_skill(&name)
+        .await
+        .map_err(store_problem)?;
+    Ok(Json(record.into()))
+}
