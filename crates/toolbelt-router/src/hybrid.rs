@@ -13,6 +13,10 @@ use crate::router::Router;
 use crate::search_tools::SearchTools;
 use crate::skills::SkillSet;
 
+/// A latest turn of at most this many words (a Han, kana or Hangul letter counting as one)
+/// may be elliptical ([`HybridConfig::join_unsure_turns`]).
+const SHORT_TURN_WORDS: usize = 6;
+
 /// How rankings are combined.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -520,14 +524,15 @@ impl HybridRouter {
                 ));
             }
         }
-        // An elliptical latest turn: its words match no tool surely, or only one word
-        // of it is in the best tool's text.
+        // An elliptical latest turn: its words match no tool surely, or it is short and
+        // only one of its words is in the best tool's text.
         let weak_turn = !lexical_ok
-            || lexical.first().is_some_and(|best| {
-                self.lexical
-                    .with_index(toolset, |index| index.coverage(input, &best.name))
-                    .is_some_and(|c| c.words < 2)
-            });
+            || (crate::text::is_short(input, SHORT_TURN_WORDS)
+                && lexical.first().is_some_and(|best| {
+                    self.lexical
+                        .with_index(toolset, |index| index.coverage(input, &best.name))
+                        .is_some_and(|c| c.words < 2)
+                }));
         let mut groups = Vec::new();
         let mut keyword = Vec::new();
         if let Some(router) = &self.keyword {

@@ -405,6 +405,23 @@ fn is_stop_char(c: &str) -> bool {
 #[cfg(test)]
 mod tests;
 
+/// Whether `text` is a short turn: at most `max` words, a Han, kana or Hangul letter
+/// counting as a word.
+pub(crate) fn is_short(text: &str, max: usize) -> bool {
+    let cjk = text
+        .chars()
+        .filter(|c| c.is_alphabetic() && u32::from(*c) >= 0x3040)
+        .count();
+    let words = text
+        .split_whitespace()
+        .filter(|w| {
+            w.chars()
+                .any(|c| c.is_alphanumeric() && u32::from(c) < 0x3040)
+        })
+        .count();
+    cjk + words <= max
+}
+
 /// Whether more than half of the letters of `text` are Han, kana or Hangul.
 pub(crate) fn mostly_cjk(text: &str) -> bool {
     let (mut cjk, mut letters) = (0usize, 0usize);
