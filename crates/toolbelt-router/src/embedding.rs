@@ -466,7 +466,22 @@ fn normalize(mut v: Vec<f32>) -> Vec<f32> {
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    // Eight independent sums: a single running sum is one long dependency chain the
+    // compiler may not reorder (float addition is not associative), so it stays scalar.
+    let mut sums = [0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a8.zip(b8) {
+        for i in 0..8 {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    sums.iter().sum::<f32>() + tail
 }
 
 /// The error and its sources on one line (the route error carries text only).
