@@ -3,6 +3,8 @@
 #   1. POST /api/v1/tools/todo_list/call   (a cheap built-in tool; no-op-like)
 #   2. POST /api/v1/route                  (hybrid router over the built-in tools)
 #   3. idle RSS and start-up-to-ready time.
+# When the multilingual model is present the server's router adds it a moment after start-up;
+# the script waits for it. TOOLBELT_NO_EMBEDDER=1 measures the server routing by words only.
 # With TOOLS=N, N HTTP tools are first stored through the API (descriptions and schemas from
 # eval/catalog.jsonl and, when fetched, LiveMCPBench's catalog; names made unique), the server
 # is restarted on that database (start-up then loads them), and /route ranks over all of them.
@@ -56,8 +58,22 @@ PY
   serve
 fi
 sleep 1
+# The multilingual encoder joins the router after start-up when its model is present (ADR
+# 0048); wait for it (at most 60 s) unless TOOLBELT_NO_EMBEDDER is set, so that RSS and
+# /route are measured with it.
+encoder=off
+if [ -z "${TOOLBELT_NO_EMBEDDER:-}" ]; then
+  for _ in $(seq 1 300); do
+    if curl -sf -H 'content-type: application/json' -d '{"input": "read the config file"}' \
+        "http://127.0.0.1:$port/api/v1/route" | grep -q 'multilingual best'; then
+      encoder=on; break
+    fi
+    sleep 0.2
+  done
+  sleep 1
+fi
 rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
-echo "engine=$engine tools stored: ${TOOLS:-0} start-up to ready: ${ready_ms} ms (incl. process spawn and first sync); idle RSS: $((rss_kb / 1024)) MB"
+echo "engine=$engine tools stored: ${TOOLS:-0} start-up to ready: ${ready_ms} ms (incl. process spawn and first sync); idle RSS: $((rss_kb / 1024)) MB; encoder: $encoder"
 cat > "$work/call.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["content-type"] = "application/json"
