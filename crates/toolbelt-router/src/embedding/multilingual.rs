@@ -17,9 +17,80 @@ use crate::error::RouteError;
 /// [`Embedder::embed`] inside a Tokio runtime the work runs on the blocking
 /// pool (`spawn_blocking`); outside one, in the calling thread. Clones share
 /// the loaded model.
+///
+/// Calls that arrive while the encoder is busy are embedded together in its next pass
+/// (one pass reads the model's weights once for all of them, and a pass of many texts is
+/// split over every core), so concurrent requests, a server's `/route` under load, share
+/// the work; a call that finds the encoder idle starts at once.
 #[derive(Clone, Debug)]
 pub struct UseEmbedder {
     encoder: Arc<UseEncoder>,
+    batch: Arc<std::sync::Mutex<Batch>>,
+}
+
+/// Texts waiting for the encoder's next pass, and whether a pass is under way.
+#[derive(Debug, Default)]
+struct Batch {
+    running: bool,
+    waiting: Vec<Waiting>,
+}
+
+/// One call's texts and where its vectors go.
+#[derive(Debug)]
+struct Waiting {
+    texts: Vec<String>,
+    reply: tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>, String>>,
+}
+
+/// Embeds the waiting calls' texts, pass after pass, until none wait (on a blocking thread).
+fn drain(encoder: &UseEncoder, batch: &std::sync::Mutex<Batch>) {
+    /// Should a pass panic, the calls waiting are dropped (their callers get an error) and
+    /// the next call starts a pass again.
+    struct Reset<'a>(&'a std::sync::Mutex<Batch>);
+    impl Drop for Reset<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                let mut state = self
+                    .0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                state.waiting.clear();
+                state.running = false;
+            }
+        }
+    }
+    let _reset = Reset(batch);
+    loop {
+        let waiting = {
+            let mut state = batch
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if state.waiting.is_empty() {
+                state.running = false;
+                return;
+            }
+            std::mem::take(&mut state.waiting)
+        };
+        let texts: Vec<String> = waiting
+            .iter()
+            .flat_map(|w| w.texts.iter().cloned())
+            .collect();
+        match encoder.embed(&texts) {
+            Ok(vectors) => {
+                let mut vectors = vectors.into_iter();
+                for w in waiting {
+                    let mine: Vec<Vec<f32>> = vectors.by_ref().take(w.texts.len()).collect();
+                    let _ = w.reply.send(Ok(mine));
+                }
+            }
+            Err(e) => {
+                let message = super::error_chain(&e);
+                for w in waiting {
+                    let _ = w.reply.send(Err(message.clone()));
+                }
+            }
+        }
+    }
 }
 
 impl UseEmbedder {
@@ -28,9 +99,7 @@ impl UseEmbedder {
     /// # Errors
     /// The [`EmbedError`] of the first file missing or unreadable.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
-        Ok(Self {
-            encoder: Arc::new(UseEncoder::from_dir(dir)?),
-        })
+        Ok(Self::new(UseEncoder::from_dir(dir)?))
     }
 
     /// Loads the model in `dir` through a weights cache in `cache_dir` (see
@@ -43,9 +112,14 @@ impl UseEmbedder {
         dir: impl AsRef<Path>,
         cache_dir: impl AsRef<Path>,
     ) -> Result<Self, EmbedError> {
-        Ok(Self {
-            encoder: Arc::new(UseEncoder::from_dir_cached(dir, cache_dir)?),
-        })
+        Ok(Self::new(UseEncoder::from_dir_cached(dir, cache_dir)?))
+    }
+
+    fn new(encoder: UseEncoder) -> Self {
+        Self {
+            encoder: Arc::new(encoder),
+            batch: Arc::default(),
+        }
     }
 
     /// The encoder.
@@ -71,15 +145,30 @@ impl Embedder for UseEmbedder {
             if tokio::runtime::Handle::try_current().is_err() {
                 return self.encoder.embed(texts).map_err(to_route_error);
             }
-            let encoder = Arc::clone(&self.encoder);
-            let texts = texts.to_vec();
-            tokio::task::spawn_blocking(move || encoder.embed(&texts))
+            let (reply, vectors) = tokio::sync::oneshot::channel();
+            let start = {
+                let mut state = self
+                    .batch
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                state.waiting.push(Waiting {
+                    texts: texts.to_vec(),
+                    reply,
+                });
+                !std::mem::replace(&mut state.running, true)
+            };
+            if start {
+                let (encoder, batch) = (Arc::clone(&self.encoder), Arc::clone(&self.batch));
+                tokio::task::spawn_blocking(move || drain(&encoder, &batch));
+            }
+            let backend = |message: String| RouteError::Backend {
+                backend: "multilingual embedder",
+                message,
+            };
+            vectors
                 .await
-                .map_err(|e| RouteError::Backend {
-                    backend: "multilingual embedder",
-                    message: format!("the embedding task failed: {e}"),
-                })?
-                .map_err(to_route_error)
+                .map_err(|_| backend("the embedding task ended without an answer".to_owned()))?
+                .map_err(backend)
         })
     }
 }
