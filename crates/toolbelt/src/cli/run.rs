@@ -373,10 +373,6 @@ fn model_profile(file: Option<&std::path::Path>, model: &str) -> anyhow::Result<
     Ok(profiles.find(model))
 }
 
-/// The hybrid router, sending at most the model profile's `max_tools` ranked
-/// tools. When unsure it sends none if the profile says so
-/// (`tools_when_unsure: false`, small models), else the best `max_tools`
-/// rather than every tool if the toolset is larger than that.
 /// The multilingual encoder's ranking, loading, when its model is in a default place; a
 /// model that fails to load is reported and routing goes on by words.
 fn multilingual_embedding() -> Option<tokio::task::JoinHandle<Option<EmbeddingRouter>>> {
@@ -397,9 +393,11 @@ fn multilingual_embedding() -> Option<tokio::task::JoinHandle<Option<EmbeddingRo
     None
 }
 
-/// The router of a run: the hybrid router bounded by the model's profile. Small models
-/// (`tools_when_unsure` off) get no tools when the words of the request match no tool well:
-/// the encoder then ranks but cannot make the router sure, since it always has a nearest tool.
+/// The hybrid router, sending at most the model profile's `max_tools` ranked
+/// tools. When unsure it sends none if the profile says so
+/// (`tools_when_unsure: false`, small models), else the best `max_tools`
+/// rather than every tool if the toolset is larger than that. For small models the
+/// encoder ranks but cannot make the router sure, since it always has a nearest tool.
 fn hybrid_router(
     profile: &ModelProfile,
     toolset: usize,
