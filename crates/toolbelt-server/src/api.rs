@@ -97,6 +97,7 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(routines::delete_routine))
         .routes(routes!(routines::pause_routine))
         .routes(routes!(routines::resume_routine))
+        .routes(routes!(skills::put_skill, skills::delete_skill))
         .routes(routes!(
             mcp_servers::put_mcp_server,
             mcp_servers::patch_mcp_server,

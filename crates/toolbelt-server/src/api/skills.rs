@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Serialize;
-use toolbelt_store::SkillRecord;
+use serde::{Deserialize, Serialize};
+use toolbelt_store::{SkillChange, SkillDraft, SkillRecord};
 use utoipa::ToSchema;
 
+use crate::api::extract::ApiJson;
 use crate::api::manage::store_problem;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
@@ -108,4 +109,59 @@ pub(crate) async fn get_skill(
         .await
         .map_err(store_problem)?;
     Ok(Json(record.into()))
+}
+
+/// Body of `PUT /skills/{name}`: what a `SKILL.md` holds (the name is the path's).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillBody {
+    /// When to use it (1 to 1,024 characters); the only text routed on.
+    pub description: String,
+    /// The Markdown a run adds when the skill is chosen for it.
+    pub instructions: String,
+    /// Other front-matter keys (`license`, ...).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Stores a skill: 201 when it is new, 200 when it replaced one or was already the same.
+/// Runs started from now on get it.
+#[utoipa::path(put, path = "/api/v1/skills/{name}", tag = "skills", request_body = SkillBody,
+    params(("name" = String, Path, description = "Skill name: lowercase letters, digits and `-`, at most 64")),
+    responses((status = 201, body = SkillView), (status = 200, body = SkillView),
+        (status = 404, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn put_skill(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<SkillBody>,
+) -> ApiResult<(StatusCode, Json<SkillView>)> {
+    let draft =
+        SkillDraft::new(name, body.description, body.instructions).with_metadata(body.metadata);
+    let (record, change) = store(&state)?
+        .put_skill(&draft)
+        .await
+        .map_err(store_problem)?;
+    let status = if change == SkillChange::Created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(record.into())))
+}
+
+/// Deletes a stored skill; runs started from now on no longer get it.
+#[utoipa::path(delete, path = "/api/v1/skills/{name}", tag = "skills",
+    params(("name" = String, Path, description = "Skill name")),
+    responses((status = 204), (status = 404, body = ProblemDocument)),
+    security(("bearer" = [])))]
+pub(crate) async fn delete_skill(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    store(&state)?
+        .delete_skill(&name)
+        .await
+        .map_err(store_problem)?;
+    Ok(StatusCode::NO_CONTENT)
 }

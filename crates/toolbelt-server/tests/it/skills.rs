@@ -5,7 +5,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolbelt_store::SkillDraft;
 
-use crate::support::{FakeModel, READER, RUNNER, TestServer, json_of, on_both, problem_of, text};
+use crate::support::{
+    ADMIN, FakeModel, READER, RUNNER, TestServer, json_of, on_both, problem_of, text,
+};
 
 #[tokio::test]
 async fn stored_skills_are_listed_shown_and_given_to_runs() {
@@ -80,6 +82,63 @@ async fn stored_skills_are_listed_shown_and_given_to_runs() {
             "{}",
             added[0]
         );
+        s.stop().await;
+        db
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn skills_are_written_and_deleted_through_the_api_by_admins_only() {
+    on_both(|db| async move {
+        let s = TestServer::start_stored(&db, None).await;
+        let url = format!("{}/api/v1/skills/pdf-forms", s.url);
+        let body = json!({"description": "Fill in PDF forms", "instructions": "STEPS"});
+        let put = |token: &str, body: Value| s.http.put(&url).bearer_auth(token).json(&body).send();
+        let denied = put(READER, body.clone()).await.unwrap();
+        assert_eq!(denied.status(), 403, "{}", db.engine);
+        let created = json_of(put(ADMIN, body.clone()).await.unwrap(), 201).await;
+        assert_eq!(created["instructions"], "STEPS");
+        // The same content again changes nothing; other content replaces it.
+        let same = json_of(put(ADMIN, body.clone()).await.unwrap(), 200).await;
+        assert_eq!(same["content_hash"], created["content_hash"]);
+        let changed = json!({"description": "Fill in PDF forms", "instructions": "NEW STEPS"});
+        json_of(put(ADMIN, changed).await.unwrap(), 200).await;
+        let shown = json_of(
+            s.get("/api/v1/skills/pdf-forms", READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(shown["instructions"], "NEW STEPS");
+        // Bad input names what is wrong.
+        let bad_name = s
+            .http
+            .put(format!("{}/api/v1/skills/Not_A_Name", s.url))
+            .bearer_auth(ADMIN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        problem_of(bad_name, 422, "invalid_field").await;
+        let empty = put(ADMIN, json!({"description": "", "instructions": "x"}))
+            .await
+            .unwrap();
+        problem_of(empty, 422, "invalid_field").await;
+        let unknown = put(
+            ADMIN,
+            json!({"description": "d", "instructions": "x", "extra": 1}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(unknown.status(), 422);
+        // Deleting: 204, then 404.
+        let gone = s.http.delete(&url).bearer_auth(ADMIN).send().await.unwrap();
+        assert_eq!(gone.status(), 204);
+        let again = s.http.delete(&url).bearer_auth(ADMIN).send().await.unwrap();
+        problem_of(again, 404, "skill_not_found").await;
         s.stop().await;
         db
     })
