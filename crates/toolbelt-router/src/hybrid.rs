@@ -509,30 +509,32 @@ impl HybridRouter {
             Some(t) => format!("bm25 best {} {:.2}", t.name, t.score),
             None => "bm25 no match".to_owned(),
         };
+        // How many words of the request the best tool holds: asked for by the rule on
+        // words (`min_lexical_words`) and by the one on elliptical turns, computed once.
+        let short_follow_up = cfg.join_unsure_turns
+            && !recent.is_empty()
+            && crate::text::is_short(input, SHORT_TURN_WORDS);
+        let coverage = match lexical.first() {
+            Some(best) if (lexical_ok && cfg.min_lexical_words > 1) || short_follow_up => self
+                .lexical
+                .with_index(toolset, |index| index.coverage(input, &best.name)),
+            _ => None,
+        };
         if lexical_ok
             && cfg.min_lexical_words > 1
-            && let Some(best) = lexical.first()
+            && coverage.is_some_and(|c| !c.in_name && c.words < cfg.min_lexical_words)
         {
-            let coverage = self
-                .lexical
-                .with_index(toolset, |index| index.coverage(input, &best.name));
-            if coverage.is_some_and(|c| !c.in_name && c.words < cfg.min_lexical_words) {
-                lexical_ok = false;
-                reason.push_str(&format!(
-                    " (holds fewer than {} words of the request)",
-                    cfg.min_lexical_words
-                ));
-            }
+            lexical_ok = false;
+            reason.push_str(&format!(
+                " (holds fewer than {} words of the request)",
+                cfg.min_lexical_words
+            ));
         }
-        // An elliptical latest turn: its words match no tool surely, or it is short and
-        // only one of its words is in the best tool's text.
-        let weak_turn = !lexical_ok
-            || (crate::text::is_short(input, SHORT_TURN_WORDS)
-                && lexical.first().is_some_and(|best| {
-                    self.lexical
-                        .with_index(toolset, |index| index.coverage(input, &best.name))
-                        .is_some_and(|c| c.words < 2)
-                }));
+        // An elliptical latest turn after earlier ones: its words match no tool surely,
+        // or it is short and only one of its words is in the best tool's text.
+        let weak_turn = cfg.join_unsure_turns
+            && !recent.is_empty()
+            && (!lexical_ok || (short_follow_up && coverage.is_some_and(|c| c.words < 2)));
         let mut groups = Vec::new();
         let mut keyword = Vec::new();
         if let Some(router) = &self.keyword {
@@ -563,7 +565,7 @@ impl HybridRouter {
         // An elliptical turn is embedded together with the previous user turn, and the
         // earlier turns weigh as much as it does.
         let joined = match recent.last() {
-            Some(previous) if cfg.join_unsure_turns && weak_turn && keyword.is_empty() => {
+            Some(previous) if weak_turn && keyword.is_empty() => {
                 reason.push_str("; elliptical turn: joined with the previous one");
                 Some(format!(
                     "{}\n{input}",
