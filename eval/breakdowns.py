@@ -38,6 +38,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import learn  # noqa: E402
 import run  # noqa: E402
 
 LIVE = "livemcpbench"
@@ -52,17 +53,10 @@ def write_jsonl(path, rows):
 
 
 def score(queries, ranked):
-    """R@1, R@5 and MRR over the queries."""
+    """R@1, R@5 and MRR over the queries (learn.py's scorer)."""
     n = len(queries)
-    r1 = r5 = mrr = 0.0
-    for q in queries:
-        need = set(q["needed"])
-        tools = ranked[q["id"]]
-        r1 += len(need & set(tools[:1])) / len(need)
-        r5 += len(need & set(tools[:5])) / len(need)
-        first = next((i for i, t in enumerate(tools) if t in need), None)
-        mrr += 0 if first is None else 1 / (first + 1)
-    return {"n": n, "R@1": r1 / n if n else 0, "R@5": r5 / n if n else 0, "MRR": mrr / n if n else 0}
+    r1, r5, mrr = learn.score(queries, ranked) if n else (0, 0, 0)
+    return {"n": n, "R@1": r1, "R@5": r5, "MRR": mrr}
 
 
 def fam_r5(queries, ranked, family):

@@ -113,7 +113,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     no_store: bool,
     /// Route by words only, even when the multilingual model is present (by default its
-    /// ranking joins the router; loading it takes about a second).
+    /// ranking joins the router; loading it takes a fraction of a second with its weights
+    /// cached, about a second the first time).
     #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
     no_embedder: bool,
     /// Skills come from the database when it holds any (`toolbelt skills add`), else from

@@ -41,8 +41,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     otel_endpoint: Option<String>,
     /// Route by words only, even when the multilingual model is present (by default
-    /// `/route` and the agents add its ranking once it has loaded, a second or so after
-    /// start-up; until then they route by words).
+    /// `/route` and the agents add its ranking once it has loaded: a fraction of a second
+    /// after start-up with its weights cached, about a second the first time; until then
+    /// they route by words).
     #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
     no_embedder: bool,
 }
