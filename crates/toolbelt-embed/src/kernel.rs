@@ -4,11 +4,14 @@
 //! candle's `gemm` is built for large products; for a query of a few pieces most of its
 //! time went elsewhere (thread hand-offs, and candle asking the kernel for the CPU count
 //! on every product): 2.8–3.7 ms per short query against 0.4–0.6 ms here. This kernel
-//! reads the weights front to back, once per four rows, and keeps the sums in SIMD
-//! registers, with AVX2/FMA when the CPU has them (detected at run time by `pulp`), so
-//! the binary stays on the baseline target and needs no `unsafe`. On one core it matches
-//! candle's `gemm` on two for a batch of 64 queries; large products are split by rows
-//! over rayon's threads.
+//! keeps eight or sixteen sums in SIMD registers while it reads a panel of the weights
+//! front to back, with AVX-512 or AVX2/FMA when the CPU has them (detected at run time
+//! by `pulp`), so the binary stays on the baseline target and needs no `unsafe`. Large
+//! products go a tile of rows at a time, each panel read from memory once per tile.
+//! Every column's sum runs over `k` in the same order on every path and for every
+//! number of rows, so a vector does not depend on the batch it was computed in. On
+//! one core it matches candle's `gemm` on two for a batch of 64 queries; large products
+//! are split by rows over rayon's threads unless the caller runs several at once.
 
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
@@ -17,6 +20,15 @@ use rayon::prelude::*;
 /// is eight accumulators, which with the loaded weights and a broadcast fits AVX2's
 /// sixteen registers (six rows measured twice as slow: the row slices and sums spill).
 const ROWS: usize = 4;
+/// Rows per pass when one vector holds a whole panel row (AVX-512): sixteen rows of one
+/// vector each, in AVX-512's 32 registers (eight rows measured 7% slower on a whole
+/// `toolbelt route --queries` run).
+const WIDE_ROWS: usize = 16;
+/// Rows multiplied by one panel of the weights before the next panel: the tile's rows
+/// (interleaved) and the panel stay in the core's cache (a 1,280-deep panel is 80 KiB;
+/// 64 such rows 320 KiB). It bounds the interleaved copy; on the batches of
+/// `toolbelt route --queries` it measured neither faster nor slower than one tile.
+const TILE_ROWS: usize = 64;
 /// Columns per panel.
 const PANEL: usize = 16;
 /// Products with more rows than this use every rayon thread (a query of a few pieces
@@ -63,17 +75,19 @@ impl Packed {
     }
 
     /// `a` (`rows × k`, row-major) times this matrix: `rows × cols` values, row-major.
+    /// With [`Threads::All`], products of more than [`PARALLEL_ROWS`] rows are split by
+    /// rows over rayon's threads; with [`Threads::This`] the product stays on the calling
+    /// thread (the caller runs several products at once).
     ///
     /// # Panics
     /// When `a` does not hold `rows × k` values (a bug of the caller).
-    /// Products of more than [`PARALLEL_ROWS`] rows are split by rows over rayon's threads.
-    ///
-    /// # Panics
-    /// When `a` does not hold `rows × k` values (a bug of the caller).
-    pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize) -> Vec<f32> {
+    pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
         assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
         let mut out = vec![0f32; rows * self.cols];
-        let threads = rayon::current_num_threads();
+        let threads = match threads {
+            Threads::All => rayon::current_num_threads(),
+            Threads::This => 1,
+        };
         if rows <= PARALLEL_ROWS || threads < 2 || self.k == 0 || self.cols == 0 {
             arch.dispatch(Product {
                 w: self,
@@ -83,7 +97,7 @@ impl Packed {
             });
             return out;
         }
-        let per = rows.div_ceil(threads).next_multiple_of(ROWS);
+        let per = rows.div_ceil(threads).next_multiple_of(WIDE_ROWS);
         out.par_chunks_mut(per * self.cols)
             .zip(a.par_chunks(per * self.k))
             .for_each(|(out, a)| {
@@ -96,6 +110,15 @@ impl Packed {
             });
         out
     }
+}
+
+/// Where a product runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Threads {
+    /// Large products split over rayon's threads.
+    All,
+    /// On the calling thread.
+    This,
 }
 
 struct Product<'a> {
@@ -112,55 +135,88 @@ impl WithSimd for Product<'_> {
     fn with_simd<S: Simd>(self, simd: S) {
         let Self { w, a, rows, out } = self;
         let (k, cols) = (w.k, w.cols);
-        let mut r0 = 0;
-        while r0 < rows {
-            let n = (rows - r0).min(ROWS);
-            let a = &a[r0 * k..(r0 + n) * k];
-            let out = &mut out[r0 * cols..(r0 + n) * cols];
-            match n {
-                1 => block::<S, 1>(simd, a, w, out),
-                2 => block::<S, 2>(simd, a, w, out),
-                3 => block::<S, 3>(simd, a, w, out),
-                _ => block::<S, ROWS>(simd, a, w, out),
+        // One vector per panel row (AVX-512's 16 lanes): twice the rows per pass keeps
+        // the same eight sums in flight.
+        let wide = S::F32_LANES >= PANEL;
+        let per_pass = if wide { WIDE_ROWS } else { ROWS };
+        if PANEL > 4 * S::F32_LANES {
+            // Fewer than four lanes (the portable path): more vectors per panel row than
+            // the accumulators of `block` hold; sum column by column instead.
+            return block_plain(a, w, out);
+        }
+        // A tile of rows at a time, each pass of `per_pass` rows interleaved (`k` groups
+        // of one value per row) so the inner loop reads them from one advancing
+        // address; then each panel of the weights against every pass of the tile,
+        // so the panel is read from memory once per tile and from cache after.
+        let tile = TILE_ROWS.min(rows.next_multiple_of(per_pass));
+        let mut inter = vec![0f32; k * tile];
+        let panels = w.panels.chunks_exact(k * PANEL);
+        for t0 in (0..rows).step_by(tile) {
+            let t1 = (t0 + tile).min(rows);
+            for (pass, rows) in a[t0 * k..t1 * k].chunks(per_pass * k).enumerate() {
+                let n = rows.len() / k;
+                let inter = &mut inter[pass * per_pass * k..][..n * k];
+                for (r, row) in rows.chunks_exact(k).enumerate() {
+                    for (kk, &x) in row.iter().enumerate() {
+                        inter[kk * n + r] = x;
+                    }
+                }
             }
-            r0 += n;
+            for (p, panel) in panels.clone().enumerate() {
+                let c0 = p * PANEL;
+                let width = PANEL.min(cols - c0);
+                let mut r0 = t0;
+                while r0 < t1 {
+                    let n = (t1 - r0).min(per_pass);
+                    let inter = &inter[(r0 - t0) * k..][..n * k];
+                    let out = &mut out[r0 * cols + c0..];
+                    macro_rules! rows {
+                        ($($r:literal)*) => {
+                            match n {
+                                $($r => block::<S, $r>(simd, inter, panel, cols, width, out),)*
+                                _ => block::<S, WIDE_ROWS>(simd, inter, panel, cols, width, out),
+                            }
+                        };
+                    }
+                    rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+                    r0 += n;
+                }
+            }
         }
     }
 }
 
-/// `R` rows of the product, one panel at a time, each column's sum over all of `k`
-/// kept in registers.
+/// `R` rows (interleaved in `inter`) times one panel, each column's sum over all of `k`
+/// kept in registers; writes the first `width` columns of each row of `out` (rows
+/// `cols` apart).
 #[inline(always)]
-fn block<S: Simd, const R: usize>(simd: S, a: &[f32], w: &Packed, out: &mut [f32]) {
-    let (k, cols) = (w.k, w.cols);
-    if PANEL > 4 * S::F32_LANES {
-        // Fewer than four lanes (the portable path): more vectors per panel row than the
-        // accumulators below hold; sum column by column instead.
-        return block_plain(a, w, out);
+fn block<S: Simd, const R: usize>(
+    simd: S,
+    inter: &[f32],
+    panel: &[f32],
+    cols: usize,
+    width: usize,
+    out: &mut [f32],
+) {
+    let (xs, _) = inter.as_chunks::<R>();
+    // PANEL / lanes vectors per panel row: 1 with AVX-512, 2 with AVX2, 4 with SSE.
+    let mut acc = [[simd.splat_f32s(0.0); 4]; R];
+    for (row, xs) in panel.chunks_exact(PANEL).zip(xs) {
+        let (vectors, _) = S::as_simd_f32s(row);
+        for (acc, &x) in acc.iter_mut().zip(xs) {
+            let s = simd.splat_f32s(x);
+            for (sum, &v) in acc.iter_mut().zip(vectors) {
+                *sum = simd.mul_add_e_f32s(s, v, *sum);
+            }
+        }
     }
-    let rows: [&[f32]; R] = std::array::from_fn(|r| &a[r * k..(r + 1) * k]);
-    for (p, panel) in w.panels.chunks_exact(k * PANEL).enumerate() {
-        // PANEL / lanes vectors per panel row: 2 with AVX2, 4 with SSE.
-        let mut acc = [[simd.splat_f32s(0.0); 4]; R];
-        for (kk, row) in panel.chunks_exact(PANEL).enumerate() {
-            let (vectors, _) = S::as_simd_f32s(row);
-            for (acc, a) in acc.iter_mut().zip(&rows) {
-                let s = simd.splat_f32s(a[kk]);
-                for (sum, &v) in acc.iter_mut().zip(vectors) {
-                    *sum = simd.mul_add_e_f32s(s, v, *sum);
-                }
-            }
+    for (r, acc) in acc.iter().enumerate() {
+        let mut sums = [0f32; PANEL];
+        let (dst, _) = S::as_mut_simd_f32s(&mut sums);
+        for (d, &sum) in dst.iter_mut().zip(acc) {
+            *d = sum;
         }
-        let c0 = p * PANEL;
-        let width = PANEL.min(cols - c0);
-        for (r, acc) in acc.iter().enumerate() {
-            let mut sums = [0f32; PANEL];
-            let (dst, _) = S::as_mut_simd_f32s(&mut sums);
-            for (d, &sum) in dst.iter_mut().zip(acc) {
-                *d = sum;
-            }
-            out[r * cols + c0..r * cols + c0 + width].copy_from_slice(&sums[..width]);
-        }
+        out[r * cols..r * cols + width].copy_from_slice(&sums[..width]);
     }
 }
 
@@ -214,21 +270,36 @@ mod tests {
             (4, 16, 32),
             (9, 40, 257),
             (37, 24, 40),
+            (17, 40, 33),
+            (130, 48, 20),
         ] {
             let a: Vec<f32> = (0..rows * k).map(|_| next()).collect();
             let w: Vec<f32> = (0..k * cols).map(|_| next()).collect();
             let packed = Packed::new(&w, k, cols);
-            // This CPU's path, and the portable one every CPU can take.
-            let fast = packed.matmul(Arch::new(), &a, rows);
-            let mut portable = vec![0f32; rows * cols];
-            pulp::Scalar::new().vectorize(Product {
-                w: &packed,
-                a: &a,
-                rows,
-                out: &mut portable,
-            });
+            // This CPU's best path (split over threads and not), AVX2 where the CPU has
+            // it (the best path is AVX-512 on CPUs that have that too), and the
+            // portable one every CPU can take.
+            let mut got = vec![
+                packed.matmul(Arch::new(), &a, rows, Threads::All),
+                packed.matmul(Arch::new(), &a, rows, Threads::This),
+            ];
+            let product = |simd: &dyn Fn(Product<'_>)| {
+                let mut out = vec![0f32; rows * cols];
+                simd(Product {
+                    w: &packed,
+                    a: &a,
+                    rows,
+                    out: &mut out,
+                });
+                out
+            };
+            #[cfg(target_arch = "x86_64")]
+            if let Some(v3) = pulp::x86::V3::try_new() {
+                got.push(product(&|p| Simd::vectorize(v3, p)));
+            }
+            got.push(product(&|p| pulp::Scalar::new().vectorize(p)));
             let want = reference(&a, rows, &w, cols);
-            for got in [fast, portable] {
+            for got in got {
                 assert_eq!(got.len(), want.len());
                 for (i, (g, e)) in got.iter().zip(&want).enumerate() {
                     assert!(

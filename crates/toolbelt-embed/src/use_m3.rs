@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Tensor};
 use pulp::Arch;
+use rayon::prelude::*;
 
-use crate::kernel::Packed;
+use crate::kernel::{Packed, Threads};
 
 use crate::error::EmbedError;
 use crate::sentencepiece::SentencePiece;
@@ -29,6 +30,8 @@ const FEATS: usize = EMB + ORDERS.len() * CNN;
 const DEFAULT_MAX_TOKENS: usize = 256;
 /// Tokens run through the matrix products at once.
 const TOKEN_BUDGET: usize = 1024;
+/// Texts from which tokenising is split over rayon's threads.
+const PARALLEL_TEXTS: usize = 16;
 
 /// One CNN branch: two n-gram convolutions with residual connections.
 struct Branch {
@@ -554,46 +557,78 @@ impl UseEncoder {
     /// # Errors
     /// [`EmbedError::Tokenizer`] or [`EmbedError::Model`] when a step fails.
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut ids = Vec::with_capacity(texts.len());
-        for text in texts {
-            let mut pieces = self
-                .sp
-                .encode(text)
-                .map_err(|message| EmbedError::Tokenizer {
-                    path: PathBuf::from("sp.model"),
-                    message,
-                })?;
-            if pieces.len() > self.max_tokens {
-                let last = pieces[pieces.len() - 1];
-                pieces.truncate(self.max_tokens - 1);
-                pieces.push(last);
-            }
-            ids.push(pieces);
-        }
-        let mut out = Vec::with_capacity(texts.len());
+        let threads = rayon::current_num_threads();
+        let ids: Vec<Vec<u32>> = if threads > 1 && texts.len() >= PARALLEL_TEXTS {
+            texts
+                .par_iter()
+                .map(|t| self.pieces(t))
+                .collect::<Result<_, _>>()?
+        } else {
+            texts
+                .iter()
+                .map(|t| self.pieces(t))
+                .collect::<Result<_, _>>()?
+        };
+        // Groups of texts of at most TOKEN_BUDGET pieces; with several threads, small
+        // enough that each thread gets one, and each group runs on one thread (every
+        // step of a group in parallel, not only its matrix products).
+        let total: usize = ids.iter().map(Vec::len).sum();
+        let budget = if threads > 1 && ids.len() > 1 {
+            TOKEN_BUDGET.min(total.div_ceil(threads))
+        } else {
+            TOKEN_BUDGET
+        };
+        let mut groups = Vec::new();
         let mut start = 0;
         while start < ids.len() {
             let mut end = start + 1;
             let mut tokens = ids[start].len();
-            while end < ids.len() && tokens + ids[end].len() <= TOKEN_BUDGET {
+            while end < ids.len() && tokens + ids[end].len() <= budget {
                 tokens += ids[end].len();
                 end += 1;
             }
-            let vectors = self
-                .forward(&ids[start..end])
-                .map_err(|source| EmbedError::Model {
-                    model: self.id.clone(),
-                    source,
-                })?;
-            out.extend(vectors);
+            groups.push(start..end);
             start = end;
+        }
+        let model = |source| EmbedError::Model {
+            model: self.id.clone(),
+            source,
+        };
+        if groups.len() > 1 && threads > 1 {
+            let vectors: Vec<Vec<Vec<f32>>> = groups
+                .into_par_iter()
+                .map(|g| self.forward(&ids[g], Threads::This))
+                .collect::<Result<_, _>>()
+                .map_err(model)?;
+            return Ok(vectors.into_iter().flatten().collect());
+        }
+        let mut out = Vec::with_capacity(texts.len());
+        for g in groups {
+            out.extend(self.forward(&ids[g], Threads::All).map_err(model)?);
         }
         Ok(out)
     }
 
+    /// The pieces of `text`, cut to `max_tokens` (the closing `</s>` kept).
+    fn pieces(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let mut pieces = self
+            .sp
+            .encode(text)
+            .map_err(|message| EmbedError::Tokenizer {
+                path: PathBuf::from("sp.model"),
+                message,
+            })?;
+        if pieces.len() > self.max_tokens {
+            let last = pieces[pieces.len() - 1];
+            pieces.truncate(self.max_tokens - 1);
+            pieces.push(last);
+        }
+        Ok(pieces)
+    }
+
     /// The vectors of a group of texts, their pieces concatenated so each weight
     /// matrix is read once per group; n-gram windows stop at each text's bounds.
-    fn forward(&self, texts: &[Vec<u32>]) -> candle_core::Result<Vec<Vec<f32>>> {
+    fn forward(&self, texts: &[Vec<u32>], threads: Threads) -> candle_core::Result<Vec<Vec<f32>>> {
         let n: usize = texts.iter().map(Vec::len).sum();
         // Bounds of the text each token belongs to.
         let mut bounds = Vec::with_capacity(n);
@@ -619,7 +654,7 @@ impl UseEncoder {
             feats[row * FEATS..row * FEATS + EMB].copy_from_slice(dst);
         }
         let width = ORDERS.len() * CNN;
-        let mut x = self.proj_w.matmul(self.arch, &emb, n);
+        let mut x = self.proj_w.matmul(self.arch, &emb, n, threads);
         add_rows(&mut x, &self.proj_b);
         layer_norm(&mut x, width, &self.proj_ln_g, &self.proj_ln_b, self.eps);
         let mut xs = vec![0f32; n * CNN];
@@ -630,13 +665,13 @@ impl UseEncoder {
             }
             let mut h = branch
                 .w1
-                .matmul(self.arch, &windows(&xs, &bounds, branch), n);
+                .matmul(self.arch, &windows(&xs, &bounds, branch), n, threads);
             add_rows(&mut h, &branch.b1);
             relu(&mut h);
             add(&mut h, &xs);
             let mut c = branch
                 .w2
-                .matmul(self.arch, &windows(&h, &bounds, branch), n);
+                .matmul(self.arch, &windows(&h, &bounds, branch), n, threads);
             add_rows(&mut c, &branch.b2);
             relu(&mut c);
             add(&mut c, &h);
@@ -661,7 +696,7 @@ impl UseEncoder {
                 row += 1;
             }
         }
-        let mut mean = self.cnn_w.matmul(self.arch, &sums, m);
+        let mut mean = self.cnn_w.matmul(self.arch, &sums, m, threads);
         for (s, t) in texts.iter().enumerate() {
             let len = t.len() as f32;
             let inv = 1.0 / len.sqrt();
@@ -669,15 +704,15 @@ impl UseEncoder {
                 *v = (*v + len * b) * inv;
             }
         }
-        let mut y0 = self.d0.matmul(self.arch, &mean, m);
+        let mut y0 = self.d0.matmul(self.arch, &mean, m, threads);
         relu(&mut y0);
-        let mut y1 = self.p1.matmul(self.arch, &mean, m);
-        add(&mut y1, &self.d1.matmul(self.arch, &y0, m));
+        let mut y1 = self.p1.matmul(self.arch, &mean, m, threads);
+        add(&mut y1, &self.d1.matmul(self.arch, &y0, m, threads));
         relu(&mut y1);
-        let mut y2 = self.d2.matmul(self.arch, &y1, m);
+        let mut y2 = self.d2.matmul(self.arch, &y1, m, threads);
         relu(&mut y2);
-        let mut z = self.p3.matmul(self.arch, &y1, m);
-        add(&mut z, &self.d3.matmul(self.arch, &y2, m));
+        let mut z = self.p3.matmul(self.arch, &y1, m, threads);
+        add(&mut z, &self.d3.matmul(self.arch, &y2, m, threads));
         Ok(z.chunks_exact(EMB)
             .map(|row| {
                 let mut v: Vec<f32> = row.iter().map(|x| x.tanh()).collect();

@@ -161,6 +161,21 @@ fn batching_does_not_change_a_vector_and_translations_are_near() {
         ]))
         .unwrap();
     assert!(cosine(&alone[0], &batched[1]) > 0.9999);
+    // A batch large enough to be tokenised and run in parallel groups gives each text
+    // the vector it gets alone, to the bit.
+    let many: Vec<String> = (0..48)
+        .map(|i| match i % 3 {
+            0 => format!("send the report number {i} to the team"),
+            1 => format!("第{i}号文件在哪里"),
+            _ => format!("list the open issues of project {i} and close the stale ones"),
+        })
+        .collect();
+    let together = model.embed(&many).unwrap();
+    assert_eq!(together.len(), many.len());
+    for (text, v) in many.iter().zip(&together) {
+        let one = model.embed(std::slice::from_ref(text)).unwrap();
+        assert_eq!(&one[0], v, "vector of {text:?} alone vs in a batch of 48");
+    }
     let v = model
         .embed(&texts(&[
             "删除文件",
