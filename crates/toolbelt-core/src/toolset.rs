@@ -132,6 +132,12 @@ impl Toolset {
         })
     }
 
+    /// Whether `other` is the same view of the same registry snapshot (the same tools,
+    /// unchanged): a cheap test for caches keyed by a toolset.
+    pub fn same_view(&self, other: &Toolset) -> bool {
+        Arc::ptr_eq(&self.snapshot, &other.snapshot) && self.members == other.members
+    }
+
     /// Number of tools.
     pub fn len(&self) -> usize {
         self.members.count_ones(..)

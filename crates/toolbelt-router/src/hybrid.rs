@@ -459,6 +459,28 @@ impl HybridRouter {
         Ok(())
     }
 
+    /// Like [`HybridRouter::embed_queries`] for whole requests: embeds what ranking each
+    /// request will embed, its latest turn or, for an elliptical turn after earlier
+    /// ones, that turn joined with the previous one (found by the same word signals
+    /// [`HybridRouter::rank_request`] computes). What `toolbelt route --queries` does
+    /// before its first request.
+    ///
+    /// # Errors
+    /// [`RouteError::Backend`] when an embedder fails.
+    pub async fn embed_requests(&self, requests: &[RouteRequest]) -> Result<(), RouteError> {
+        if self.embedding.is_none() && self.multilingual().is_none() {
+            return Ok(());
+        }
+        let n = self.config.candidates;
+        let mut texts = Vec::with_capacity(requests.len());
+        for request in requests {
+            self.lexical.prepare_async(&request.toolset).await;
+            let plan = self.plan(&request.toolset, &request.input, &request.recent, n);
+            texts.push(plan.joined.unwrap_or_else(|| request.input.clone()));
+        }
+        self.embed_queries(&texts).await
+    }
+
     /// Replaces the options.
     #[must_use]
     pub fn with_config(mut self, config: HybridConfig) -> Self {
@@ -501,79 +523,14 @@ impl HybridRouter {
         // A first (or changed) toolset is indexed on the blocking pool.
         self.lexical.prepare_async(toolset).await;
         let n = cfg.candidates.max(k);
-        let lexical = self.lexical.search(toolset, input, n);
-        let mut lexical_ok = lexical
-            .first()
-            .is_some_and(|t| t.score >= cfg.min_lexical_score);
-        let mut reason = match lexical.first() {
-            Some(t) => format!("bm25 best {} {:.2}", t.name, t.score),
-            None => "bm25 no match".to_owned(),
-        };
-        // How many words of the request the best tool holds: asked for by the rule on
-        // words (`min_lexical_words`) and by the one on elliptical turns, computed once.
-        let short_follow_up = cfg.join_unsure_turns
-            && !recent.is_empty()
-            && crate::text::is_short(input, SHORT_TURN_WORDS);
-        let coverage = match lexical.first() {
-            Some(best) if (lexical_ok && cfg.min_lexical_words > 1) || short_follow_up => self
-                .lexical
-                .with_index(toolset, |index| index.coverage(input, &best.name)),
-            _ => None,
-        };
-        if lexical_ok
-            && cfg.min_lexical_words > 1
-            && coverage.is_some_and(|c| !c.in_name && c.words < cfg.min_lexical_words)
-        {
-            lexical_ok = false;
-            reason.push_str(&format!(
-                " (holds fewer than {} words of the request)",
-                cfg.min_lexical_words
-            ));
-        }
-        // An elliptical latest turn after earlier ones: its words match no tool surely,
-        // or it is short and only one of its words is in the best tool's text.
-        let weak_turn = cfg.join_unsure_turns
-            && !recent.is_empty()
-            && (!lexical_ok || (short_follow_up && coverage.is_some_and(|c| c.words < 2)));
-        let mut groups = Vec::new();
-        let mut keyword = Vec::new();
-        if let Some(router) = &self.keyword {
-            for (group, hits) in router.matching_groups(input) {
-                let tools = KeywordRouter::group_tools(group, toolset);
-                if tools.is_empty() {
-                    continue;
-                }
-                groups.push(group.name.clone());
-                for name in tools {
-                    match keyword
-                        .iter_mut()
-                        .find(|t: &&mut ScoredTool| t.name == name)
-                    {
-                        Some(t) => t.score += hits as f32,
-                        None => keyword.push(ScoredTool {
-                            name,
-                            score: hits as f32,
-                        }),
-                    }
-                }
-            }
-            keyword.sort_by(|a, b| b.score.total_cmp(&a.score));
-            if !groups.is_empty() {
-                reason.push_str(&format!("; keyword {}", groups.join(",")));
-            }
-        }
-        // An elliptical turn is embedded together with the previous user turn, and the
-        // earlier turns weigh as much as it does.
-        let joined = match recent.last() {
-            Some(previous) if weak_turn && keyword.is_empty() => {
-                reason.push_str("; elliptical turn: joined with the previous one");
-                Some(format!(
-                    "{}\n{input}",
-                    crate::index::truncate(previous, crate::text::MAX_QUERY_BYTES / 2)
-                ))
-            }
-            _ => None,
-        };
+        let Plan {
+            lexical,
+            lexical_ok,
+            mut reason,
+            groups,
+            keyword,
+            joined,
+        } = self.plan(toolset, input, recent, n);
         let embedded = joined.as_deref().unwrap_or(input);
         let (embedding, embedding_ok) = embedding_ranking(
             self.embedding.as_ref(),
@@ -648,6 +605,95 @@ impl HybridRouter {
                 || (cfg.embedding_confidence && (embedding_ok || multilingual_ok))
                 || !learned.is_empty(),
             reason,
+        }
+    }
+
+    /// The word signals of a request (BM25, keyword groups) and the text its vector is
+    /// made from: the latest turn, or with an elliptical turn, the previous user turn
+    /// joined to it. What [`HybridRouter::rank_request`] starts from and
+    /// [`HybridRouter::embed_requests`] embeds ahead.
+    fn plan(&self, toolset: &Toolset, input: &str, recent: &[String], n: usize) -> Plan {
+        let cfg = &self.config;
+        let lexical = self.lexical.search(toolset, input, n);
+        let mut lexical_ok = lexical
+            .first()
+            .is_some_and(|t| t.score >= cfg.min_lexical_score);
+        let mut reason = match lexical.first() {
+            Some(t) => format!("bm25 best {} {:.2}", t.name, t.score),
+            None => "bm25 no match".to_owned(),
+        };
+        // How many words of the request the best tool holds: asked for by the rule on
+        // words (`min_lexical_words`) and by the one on elliptical turns, computed once.
+        let short_follow_up = cfg.join_unsure_turns
+            && !recent.is_empty()
+            && crate::text::is_short(input, SHORT_TURN_WORDS);
+        let coverage = match lexical.first() {
+            Some(best) if (lexical_ok && cfg.min_lexical_words > 1) || short_follow_up => self
+                .lexical
+                .with_index(toolset, |index| index.coverage(input, &best.name)),
+            _ => None,
+        };
+        if lexical_ok
+            && cfg.min_lexical_words > 1
+            && coverage.is_some_and(|c| !c.in_name && c.words < cfg.min_lexical_words)
+        {
+            lexical_ok = false;
+            reason.push_str(&format!(
+                " (holds fewer than {} words of the request)",
+                cfg.min_lexical_words
+            ));
+        }
+        // An elliptical latest turn after earlier ones: its words match no tool surely,
+        // or it is short and only one of its words is in the best tool's text.
+        let weak_turn = cfg.join_unsure_turns
+            && !recent.is_empty()
+            && (!lexical_ok || (short_follow_up && coverage.is_some_and(|c| c.words < 2)));
+        let mut groups = Vec::new();
+        let mut keyword = Vec::new();
+        if let Some(router) = &self.keyword {
+            for (group, hits) in router.matching_groups(input) {
+                let tools = KeywordRouter::group_tools(group, toolset);
+                if tools.is_empty() {
+                    continue;
+                }
+                groups.push(group.name.clone());
+                for name in tools {
+                    match keyword
+                        .iter_mut()
+                        .find(|t: &&mut ScoredTool| t.name == name)
+                    {
+                        Some(t) => t.score += hits as f32,
+                        None => keyword.push(ScoredTool {
+                            name,
+                            score: hits as f32,
+                        }),
+                    }
+                }
+            }
+            keyword.sort_by(|a, b| b.score.total_cmp(&a.score));
+            if !groups.is_empty() {
+                reason.push_str(&format!("; keyword {}", groups.join(",")));
+            }
+        }
+        // An elliptical turn is embedded together with the previous user turn, and the
+        // earlier turns weigh as much as it does.
+        let joined = match recent.last() {
+            Some(previous) if weak_turn && keyword.is_empty() => {
+                reason.push_str("; elliptical turn: joined with the previous one");
+                Some(format!(
+                    "{}\n{input}",
+                    crate::index::truncate(previous, crate::text::MAX_QUERY_BYTES / 2)
+                ))
+            }
+            _ => None,
+        };
+        Plan {
+            lexical,
+            lexical_ok,
+            reason,
+            groups,
+            keyword,
+            joined,
         }
     }
 
@@ -858,6 +904,16 @@ impl Router for HybridRouter {
     async fn route(&self, request: &RouteRequest) -> Result<RouteDecision, RouteError> {
         Ok(self.decide(request).await)
     }
+}
+
+/// See [`HybridRouter::plan`].
+struct Plan {
+    lexical: Vec<ScoredTool>,
+    lexical_ok: bool,
+    reason: String,
+    groups: Vec<String>,
+    keyword: Vec<ScoredTool>,
+    joined: Option<String>,
 }
 
 /// The ranking of one embedding router, whether its best hit is confident, and a note in `reason`;

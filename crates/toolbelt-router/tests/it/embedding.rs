@@ -272,3 +272,26 @@ fn an_embedding_alone_makes_the_router_sure_only_when_allowed() {
     assert_eq!(d.outcome, RouteOutcome::Direct, "{}", d.reason);
     assert!(d.reason.contains("multilingual best"), "{}", d.reason);
 }
+
+#[test]
+fn the_same_view_is_prepared_once_and_another_view_gets_its_own_vectors() {
+    let counter = Markers::default();
+    let router = EmbeddingRouter::new(counter.clone());
+    let tools = Toolset::from_tools([tool("weather", "sky sky", "w"), tool("bank", "money", "m")]);
+    let first = block_on(router.prepare(&tools)).unwrap();
+    let again = block_on(router.prepare(&tools.clone())).unwrap();
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "the same view answers from the memo"
+    );
+    let names = |p: &[(String, Arc<[f32]>)]| p.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&first), ["weather", "bank"]);
+    let bank = block_on(router.prepare(&tools.subset(["bank"]))).unwrap();
+    assert_eq!(names(&bank), ["bank"]);
+    assert_eq!(bank[0].1, first[1].1);
+    // A changed tool is a new snapshot: its new text is embedded.
+    let changed = Toolset::from_tools([tool("weather", "code", "w"), tool("bank", "money", "m")]);
+    let after = block_on(router.prepare(&changed)).unwrap();
+    assert_eq!(counter.0.load(Ordering::SeqCst), 3);
+    assert_ne!(after[0].1, first[0].1);
+}

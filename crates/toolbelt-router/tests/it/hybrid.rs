@@ -242,3 +242,82 @@ fn low_confidence_on_a_large_toolset_sends_a_bounded_set_with_search_tools() {
     let d = block_on(router.decide(&RouteRequest::new("zzqx blorp", builtins())));
     assert!(d.fallback && d.bounded_fallback.is_none());
 }
+
+/// Records every batch of texts it embeds (as counts of a few marker words).
+#[derive(Clone, Default)]
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>);
+
+impl Recorder {
+    fn take(&self) -> Vec<Vec<String>> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl Embedder for Recorder {
+    fn model(&self) -> &str {
+        "recorder-v1"
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        self.0.lock().unwrap().push(texts.to_vec());
+        let v = texts
+            .iter()
+            .map(|t| {
+                ["deploy", "weather", "mail"]
+                    .iter()
+                    .map(|w| t.to_lowercase().matches(w).count() as f32 + 0.01)
+                    .collect()
+            })
+            .collect();
+        Box::pin(async move { Ok(v) })
+    }
+}
+
+#[test]
+fn an_elliptical_turn_is_embedded_with_the_previous_one_and_batches_embed_it_ahead() {
+    let toolset = eval_catalog();
+    let recorder = Recorder::default();
+    let router = HybridRouter::default().with_embedding(EmbeddingRouter::new(recorder.clone()));
+    block_on(router.prepare(&toolset)).unwrap();
+    recorder.take();
+    let previous = "Deploy the payments service to production.";
+    let follow_up =
+        toolbelt_router::RouteRequest::new("Now do the same for staging.", toolset.clone())
+            .with_recent(vec![previous.to_owned()]);
+    let single =
+        toolbelt_router::RouteRequest::new("what's the weather in Paris tomorrow", toolset);
+    let joined = format!("{previous}\nNow do the same for staging.");
+
+    // Ranked on its own, the follow-up is embedded joined to the previous turn.
+    let ranking = block_on(router.rank_request(&follow_up, 5));
+    assert!(
+        ranking.reason.contains("elliptical turn: joined"),
+        "{}",
+        ranking.reason
+    );
+    assert_eq!(recorder.take(), vec![vec![joined.clone()]]);
+
+    // A batch embeds each request's text (the joined one for the follow-up) in one
+    // call, and ranking then embeds nothing and ranks as before.
+    block_on(router.embed_requests(&[follow_up.clone(), single.clone()])).unwrap();
+    assert_eq!(
+        recorder.take(),
+        vec![vec![
+            joined,
+            "what's the weather in Paris tomorrow".to_owned()
+        ]]
+    );
+    let again = block_on(router.rank_request(&follow_up, 5));
+    block_on(router.rank_request(&single, 5));
+    assert_eq!(
+        recorder.take(),
+        Vec::<Vec<String>>::new(),
+        "nothing embedded while ranking"
+    );
+    assert_eq!(
+        again.tools.iter().map(|t| &t.name).collect::<Vec<_>>(),
+        ranking.tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+}

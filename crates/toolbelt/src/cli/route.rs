@@ -231,6 +231,7 @@ fn load_toolset(catalog: Option<&Path>, strict: bool) -> anyhow::Result<(Toolset
 }
 
 /// A router as built from the arguments; the hybrid one stays typed for batch ranking.
+#[derive(Clone)]
 enum Built {
     Hybrid(Box<HybridRouter>),
     Embedding(EmbeddingRouter),
@@ -739,51 +740,103 @@ async fn batch(
     }
     let queries = read_queries(path)?;
     let k = args.top_k.unwrap_or(10).max(1);
-    let any = router.any();
     router.prepare(toolset).await?;
     // One batch of query embeddings up front: the model's weights are read once per batch
     // instead of once per query.
-    let inputs: Vec<String> = queries.iter().map(|q| q.input.clone()).collect();
     match router {
-        Built::Hybrid(h) => h.embed_queries(&inputs).await,
-        Built::Embedding(e) => e.embed_queries(&inputs).await.map(drop),
+        Built::Hybrid(h) => {
+            let requests: Vec<RouteRequest> = queries
+                .iter()
+                .map(|q| {
+                    RouteRequest::new(q.input.clone(), toolset.clone())
+                        .with_recent(q.recent.clone())
+                })
+                .collect();
+            h.embed_requests(&requests).await
+        }
+        Built::Embedding(e) => {
+            let inputs: Vec<String> = queries.iter().map(|q| q.input.clone()).collect();
+            e.embed_queries(&inputs).await.map(drop)
+        }
         Built::Other(_) => Ok(()),
     }
     .context("embedding the queries")?;
+    // Ranking is CPU work: each window of queries is shared out over one task per core
+    // (query i to task i mod n), and its lines are written in input order.
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let adaptive = args.adaptive;
     let mut out = BufWriter::new(std::io::stdout().lock());
-    for q in queries {
-        let request = RouteRequest::new(q.input, toolset.clone()).with_recent(q.recent);
-        let tools: Vec<String> = match router {
-            // The top-K ranking without the adaptive cut: what recall@K measures.
-            Built::Hybrid(h) if !args.adaptive => h
-                .rank_request(&request, k)
-                .await
-                .tools
-                .into_iter()
-                .map(|t| t.name)
-                .collect(),
-            _ => {
-                let mut names = any.route_or_fallback(&request).await.tool_names();
-                if !args.adaptive {
-                    names.truncate(k);
+    let mut queries = queries.into_iter().peekable();
+    while queries.peek().is_some() {
+        let window: std::sync::Arc<[Query]> = queries.by_ref().take(RANK_WINDOW).collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for worker in 0..workers.min(window.len()) {
+            let (router, window, toolset) = (router.clone(), window.clone(), toolset.clone());
+            tasks.spawn(async move {
+                let any = router.any();
+                let mut lines = Vec::new();
+                for i in (worker..window.len()).step_by(workers) {
+                    let line = rank_one(&router, &any, &window[i], &toolset, k, adaptive).await;
+                    lines.push((i, line));
                 }
-                names
-            }
-        };
-        let mut line = json!({"id": q.id, "tools": tools});
-        if let Built::Hybrid(h) = router
-            && h.skills().is_some()
-        {
-            let skills: Vec<String> = h
-                .choose_skills(&request.input)
-                .into_iter()
-                .map(|s| s.name)
-                .collect();
-            line["skills"] = json!(skills);
+                lines
+            });
         }
-        serde_json::to_writer(&mut out, &line)?;
-        out.write_all(b"\n")?;
+        let mut lines = vec![Value::Null; window.len()];
+        while let Some(done) = tasks.join_next().await {
+            for (i, line) in done.context("a ranking task failed")? {
+                lines[i] = line;
+            }
+        }
+        for line in &lines {
+            serde_json::to_writer(&mut out, line)?;
+            out.write_all(b"\n")?;
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Queries ranked at once in batch mode before their lines are written.
+const RANK_WINDOW: usize = 1024;
+
+/// One line of batch output: the query's id, its tools and, with skills, its skills.
+async fn rank_one(
+    router: &Built,
+    any: &AnyRouter,
+    q: &Query,
+    toolset: &Toolset,
+    k: usize,
+    adaptive: bool,
+) -> Value {
+    let request = RouteRequest::new(q.input.clone(), toolset.clone()).with_recent(q.recent.clone());
+    let tools: Vec<String> = match router {
+        // The top-K ranking without the adaptive cut: what recall@K measures.
+        Built::Hybrid(h) if !adaptive => h
+            .rank_request(&request, k)
+            .await
+            .tools
+            .into_iter()
+            .map(|t| t.name)
+            .collect(),
+        _ => {
+            let mut names = any.route_or_fallback(&request).await.tool_names();
+            if !adaptive {
+                names.truncate(k);
+            }
+            names
+        }
+    };
+    let mut line = json!({"id": q.id, "tools": tools});
+    if let Built::Hybrid(h) = router
+        && h.skills().is_some()
+    {
+        let skills: Vec<String> = h
+            .choose_skills(&request.input)
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        line["skills"] = json!(skills);
+    }
+    line
 }

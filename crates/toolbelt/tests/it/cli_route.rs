@@ -69,6 +69,56 @@ fn batch_mode_prints_one_line_per_query_in_order() {
 }
 
 #[test]
+fn a_batch_larger_than_a_ranking_window_keeps_its_order_and_rankings() {
+    // More queries than one window of parallel ranking (1,024), and not a multiple of
+    // the task count: every line comes back in input order, and a text ranks the
+    // same wherever it falls.
+    let dir = tempfile::tempdir().unwrap();
+    let texts = [
+        "send an email to Bob",
+        "明天上海会下雨吗",
+        "read the file notes.txt",
+    ];
+    let body: String = (0..1_101)
+        .map(|i| {
+            let text = texts[i % texts.len()];
+            let turns = if i % 5 == 0 {
+                format!("[{{\"role\": \"user\", \"content\": \"look at my calendar\"}}, {{\"role\": \"user\", \"content\": \"{text}\"}}]")
+            } else {
+                format!("\"{text}\"")
+            };
+            format!("{{\"id\": {i}, \"query\": {turns}}}\n")
+        })
+        .collect();
+    let queries = write(&dir, "q.jsonl", &body);
+    let (ok, out, err) = route(&[
+        "--catalog",
+        CATALOG,
+        "--queries",
+        &queries,
+        "--top-k",
+        "5",
+        "--format",
+        "jsonl",
+    ]);
+    assert!(ok, "{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1_101);
+    let mut first: std::collections::HashMap<(usize, bool), &serde_json::Value> =
+        std::collections::HashMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(line["id"], i, "line {i}");
+        let tools = &line["tools"];
+        assert!(!tools.as_array().unwrap().is_empty(), "{line}");
+        let seen = first.entry((i % texts.len(), i % 5 == 0)).or_insert(tools);
+        assert_eq!(*seen, tools, "query {i} ranks as the first of its kind");
+    }
+}
+
+#[test]
 fn duplicate_catalog_names_warn_or_fail_under_strict_and_bad_query_lines_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let line = r#"{"name": "a", "description": "A", "parameters": {"type": "object"}}"#;
