@@ -12,7 +12,7 @@ We do not hold the held-out set, so this builds one of the same size from data w
 Only timing comes out of it: the variants have no right answers.
 
 Usage (from the repository root, after a release build and scripts/fetch-model.sh):
-    python3 bench/route-scale.py [--bin target/release/toolbelt] [--runs 3]
+    python3 bench/route-scale.py [--bin target/release/toolbelt] [--runs 3] [--lexical]
 
 Prints, per run, the wall time of the warm and cold batches and the per-request figure
 amortised over all 2,351 requests, start-up included. Stdlib only.
@@ -84,9 +84,9 @@ def requests():
     return out
 
 
-def run(binary, cat, queries, cache):
+def run(binary, cat, queries, cache, extra):
     cmd = [binary, "route", "--catalog", cat, "--queries", queries, "--router", "hybrid",
-           "--top-k", "10", "--format", "jsonl", "--vector-cache", cache]
+           "--top-k", "10", "--format", "jsonl", "--vector-cache", cache] + extra
     start = time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
@@ -102,6 +102,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "toolbelt"))
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--lexical", action="store_true",
+                    help="route by words only (--no-embedder): the <= 0.1 ms target")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cat, qs = os.path.join(tmp, "catalog.jsonl"), os.path.join(tmp, "requests.jsonl")
@@ -114,8 +116,9 @@ def main():
         warm, cold = [], []
         for r in range(args.runs):
             cache = os.path.join(tmp, f"vectors-{r}")
-            c = run(args.bin, cat, qs, cache)          # embeds every tool, then routes
-            w = run(args.bin, cat, qs, cache)          # tool vectors read back from disk
+            extra = ["--no-embedder"] if args.lexical else []
+            c = run(args.bin, cat, qs, cache, extra)   # embeds every tool, then routes
+            w = run(args.bin, cat, qs, cache, extra)   # tool vectors read back from disk
             cold.append(c)
             warm.append(w)
             print(f"run {r + 1}: warm {w:.2f} s = {w / REQUESTS * 1000:.3f} ms/request; "

