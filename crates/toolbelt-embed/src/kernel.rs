@@ -54,7 +54,8 @@ impl Packed {
         assert_eq!(w.len(), k * cols, "weights of {k} × {cols}");
         let n = cols.div_ceil(PANEL);
         let mut panels = vec![0f32; n * k * PANEL];
-        for (p, panel) in panels.chunks_exact_mut(k * PANEL).enumerate() {
+        // (`max(1)`: a matrix with k = 0 has no panel rows, and no chunk to visit.)
+        for (p, panel) in panels.chunks_exact_mut((k * PANEL).max(1)).enumerate() {
             let c0 = p * PANEL;
             let width = PANEL.min(cols - c0);
             for (kk, dst) in panel.chunks_exact_mut(PANEL).enumerate() {
@@ -135,8 +136,13 @@ impl WithSimd for Product<'_> {
     fn with_simd<S: Simd>(self, simd: S) {
         let Self { w, a, rows, out } = self;
         let (k, cols) = (w.k, w.cols);
-        // One vector per panel row (AVX-512's 16 lanes): twice the rows per pass keeps
-        // the same eight sums in flight.
+        if k == 0 || cols == 0 {
+            // Nothing to sum: `out` holds its zeros.
+            return;
+        }
+        // One vector per panel row (AVX-512's 16 lanes): sixteen rows per pass, sixteen
+        // sums in flight in its 32 registers (AVX2: four rows of two vectors, eight sums
+        // in its sixteen).
         let wide = S::F32_LANES >= PANEL;
         let per_pass = if wide { WIDE_ROWS } else { ROWS };
         if PANEL > 4 * S::F32_LANES {
@@ -265,6 +271,8 @@ mod tests {
         };
         for (rows, k, cols) in [
             (1, 7, 5),
+            (3, 0, 5),
+            (2, 4, 0),
             (2, 64, 48),
             (3, 33, 70),
             (4, 16, 32),
