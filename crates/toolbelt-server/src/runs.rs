@@ -991,8 +991,10 @@ impl RunRegistry {
                 } else {
                     "questions"
                 };
+                // Only the waiting runs whose transcript holds the id, found in the
+                // database however many runs wait.
                 let waiting = store
-                    .list_runs(None, Some(toolbelt_store::RunStatus::Waiting), 1000)
+                    .runs_mentioning(toolbelt_store::RunStatus::Waiting, id, 64)
                     .await
                     .ok()?;
                 waiting.into_iter().find(|r| {

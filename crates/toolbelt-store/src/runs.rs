@@ -266,6 +266,43 @@ impl Store {
         rows.iter().map(run_from_row).collect()
     }
 
+    /// The runs in `status` whose transcript holds the JSON string `text` (for example a
+    /// pending approval's id), newest first, at most `limit`. The match is on the stored
+    /// text, in the database (no cap on how many runs are searched); the caller checks
+    /// where in the transcript the string is.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn runs_mentioning(
+        &self,
+        status: RunStatus,
+        text: &str,
+        limit: i64,
+    ) -> Result<Vec<RunRecord>> {
+        // The string as it is stored (JSON-quoted), with LIKE's wildcards and its escape
+        // character taken literally. SQLite's LIKE ignores ASCII case: a near miss
+        // the caller's check drops.
+        let quoted = serde_json::to_string(text).unwrap_or_default();
+        let mut pattern = String::with_capacity(quoted.len() + 2);
+        pattern.push('%');
+        for c in quoted.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push('%');
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{SELECT_RUN} WHERE status = $1 AND transcript LIKE $2 ESCAPE '\\' ORDER BY created_at DESC, id DESC LIMIT $3"
+        )))
+        .bind(status.as_str())
+        .bind(pattern)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(run_from_row).collect()
+    }
+
     /// Marks every `queued`, `running` or `waiting` run as `interrupted` (call at start-up of a
     /// single-instance server); returns how many.
     ///

@@ -59,6 +59,63 @@ async fn a_run_moves_through_its_statuses() {
 }
 
 #[tokio::test]
+async fn waiting_runs_are_found_by_a_string_of_their_transcript_with_wildcards_taken_literally() {
+    each_engine(|store| async move {
+        let pending =
+            |id: &str| json!({"pending": {"approvals": [{"id": id, "tool": "shell_exec"}]}});
+        let mut ids = Vec::new();
+        // `_` and `%` are LIKE's wildcards: "appr_1" must not match "apprX1" or "appr%1".
+        for approval in ["appr_1", "apprX1", "appr%1", "appr_10"] {
+            let run = store.create_run("helper", &json!({}), None).await.unwrap();
+            store
+                .update_run(
+                    &run.id,
+                    &RunUpdate::status(RunStatus::Waiting).with_transcript(pending(approval)),
+                    None,
+                )
+                .await
+                .unwrap();
+            ids.push(run.id);
+        }
+        let done = store.create_run("helper", &json!({}), None).await.unwrap();
+        store
+            .update_run(
+                &done.id,
+                &RunUpdate::status(RunStatus::Completed).with_transcript(pending("appr_1")),
+                None,
+            )
+            .await
+            .unwrap();
+        let found = |text: &'static str| {
+            let store = store.clone();
+            async move {
+                store
+                    .runs_mentioning(RunStatus::Waiting, text, 10)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.id)
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(found("appr_1").await, [ids[0].clone()]);
+        assert_eq!(found("appr%1").await, [ids[2].clone()]);
+        assert_eq!(found("appr_10").await, [ids[3].clone()]);
+        assert_eq!(
+            found("appr").await,
+            Vec::<String>::new(),
+            "whole strings only"
+        );
+        assert_eq!(
+            found("a\\\"b").await,
+            Vec::<String>::new(),
+            "quotes and backslashes are no error"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn tokens_store_only_a_hash_and_can_be_revoked() {
     each_engine(|store| async move {
         let (token, secret) = store
