@@ -48,6 +48,8 @@ enum Source {
         registry: Arc<Registry>,
         selection: Option<Selection>,
     },
+    /// A toolset the host publishes (numbered by its generation); each new one is announced.
+    Published(tokio::sync::watch::Receiver<(u64, Toolset)>),
 }
 
 #[derive(Clone)]
@@ -110,6 +112,17 @@ impl McpServer {
         )
     }
 
+    /// Serves the toolset `tools` holds now: the host publishes a new `(generation, toolset)`
+    /// whenever what it serves changes (for example when the tools an agent may use are
+    /// decided again after the registry changed), and each one is announced with
+    /// `notifications/tools/list_changed`.
+    pub fn from_published(
+        tools: tokio::sync::watch::Receiver<(u64, Toolset)>,
+        executor: Executor,
+    ) -> Self {
+        Self::with_source(Source::Published(tools), executor)
+    }
+
     fn with_source(source: Source, executor: Executor) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -164,6 +177,7 @@ impl McpServer {
         let generation = match &self.inner.source {
             Source::Fixed(_) => 0,
             Source::Registry { registry, .. } => *registry.watch().borrow(),
+            Source::Published(tools) => tools.borrow().0,
         };
         let mut built = search.built.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((at, tool)) = built.as_ref()
@@ -195,6 +209,7 @@ impl McpServer {
     pub fn toolset(&self) -> Toolset {
         match &self.inner.source {
             Source::Fixed(tools) => tools.clone(),
+            Source::Published(tools) => tools.borrow().1.clone(),
             Source::Registry {
                 registry,
                 selection,
@@ -541,19 +556,33 @@ impl ServerHandler for McpServerHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let Source::Registry { registry, .. } = &self.server.inner.source else {
-            return;
-        };
-        let mut changes = registry.watch();
         let peer = context.peer.clone();
-        if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.spawn(async move {
-                while changes.changed().await.is_ok() {
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        break;
-                    }
+        match &self.server.inner.source {
+            Source::Fixed(_) => {}
+            Source::Registry { registry, .. } => {
+                let mut changes = registry.watch();
+                if let Ok(mut tasks) = self.tasks.lock() {
+                    tasks.spawn(async move {
+                        while changes.changed().await.is_ok() {
+                            if peer.notify_tool_list_changed().await.is_err() {
+                                break;
+                            }
+                        }
+                    });
                 }
-            });
+            }
+            Source::Published(tools) => {
+                let mut changes = tools.clone();
+                if let Ok(mut tasks) = self.tasks.lock() {
+                    tasks.spawn(async move {
+                        while changes.changed().await.is_ok() {
+                            if peer.notify_tool_list_changed().await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+            }
         }
     }
 }

@@ -356,6 +356,15 @@ impl HybridRouter {
         }
     }
 
+    /// The router every toolbelt entry point starts from: BM25 with the concept lexicon
+    /// ([`LexicalRouter::default`]), the built-in keyword groups ([`KeywordRouter::builtin`])
+    /// and adaptive k. Hosts add what they load at run time (an encoder through
+    /// [`HybridRouter::with_multilingual_slot`], learned usage) and an agent's settings narrow
+    /// its [`HybridConfig`].
+    pub fn standard() -> Self {
+        Self::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin())
+    }
+
     /// Adds keyword groups.
     #[must_use]
     pub fn with_keyword(mut self, keyword: KeywordRouter) -> Self {

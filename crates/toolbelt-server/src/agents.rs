@@ -1,13 +1,12 @@
-//! [`AgentDef`] and [`AgentCatalog`]: the agents a server runs, as data.
+//! [`AgentDef`]: an agent written in the server's configuration file, and the API's view of
+//! every agent. A configured agent becomes an agent record ([`AgentDef::to_record`]) and is
+//! built by the host's `AgentFactory`, like a stored one.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
-
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use toolbelt_agent::Agent;
-use toolbelt_core::{ApprovalPolicy, Executor, Registry, Toolset};
-use toolbelt_llm::ProviderConfig;
-use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter, SkillSet};
+use toolbelt_core::ApprovalPolicy;
+use toolbelt_host::HostError;
+use toolbelt_store::{AgentDraft, AgentRecord, AgentSettings};
 use utoipa::ToSchema;
 
 use crate::problem::Problem;
@@ -38,7 +37,8 @@ pub struct AgentDef {
     /// The system prompt.
     #[serde(default)]
     pub system_prompt: Option<String>,
-    /// Selection expression over groups and tools, e.g. `file_ops,web,-shell_exec` (`*` = every tool).
+    /// Selection expression over groups and tools, e.g. `file_ops,web,-shell_exec` (`*` = every
+    /// tool); for a stored agent, its selection followed by its bound tools.
     #[serde(default = "all_tools")]
     pub tools: String,
     /// The model.
@@ -78,102 +78,62 @@ impl AgentDef {
         }
     }
 
-    /// The agent's toolset in `registry`.
+    /// The record this configured agent is built from: the same shape as a stored agent's,
+    /// so the host builds both the same way.
     ///
     /// # Errors
-    /// 422 `invalid_selection` at `/tools`.
-    pub fn toolset(&self, registry: &Registry) -> Result<Toolset, Problem> {
-        registry.select(&self.tools).map_err(|e| {
-            Problem::invalid_field("/tools", e.to_string()).with_code("invalid_selection")
-        })
+    /// The field that does not check, as storing the agent would report it.
+    pub fn to_record(&self) -> Result<AgentRecord, toolbelt_store::StoreError> {
+        let mut draft = AgentDraft::new(&self.id).changed_by("configuration");
+        draft.description.clone_from(&self.description);
+        draft.system_prompt.clone_from(&self.system_prompt);
+        draft.selection.clone_from(&self.tools);
+        draft.provider.clone_from(&self.provider.kind);
+        draft.model.clone_from(&self.provider.model);
+        let mut options = AgentSettings::default();
+        options.max_iterations = Some(self.max_iterations);
+        options.approval = Some(self.approval.clone());
+        options.base_url.clone_from(&self.provider.base_url);
+        options.api_key_env.clone_from(&self.provider.api_key_env);
+        draft.options = options;
+        AgentRecord::unstored(&draft)
     }
 
-    /// The provider settings: the environment, with this definition on top.
-    ///
-    /// # Errors
-    /// 422 `provider_unavailable` when no provider is configured.
-    pub fn provider_config(&self) -> Result<ProviderConfig, Problem> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let p = &self.provider;
-        ProviderConfig::from_vars(|name| match name {
-            "TOOLBELT_PROVIDER" => p.kind.clone().or_else(|| env(name)),
-            "OPENAI_BASE_URL" | "ANTHROPIC_BASE_URL" => p.base_url.clone().or_else(|| env(name)),
-            "TOOLBELT_MODEL" => p.model.clone().or_else(|| env(name)),
-            "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => match &p.api_key_env {
-                Some(var) => env(var),
-                None => env(name),
-            },
-            other => env(other),
-        })
-        .map_err(|e| {
-            Problem::new(
-                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "provider_unavailable",
-                format!("agent `{}` has no usable model provider: {e}", self.id),
-            )
-        })
-    }
-
-    /// The model id its runs are counted under in the token metrics (empty without a provider).
-    pub fn model_name(&self) -> String {
-        self.provider_config()
-            .map(|c| c.model_or_default().to_owned())
-            .unwrap_or_default()
-    }
-
-    /// Builds the runnable agent over `registry`.
-    ///
-    /// # Errors
-    /// A problem naming the field that cannot be used.
-    pub fn build(&self, registry: &Registry) -> Result<Agent, Problem> {
-        self.build_with(registry, default_router(), SkillSet::default())
-    }
-
-    /// Builds the runnable agent over `registry`, routing each turn with `router` (the
-    /// server's, [`crate::AppState::router`], so agents share its indexes and encoder), with
-    /// `skills` whose instructions a run adds when its request matches them (see
-    /// `AgentBuilder::skills`).
-    ///
-    /// # Errors
-    /// A problem naming the field that cannot be used.
-    pub fn build_with(
-        &self,
-        registry: &Registry,
-        router: AnyRouter,
-        skills: SkillSet,
-    ) -> Result<Agent, Problem> {
-        let tools = self.toolset(registry)?;
-        let provider = self.provider_config()?.into_provider().map_err(|e| {
-            Problem::new(
-                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "provider_unavailable",
-                format!("agent `{}`: {e}", self.id),
-            )
-        })?;
-        let mut builder = Agent::builder(provider)
-            .name(self.id.clone())
-            .description(self.description.clone())
-            .tools(tools)
-            .router(router)
-            .max_iterations(self.max_iterations.max(1))
-            .executor(Executor::builder().policy(self.approval.clone()).build());
-        if let Some(prompt) = &self.system_prompt {
-            builder = builder.system_prompt(prompt.clone());
+    /// The API's view of an agent record: its selection followed by its bound tools.
+    pub fn from_record(record: &AgentRecord) -> Self {
+        let mut items: Vec<String> = Vec::new();
+        if !record.selection.trim().is_empty() {
+            items.push(record.selection.clone());
         }
-        builder.skills(skills).build().map_err(|e| {
-            Problem::new(
-                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_agent",
-                format!("agent `{}`: {e}", self.id),
-            )
-        })
+        items.extend(record.tools.iter().map(|b| match b.pinned_version {
+            Some(v) => format!("tool:{}@{v}", b.tool),
+            None => format!("tool:{}", b.tool),
+        }));
+        let o = &record.options;
+        Self {
+            id: record.name.clone(),
+            description: record.description.clone(),
+            system_prompt: record.system_prompt.clone(),
+            tools: items.join(","),
+            provider: ProviderDef {
+                kind: record
+                    .provider
+                    .clone()
+                    .filter(|p| matches!(p.as_str(), "openai" | "anthropic")),
+                base_url: o.base_url.clone(),
+                model: record.model.clone(),
+                api_key_env: o.api_key_env.clone(),
+            },
+            max_iterations: o.max_iterations.unwrap_or_else(default_iterations),
+            approval: o.approval.clone().unwrap_or_default(),
+        }
     }
 
     /// Checks the fields a client sent.
     ///
     /// # Errors
     /// 422 naming the field.
-    pub fn validate(&self, registry: &Registry) -> Result<(), Problem> {
+    pub fn validate(&self, registry: &toolbelt_core::Registry) -> Result<(), Problem> {
         if self.id.is_empty()
             || self.id.len() > 64
             || !self
@@ -200,136 +160,49 @@ impl AgentDef {
                 format!("unknown provider `{kind}`; use `openai` or `anthropic`"),
             ));
         }
-        self.toolset(registry).map(|_| ())
-    }
-}
-
-/// The router of a server without an embedding model: BM25 with the concept lexicon, the
-/// built-in keyword groups, adaptive k ([`default_hybrid`]).
-pub fn default_router() -> AnyRouter {
-    AnyRouter::new(default_hybrid())
-}
-
-/// The hybrid router a server starts from: BM25 with the concept lexicon, the built-in
-/// keyword groups, adaptive k. `toolbelt serve` adds the multilingual encoder to it
-/// ([`HybridRouter::with_multilingual_slot`]) when the model is present.
-pub fn default_hybrid() -> HybridRouter {
-    HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin())
-}
-
-/// The agents a server knows, by id: stored agents first, then those of the configuration.
-/// Clones share the same map.
-#[derive(Debug, Clone, Default)]
-pub struct AgentCatalog {
-    agents: Arc<RwLock<BTreeMap<String, AgentDef>>>,
-    store: Arc<std::sync::OnceLock<toolbelt_store::Store>>,
-}
-
-impl AgentDef {
-    /// The runnable definition of a stored agent: its selection plus its bound tools.
-    pub fn from_record(record: &toolbelt_store::AgentRecord) -> Self {
-        let mut items: Vec<String> = Vec::new();
-        if !record.selection.trim().is_empty() {
-            items.push(record.selection.clone());
-        }
-        items.extend(record.tools.iter().map(|b| format!("tool:{}", b.tool)));
-        Self {
-            id: record.name.clone(),
-            description: record.description.clone(),
-            system_prompt: record.system_prompt.clone(),
-            tools: items.join(","),
-            provider: ProviderDef {
-                kind: record
-                    .provider
-                    .clone()
-                    .filter(|p| matches!(p.as_str(), "openai" | "anthropic")),
-                base_url: None,
-                model: record.model.clone(),
-                api_key_env: None,
-            },
-            max_iterations: record
-                .options
-                .max_iterations
-                .unwrap_or_else(default_iterations),
-            approval: ApprovalPolicy::new(),
-        }
-    }
-}
-
-impl AgentCatalog {
-    /// A catalog holding `defs`.
-    pub fn new(defs: impl IntoIterator<Item = AgentDef>) -> Self {
-        let map = defs.into_iter().map(|d| (d.id.clone(), d)).collect();
-        Self {
-            agents: Arc::new(RwLock::new(map)),
-            store: Arc::default(),
-        }
-    }
-
-    /// Also serves the agents stored in `store` (they win over configured ones of the same id).
-    pub fn set_store(&self, store: toolbelt_store::Store) {
-        let _ = self.store.set(store);
-    }
-
-    /// The agent `id`, stored or configured.
-    ///
-    /// # Errors
-    /// 404 `agent_not_found` listing the ids that exist; 500 when the database fails.
-    pub async fn find(&self, id: &str) -> Result<AgentDef, Problem> {
-        if let Some(store) = self.store.get() {
-            match store.get_agent(id).await {
-                Ok(record) => return Ok(AgentDef::from_record(&record)),
-                Err(toolbelt_store::StoreError::NotFound { .. }) => {}
-                Err(e) => return Err(Problem::internal(e)),
-            }
-        }
-        self.get(id)
-    }
-
-    /// Every agent: stored ones, then configured ones not shadowed by a stored one.
-    ///
-    /// # Errors
-    /// 500 when the database fails.
-    pub async fn list_all(&self) -> Result<Vec<AgentDef>, Problem> {
-        let mut out: Vec<AgentDef> = match self.store.get() {
-            Some(store) => store
-                .list_agents()
-                .await
-                .map_err(Problem::internal)?
-                .iter()
-                .map(AgentDef::from_record)
-                .collect(),
-            None => Vec::new(),
-        };
-        for def in self.list() {
-            if !out.iter().any(|d| d.id == def.id) {
-                out.push(def);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The agent `id`.
-    ///
-    /// # Errors
-    /// 404 `agent_not_found` listing the ids that exist.
-    pub fn get(&self, id: &str) -> Result<AgentDef, Problem> {
-        let agents = self.read();
-        agents.get(id).cloned().ok_or_else(|| {
-            Problem::not_found("agent_not_found", format!("no agent `{id}`"))
-                .with_pointer("id")
-                .with_nearest(agents.keys().take(20).cloned().collect())
+        registry.select(&self.tools).map(|_| ()).map_err(|e| {
+            Problem::invalid_field("/tools", e.to_string()).with_code("invalid_selection")
         })
     }
+}
 
-    /// Every agent, by id.
-    pub fn list(&self) -> Vec<AgentDef> {
-        self.read().values().cloned().collect()
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, AgentDef>> {
-        self.agents
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// The problem document for a host error: one code per condition.
+pub(crate) fn host_problem(error: HostError) -> Problem {
+    match error {
+        HostError::AgentNotFound { name, known } => {
+            Problem::not_found("agent_not_found", format!("no agent `{name}`"))
+                .with_pointer("id")
+                .with_nearest(known)
+        }
+        HostError::InvalidAgent {
+            agent,
+            field,
+            reason,
+        } => {
+            let code = if field == "selection" {
+                "invalid_selection"
+            } else {
+                "invalid_agent"
+            };
+            Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                code,
+                format!("agent `{agent}`: {field}: {reason}"),
+            )
+            .with_pointer(format!("/{}", field.replace('.', "/")))
+        }
+        e @ HostError::Provider { .. } => {
+            let detail = match std::error::Error::source(&e) {
+                Some(source) => format!("{e}: {source}"),
+                None => e.to_string(),
+            };
+            Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "provider_unavailable",
+                detail,
+            )
+        }
+        HostError::Store(e) => crate::api::manage::store_problem(e),
+        other => Problem::internal(other),
     }
 }

@@ -33,7 +33,7 @@ pub mod routines;
 mod runs;
 mod state;
 
-pub use agents::{AgentCatalog, AgentDef, ProviderDef, default_hybrid, default_router};
+pub use agents::{AgentDef, ProviderDef};
 pub use app::{app, serve};
 pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};

@@ -1,7 +1,10 @@
 //! `/mcp/{agent}`: each agent's tools over MCP (streamable HTTP), behind the `run` scope.
 //!
-//! The endpoint serves what a run of the agent may use: its selection over the live registry
-//! (tools added or removed at run time are announced with `list_changed`), called through an
+//! The endpoint serves what a run of the agent may use, decided by the host's agent factory
+//! (selection, bindings, version pins, availability rules) and decided again after every
+//! change of the live registry (a change in what is offered is announced with
+//! `list_changed`); a changed agent definition gives new sessions a fresh server. Calls go
+//! through an
 //! executor with the agent's approval policy (a call that needs approval is asked through MCP
 //! elicitation where the client supports it, refused with a message otherwise), with the
 //! agent's memory and routines in the call context, and written to the run log. A changed
@@ -13,10 +16,13 @@
 
 use axum::middleware::from_fn_with_state;
 use std::sync::Arc;
-use toolbelt_core::{ExecEvent, Executor, Selection};
+use tokio::sync::watch;
+use toolbelt_core::{ExecEvent, Executor, Toolset};
 
 use toolbelt_mcp::{AgentEndpoint, Export, McpServer, agents_router};
-use toolbelt_router::{HybridRouter, KeywordRouter, LexicalRouter, SearchTools};
+use toolbelt_router::SearchTools;
+
+use crate::agents::AgentDef;
 
 use crate::auth::require_run;
 use crate::config::ServerConfig;
@@ -84,32 +90,92 @@ fn audit(executor: &Executor, log: Option<toolbelt_store::RunLogWriter>, agent: 
     });
 }
 
+/// The offered tools of a report, with their versions: what decides whether to announce.
+fn offered(report: &[toolbelt_host::ToolReport]) -> Vec<(String, Option<i64>)> {
+    report
+        .iter()
+        .filter(|r| r.available)
+        .map(|r| (r.name.clone(), r.version))
+        .collect()
+}
+
+/// Publishes the tools of `agent` as the factory decides them, deciding again after every
+/// change of the registry; ends when no session holds the receiver any more.
+fn follow_tools(
+    state: &AppState,
+    agent: String,
+    initial: Toolset,
+    mut current: Vec<(String, Option<i64>)>,
+) -> watch::Receiver<(u64, Toolset)> {
+    let (tx, rx) = watch::channel((0, initial));
+    let agents = state.agents.clone();
+    let mut changes = agents.registry().watch();
+    tokio::spawn(async move {
+        let mut generation = 0;
+        loop {
+            tokio::select! {
+                () = tx.closed() => break,
+                changed = changes.changed() => if changed.is_err() { break },
+            }
+            let plan = match agents.record(&agent).await {
+                Ok(record) => agents.tools(&record).await,
+                Err(e) => Err(e),
+            };
+            match plan {
+                Ok((tools, report)) => {
+                    let now = offered(&report);
+                    if now != current {
+                        current = now;
+                        generation += 1;
+                        if tx.send((generation, tools)).is_err() {
+                            break;
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%agent, %error, "MCP: the agent's tools could not be decided again");
+                }
+            }
+        }
+    });
+    rx
+}
+
 async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<AgentEndpoint> {
-    let def = match state.agents.find(agent).await {
-        Ok(def) => def,
-        Err(problem) => {
-            tracing::debug!(%agent, ?problem, "MCP: no such agent");
-            return None;
-        }
-    };
-    let selection = match Selection::parse(&def.tools) {
-        Ok(selection) => selection,
+    let record = match state.agents.record(agent).await {
+        Ok(record) => record,
         Err(error) => {
-            tracing::warn!(%agent, %error, "MCP: the agent's tool selection does not parse");
+            tracing::debug!(%agent, %error, "MCP: no such agent");
             return None;
         }
     };
-    let revision = serde_json::to_string(&def).unwrap_or_default();
-    let description = (!def.description.is_empty()).then(|| def.description.clone());
-    let executor = Executor::builder().policy(def.approval.clone()).build();
-    audit(&executor, state.run_log.clone(), def.id.clone());
-    let server = McpServer::from_registry(state.shared_registry(), Some(selection), executor)
-        .with_name(format!("toolbelt:{}", def.id), description)
-        .with_extensions(state.run_extensions(&def.id));
+    // The tools a run of the agent gets (selection, bindings, pins, availability), from the
+    // host's factory like every other entry point.
+    let (tools, report) = match state.agents.tools(&record).await {
+        Ok(plan) => plan,
+        Err(error) => {
+            tracing::warn!(%agent, %error, "MCP: the agent's tools cannot be built");
+            return None;
+        }
+    };
+    // A new session gets a fresh server when the definition changed; the tools follow the
+    // registry (decided again by the factory after each change, then announced).
+    let revision = format!(
+        "{}|{}",
+        record.revision,
+        serde_json::to_string(&AgentDef::from_record(&record)).unwrap_or_default()
+    );
+    let tools = follow_tools(state, record.name.clone(), tools, offered(&report));
+    let description = (!record.description.is_empty()).then(|| record.description.clone());
+    let executor = Executor::builder()
+        .policy(record.options.approval.clone().unwrap_or_default())
+        .build();
+    audit(&executor, state.run_log.clone(), record.name.clone());
+    let server = McpServer::from_published(tools, executor)
+        .with_name(format!("toolbelt:{}", record.name), description)
+        .with_extensions(state.run_extensions(&record.name));
     let server = if export == Export::Routed {
-        let router = Arc::new(
-            HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin()),
-        );
+        let router = Arc::new(state.agents.router().clone());
         server.with_search(move |tools| {
             SearchTools::hybrid(router.clone(), tools.clone())
                 .into_handle()

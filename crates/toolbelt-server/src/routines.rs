@@ -35,24 +35,19 @@ impl ServerRoutineRunner {
 
     async fn run_job(&self, job: RoutineJob) -> Result<JobOutcome, String> {
         let state = &self.state;
-        let def = state
+        let built = state
             .agents
-            .find(&job.agent)
+            .build_named(&job.agent)
             .await
-            .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
-        let agent = state
-            .build_agent(&def)
-            .await
-            .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
-        let model = def.model_name();
+            .map_err(|e| format!("routine `{}`: {e}", job.routine))?;
         let start = RunStart {
             input: job.prompt.clone(),
-            model,
+            model: built.model,
             ..RunStart::default()
         };
         let entry = state
             .runs
-            .start(agent, start, state.run_extensions(&job.agent))
+            .start(built.agent, start, state.run_extensions(&job.agent))
             .await
             .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
         // A routine's run may wait for a person; the scheduler heart-beats meanwhile.

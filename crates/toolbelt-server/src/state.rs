@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{Executor, Extensions, Registry};
-use toolbelt_router::{AnyRouter, Skill, SkillSet};
+use toolbelt_host::{AgentFactory, AgentFactoryBuilder, Database};
+use toolbelt_router::AnyRouter;
 use toolbelt_tools::{BuiltinConfig, Human, Memory, MemoryScope, Routines, Workspace};
 
-use crate::agents::{AgentCatalog, default_router};
 use crate::auth::TokenBook;
 use crate::config::ServerConfig;
 use crate::runs::RunRegistry;
@@ -17,14 +17,13 @@ use crate::runs::RunRegistry;
 /// Cloning is cheap (every field is shared).
 #[derive(Clone)]
 pub struct AppState {
-    /// The tools every request sees (read it through [`AppState::registry`]).
-    tools: Tools,
+    /// The agents, configured and stored, and the tools they are built over: every run,
+    /// preview and tool list of an agent goes through it.
+    pub agents: AgentFactory,
     /// Runs direct tool calls (`POST /tools/{name}/call`).
     pub executor: Executor,
-    /// Previews routing decisions (`POST /route`).
+    /// Previews routing decisions (`POST /route`): the agents' shared base router.
     pub router: AnyRouter,
-    /// The agents.
-    pub agents: AgentCatalog,
     /// The runs.
     pub runs: RunRegistry,
     /// Who may do what.
@@ -41,13 +40,6 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The clients of the MCP servers stored in the database ([`crate::mcp_servers::spawn`]).
     pub mcp_servers: crate::mcp_servers::McpServers,
-}
-
-/// Where the live tools are: a registry of the process, or one that follows the store.
-#[derive(Clone)]
-enum Tools {
-    Plain(Arc<Registry>),
-    Live(Arc<toolbelt_store::LiveRegistry>),
 }
 
 impl std::fmt::Debug for AppState {
@@ -75,71 +67,45 @@ pub enum StateError {
     /// The configuration is not usable.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// A configured agent does not check.
+    #[error("configured agent `{agent}`")]
+    Agent {
+        /// The agent's id.
+        agent: String,
+        /// What is wrong.
+        #[source]
+        source: toolbelt_store::StoreError,
+    },
 }
 
 impl AppState {
-    /// Builds the runnable agent of `def` with the skills stored in the database (read
-    /// afresh for each run, so a skill added or removed counts from the next run).
-    ///
-    /// # Errors
-    /// As [`AgentDef::build`](crate::agents::AgentDef::build).
-    pub async fn build_agent(
-        &self,
-        def: &crate::agents::AgentDef,
-    ) -> Result<toolbelt_agent::Agent, crate::problem::Problem> {
-        def.build_with(self.registry(), self.router.clone(), self.skills().await)
-    }
-
-    /// The skills stored in the database (none without one). A skill that cannot be read
-    /// is logged and left out: runs go on without it.
-    pub async fn skills(&self) -> SkillSet {
-        let Some(store) = &self.store else {
-            return SkillSet::default();
-        };
-        let records = match store.list_skills().await {
-            Ok(records) => records,
-            Err(error) => {
-                tracing::warn!(%error, "cannot read the stored skills; running without them");
-                return SkillSet::default();
-            }
-        };
-        let skills = records
-            .into_iter()
-            .filter_map(|record| {
-                let name = record.name.clone();
-                skill_of(record)
-                    .map_err(|error| tracing::warn!(skill = %name, %error, "stored skill left out"))
-                    .ok()
-            })
-            .collect();
-        SkillSet::new(skills)
-    }
-
     /// The live registry: what calls, routing and agents see.
     pub fn registry(&self) -> &Registry {
-        match &self.tools {
-            Tools::Plain(r) => r,
-            Tools::Live(l) => l.registry(),
-        }
+        self.agents.registry()
     }
 
     /// The live registry, shared (an MCP endpoint follows its changes).
     pub fn shared_registry(&self) -> Arc<Registry> {
-        match &self.tools {
-            Tools::Plain(r) => Arc::clone(r),
-            Tools::Live(l) => l.shared_registry(),
-        }
+        self.agents.shared_registry()
     }
 
     /// The registry that follows the store, when tools are stored.
     pub fn live(&self) -> Option<&Arc<toolbelt_store::LiveRegistry>> {
-        match &self.tools {
-            Tools::Plain(_) => None,
-            Tools::Live(l) => Some(l),
-        }
+        self.agents.live_registry()
+    }
+
+    /// State over an opened database: tools, agents, tokens and runs stored there, and agent
+    /// tools that run agents built by this state's factory. This is what `toolbelt serve` uses.
+    ///
+    /// # Errors
+    /// As [`AppState::new`].
+    pub fn with_database(db: &Database, config: ServerConfig) -> Result<Self, StateError> {
+        let store = db.live.store().clone();
+        Ok(Self::build(db.agent_factory(), config)?.with_store(store))
     }
 
     /// State over a registry that follows `live`'s store (tools, tokens and runs stored there).
+    /// Stored agent tools are not served (use [`AppState::with_database`]).
     ///
     /// # Errors
     /// As [`AppState::new`].
@@ -148,9 +114,7 @@ impl AppState {
         config: ServerConfig,
     ) -> Result<Self, StateError> {
         let store = live.store().clone();
-        let mut state = Self::new(Arc::new(Registry::new()), config)?;
-        state.tools = Tools::Live(live);
-        Ok(state.with_store(store))
+        Ok(Self::build(AgentFactory::live(live), config)?.with_store(store))
     }
 
     /// Uses `store` for tokens and run records.
@@ -158,7 +122,6 @@ impl AppState {
     pub fn with_store(mut self, store: toolbelt_store::Store) -> Self {
         self.tokens = self.tokens.with_store(store.clone());
         self.runs = self.runs.with_store(store.clone());
-        self.agents.set_store(store.clone());
         // The writer task ends (after a last flush) when every writer is dropped.
         let (writer, _task) = store.run_log(toolbelt_store::RunLogConfig::default());
         self.runs = self.runs.with_run_log(writer.clone());
@@ -187,6 +150,21 @@ impl AppState {
     /// # Errors
     /// [`StateError`] when the workspace or the tokens cannot be used.
     pub fn new(registry: Arc<Registry>, config: ServerConfig) -> Result<Self, StateError> {
+        Self::build(AgentFactory::plain(registry), config)
+    }
+
+    fn build(agents: AgentFactoryBuilder, config: ServerConfig) -> Result<Self, StateError> {
+        let configured = config
+            .agents
+            .iter()
+            .map(|def| {
+                def.to_record().map_err(|source| StateError::Agent {
+                    agent: def.id.clone(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let agents = agents.configured(configured).build();
         let tokens = if config.dev {
             TokenBook::dev()
         } else {
@@ -202,10 +180,9 @@ impl AppState {
             .with_human(Human::new(runs.human_channel()))
             .extensions();
         Ok(Self {
-            tools: Tools::Plain(registry),
             executor: Executor::new(),
-            router: default_router(),
-            agents: AgentCatalog::new(config.agents.clone()),
+            router: agents.shared_router().clone(),
+            agents,
             runs,
             tokens,
             extensions: Arc::new(extensions),
@@ -216,12 +193,4 @@ impl AppState {
             mcp_servers: crate::mcp_servers::McpServers::default(),
         })
     }
-}
-
-/// The runtime's skill for a stored one.
-fn skill_of(record: toolbelt_store::SkillRecord) -> Result<Skill, toolbelt_router::SkillError> {
-    let mut skill = Skill::from_parts(record.name, record.description, record.instructions)?;
-    skill.metadata = record.metadata;
-    skill.files = record.files.into_iter().map(Into::into).collect();
-    Ok(skill)
 }

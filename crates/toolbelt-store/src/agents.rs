@@ -30,6 +30,15 @@ pub struct AgentSettings {
     pub temperature: Option<f32>,
     /// Most tokens per answer.
     pub max_tokens: Option<u32>,
+    /// Which calls need a person's approval (`default`, `tools`, `tags`: `allow` / `ask` /
+    /// `deny`); unset defers to each tool's own policy.
+    pub approval: Option<toolbelt_core::ApprovalPolicy>,
+    /// The provider's API root (e.g. `http://localhost:8080/v1`); unset takes
+    /// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`.
+    pub base_url: Option<String>,
+    /// The name of the environment variable that holds the API key (the key is never stored);
+    /// unset takes `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
+    pub api_key_env: Option<String>,
 }
 
 /// How a stored agent narrows its tools per request.
@@ -250,6 +259,36 @@ pub struct AgentRecord {
 }
 
 impl AgentRecord {
+    /// The record an agent defined outside the database (a server's configuration file) would
+    /// have once stored: checked and normalised like [`Store::create_agent`] (pins moved out of
+    /// the selection), with revision 0 and no bindings' existence checked, so configured and
+    /// stored agents are built the same way.
+    ///
+    /// # Errors
+    /// [`StoreError::Invalid`] naming the field, as [`Store::create_agent`].
+    pub fn unstored(draft: &AgentDraft) -> Result<Self> {
+        let checked = check_draft(draft)?;
+        Ok(Self {
+            name: draft.name.clone(),
+            kind: draft.kind.clone(),
+            labels: draft.labels.clone(),
+            capabilities: draft.capabilities.clone(),
+            description: draft.description.clone(),
+            system_prompt: draft.system_prompt.clone(),
+            provider: draft.provider.clone(),
+            model: draft.model.clone(),
+            options: draft.options.clone(),
+            router: draft.router.clone(),
+            selection: checked.selection,
+            pins: checked.pins,
+            tools: draft.tools.clone(),
+            revision: 0,
+            created_at: 0,
+            updated_at: 0,
+            changed_by: draft.changed_by.clone(),
+        })
+    }
+
     /// The record as a draft, to edit and pass to [`Store::update_agent`].
     pub fn to_draft(&self) -> AgentDraft {
         AgentDraft {

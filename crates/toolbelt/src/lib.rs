@@ -43,6 +43,12 @@ pub mod store {
 
 pub mod stored;
 
+/// Turning stored records into running things: agents, their tools, the live registry
+/// (crate `toolbelt-host`).
+pub mod host {
+    pub use toolbelt_host::*;
+}
+
 /// MCP both ways (crate `toolbelt-mcp`).
 pub mod mcp {
     pub use toolbelt_mcp::*;

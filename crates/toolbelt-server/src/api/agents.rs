@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::agents::AgentDef;
+use crate::agents::{AgentDef, host_problem};
 use crate::api::extract::ApiJson;
 use crate::api::manage::{if_match, store_problem};
 use crate::auth::Principal;
@@ -18,7 +18,8 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/api/v1/agents", tag = "agents",
     responses((status = 200, body = Vec<AgentDef>), (status = 500, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn list_agents(State(state): State<AppState>) -> ApiResult<Json<Vec<AgentDef>>> {
-    state.agents.list_all().await.map(Json)
+    let records = state.agents.records().await.map_err(host_problem)?;
+    Ok(Json(records.iter().map(AgentDef::from_record).collect()))
 }
 
 /// One agent.
@@ -29,7 +30,8 @@ pub(crate) async fn get_agent(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentDef>> {
-    state.agents.find(&id).await.map(Json)
+    let record = state.agents.record(&id).await.map_err(host_problem)?;
+    Ok(Json(AgentDef::from_record(&record)))
 }
 
 /// Whether an agent may use a tool, and why.
@@ -61,116 +63,22 @@ pub(crate) async fn agent_tools(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<ToolAvailability>>> {
-    if let Some(store) = &state.store
-        && let Ok(record) = store.get_agent(&id).await
-    {
-        let selected = AgentDef::from_record(&record).toolset(state.registry())?;
-        return Ok(Json(
-            stored_agent_tools(state.registry(), &selected, store, &record).await?,
-        ));
-    }
-    let agent = state.agents.find(&id).await?;
-    let selected = agent.toolset(state.registry())?;
-    let mut out: Vec<ToolAvailability> = state
-        .registry()
-        .list()
-        .iter()
-        .map(|t| {
-            let name = t.name().to_string();
-            let available = selected.contains(&name);
-            let why = if available {
-                format!("selected by `{}`", agent.tools)
-            } else {
-                format!("not selected by `{}`", agent.tools)
-            };
-            ToolAvailability {
-                name,
-                available,
-                why,
-                selected: available,
-                version: None,
-                source: None,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Json(out))
-}
-
-/// Every tool for a stored agent: `available` is what a run of the agent gets (its selection
-/// plus its bound tools in the live registry); `why` says so, or gives the store's reasons
-/// the tool is left out (disabled, missing, not selected, and the tool's availability rules).
-async fn stored_agent_tools(
-    registry: &toolbelt_core::Registry,
-    selected: &toolbelt_core::Toolset,
-    store: &toolbelt_store::Store,
-    record: &toolbelt_store::AgentRecord,
-) -> Result<Vec<ToolAvailability>, Problem> {
-    let tools = store.list_tools().await.map_err(store_problem)?;
-    let tags: std::collections::BTreeSet<String> =
-        tools.iter().flat_map(|t| t.spec.tags.clone()).collect();
-    let bound: std::collections::BTreeSet<&str> =
-        record.tools.iter().map(|b| b.tool.as_str()).collect();
-    let mut out = Vec::with_capacity(tools.len());
-    for tool in &tools {
-        let secrets = tool.availability.conditions.iter().filter_map(|c| match c {
-            toolbelt_store::Condition::Secret(name) if std::env::var_os(name).is_some() => {
-                Some(name.clone())
-            }
-            _ => None,
-        });
-        let env = toolbelt_store::Environment::now().with_secrets(secrets);
-        let verdict = toolbelt_store::availability(record, tool, &tags, &env);
-        let available = selected.contains(&tool.name);
-        let why = if available && bound.contains(tool.name.as_str()) {
-            "bound to the agent".to_owned()
-        } else if available {
-            format!("selected by `{}`", record.selection)
-        } else if !verdict.reasons.is_empty() {
-            verdict
-                .reasons
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        } else {
-            "not built by this server process".to_owned()
-        };
-        let selected = available
-            || !verdict
-                .reasons
-                .iter()
-                .any(|r| matches!(r, toolbelt_store::Reason::NotSelected { .. }));
-        out.push(ToolAvailability {
-            name: tool.name.clone(),
-            available,
-            why,
-            selected,
-            version: Some(verdict.version),
-            source: Some(tool.source.as_str().to_owned()),
-        });
-    }
-    let stored: std::collections::BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
-    for handle in registry.list().iter() {
-        let name = handle.name().to_string();
-        if !stored.contains(&name) {
-            let available = selected.contains(&name);
-            out.push(ToolAvailability {
-                why: if available {
-                    format!("selected by `{}`", record.selection)
-                } else {
-                    format!("not selected by `{}` and not bound", record.selection)
-                },
-                name,
-                available,
-                selected: available,
-                version: None,
-                source: None,
-            });
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    // The same decision a run of the agent gets: the host's factory makes both.
+    let record = state.agents.record(&id).await.map_err(host_problem)?;
+    let (_, report) = state.agents.tools(&record).await.map_err(host_problem)?;
+    Ok(Json(
+        report
+            .into_iter()
+            .map(|r| ToolAvailability {
+                name: r.name,
+                available: r.available,
+                why: r.why,
+                selected: r.selected,
+                version: r.version,
+                source: r.source.map(|s| s.as_str().to_owned()),
+            })
+            .collect(),
+    ))
 }
 
 /// Checks an agent definition without storing it (the same checks creation runs).

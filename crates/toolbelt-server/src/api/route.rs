@@ -4,9 +4,10 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolbelt_router::{RouteRequest, TokenSavings};
+use toolbelt_router::{RouteDecision, RouteRequest, ScoredTool, TokenSavings};
 use utoipa::ToSchema;
 
+use crate::agents::host_problem;
 use crate::api::extract::ApiJson;
 use crate::metrics;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
@@ -66,26 +67,48 @@ pub(crate) async fn route(
             format!("at most {} bytes", toolbelt_router::MAX_QUERY_BYTES),
         ));
     }
-    let toolset = match (&body.agent, &body.tools) {
+    let (toolset, router) = match (&body.agent, &body.tools) {
         (Some(_), Some(_)) => {
             return Err(Problem::invalid_field(
                 "/tools",
                 "give `agent` or `tools`, not both",
             ));
         }
-        (Some(agent), None) => state
-            .agents
-            .find(agent)
-            .await
-            .map_err(|p| p.with_pointer("/agent"))?
-            .toolset(state.registry())?,
-        (None, Some(expr)) => state.registry().select(expr).map_err(|e| {
-            Problem::invalid_field("/tools", e.to_string()).with_code("invalid_selection")
-        })?,
-        (None, None) => state.registry().all(),
+        // The agent's tools and router, as its runs get them.
+        (Some(agent), None) => {
+            let record = state
+                .agents
+                .record(agent)
+                .await
+                .map_err(|e| host_problem(e).with_pointer("/agent"))?;
+            let (toolset, _) = state.agents.tools(&record).await.map_err(host_problem)?;
+            let router = state.agents.router_of(&record).map_err(host_problem)?;
+            (toolset, router)
+        }
+        (None, Some(expr)) => (
+            state.registry().select(expr).map_err(|e| {
+                Problem::invalid_field("/tools", e.to_string()).with_code("invalid_selection")
+            })?,
+            Some(state.router.clone()),
+        ),
+        (None, None) => (state.registry().all(), Some(state.router.clone())),
     };
     let request = RouteRequest::new(body.input, toolset.clone()).with_recent(body.recent);
-    let decision = state.router.route_or_fallback(&request).await;
+    let decision = match router {
+        Some(router) => router.route_or_fallback(&request).await,
+        // Strategy `none`: every tool of the agent is sent.
+        None => RouteDecision::tools(
+            "none",
+            toolset
+                .iter()
+                .map(|t| ScoredTool {
+                    name: t.name().to_string(),
+                    score: 0.0,
+                })
+                .collect(),
+            "the agent's router strategy is `none`: every tool is sent",
+        ),
+    };
     metrics::record_route(&decision);
     let tokens = TokenSavings::measure(&toolset, &decision.tool_names());
     Ok(Json(RouteView {

@@ -169,7 +169,8 @@ pub(crate) async fn create_routine(
     }
     .map_err(problem)?;
     let agent = body.agent.unwrap_or_else(|| "default".to_owned());
-    state.agents.find(&agent).await.map_err(|p| {
+    state.agents.record(&agent).await.map_err(|e| {
+        let p = crate::agents::host_problem(e);
         Problem::invalid_field("/agent", p.detail.clone()).with_code("agent_not_found")
     })?;
     let draft = RoutineDraft::new(body.name.trim(), agent, body.prompt.trim(), schedule)

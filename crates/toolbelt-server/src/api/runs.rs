@@ -15,6 +15,7 @@ use serde_json::Value;
 use toolbelt_core::ApprovalResponse;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::agents::host_problem;
 use crate::api::extract::{ApiJson, ApiQuery};
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::runs::{
@@ -80,17 +81,15 @@ pub(crate) async fn start_run(
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
     check_input(&body.input)?;
-    let def = state.agents.find(&id).await?;
-    let agent = state.build_agent(&def).await?;
-    let model = def.model_name();
+    let built = state.agents.build_named(&id).await.map_err(host_problem)?;
     let start = RunStart {
         input: body.input,
-        model,
+        model: built.model,
         ..RunStart::default()
     };
     let entry = state
         .runs
-        .start(agent, start, state.run_extensions(&def.id))
+        .start(built.agent, start, state.run_extensions(&id))
         .await?;
     Ok(answer(&state, entry, &headers).await)
 }
@@ -115,19 +114,22 @@ pub(crate) async fn continue_run(
             format!("run `{id}` is still going; wait for it to end or cancel it first"),
         ));
     }
-    let def = state.agents.find(&detail.run.agent).await?;
-    let agent = state.build_agent(&def).await?;
-    let model = def.model_name();
+    let agent_name = detail.run.agent.clone();
+    let built = state
+        .agents
+        .build_named(&agent_name)
+        .await
+        .map_err(host_problem)?;
     let start = RunStart {
         input: body.input,
         history: detail.messages,
         conversation_id: Some(detail.run.conversation_id),
         parent_run: Some(id),
-        model,
+        model: built.model,
     };
     let entry = state
         .runs
-        .start(agent, start, state.run_extensions(&def.id))
+        .start(built.agent, start, state.run_extensions(&agent_name))
         .await?;
     Ok(answer(&state, entry, &headers).await)
 }

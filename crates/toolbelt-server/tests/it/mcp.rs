@@ -11,7 +11,7 @@ use toolbelt_mcp::{McpClient, McpServerConfig};
 
 use crate::support::{ADMIN, READER, RUNNER, TestServer, json_of, on_both};
 
-async fn connect(url: &str, token: &str) -> (McpClient, Arc<Registry>) {
+pub(crate) async fn connect(url: &str, token: &str) -> (McpClient, Arc<Registry>) {
     let registry = Arc::new(Registry::new());
     let client = McpClient::builder(
         "tb",

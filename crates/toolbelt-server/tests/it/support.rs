@@ -76,8 +76,7 @@ impl TestServer {
         let opened = toolbelt_server::database::open_store(store, compiled, "test")
             .await
             .unwrap();
-        let mut server =
-            Self::start_inner(model_url, |_| {}, Some(opened.live.clone()), scheduled).await;
+        let mut server = Self::start_inner(model_url, |_| {}, Some(&opened), scheduled).await;
         server.watch = Some(opened.watch().unwrap());
         server
     }
@@ -92,7 +91,7 @@ impl TestServer {
     async fn start_inner(
         model_url: Option<&str>,
         edit: impl FnOnce(&mut ServerConfig),
-        live: Option<Arc<toolbelt_store::LiveRegistry>>,
+        opened: Option<&toolbelt_server::database::Database>,
         scheduled: bool,
     ) -> Self {
         let registry = Registry::new();
@@ -116,8 +115,8 @@ impl TestServer {
         config.agents = vec![agent];
         config.run_wait_secs = 5;
         edit(&mut config);
-        let state = match live {
-            Some(live) => AppState::with_live(live, config).unwrap(),
+        let state = match opened {
+            Some(db) => AppState::with_database(db, config).unwrap(),
             None => AppState::new(Arc::new(registry), config).unwrap(),
         };
         if scheduled {

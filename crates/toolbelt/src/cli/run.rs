@@ -21,8 +21,8 @@ use toolbelt_core::{
 };
 use toolbelt_llm::{ModelProfile, ModelProfiles, ProviderConfig, ProviderError};
 use toolbelt_router::{
-    AnyRouter, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig,
-    LexicalRouter, LowConfidence, RouteDecision, RouteOutcome, SearchTools,
+    AnyRouter, EmbeddingRouter, HybridConfig, HybridRouter, LexicalRouter, LowConfidence,
+    RouteDecision, RouteOutcome, SearchTools,
 };
 use toolbelt_tools::{
     AgentInfo, BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Memory, MemoryScope,
@@ -37,8 +37,10 @@ const EXIT_NOT_CONFIGURED: u8 = 2;
 pub(crate) struct RunArgs {
     /// What to ask the agent.
     input: String,
-    /// A built-in agent: `assistant` (default, all tools), `coder` (files, shell, git, todo)
-    /// or `researcher` (web, files, todo). It sets the name, system prompt and default groups.
+    /// The agent: one stored in the database (`toolbelt agents create`; built as the server
+    /// builds it: its tools, pins, availability rules, router settings, options and approval
+    /// policy), else a built-in one: `assistant` (default, all tools), `coder` (files, shell,
+    /// git, todo) or `researcher` (web, files, todo).
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
     /// Tool groups or tools to give the agent, e.g. "file_ops,shell,-shell_exec" (default: the agent's).
@@ -166,6 +168,17 @@ const PRESETS: &[Preset] = &[
 ];
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // A stored agent of that name wins over a built-in one, as in the server.
+    if let Some(name) = args.agent.clone()
+        && !args.no_store
+    {
+        let store = args.db.open().await?;
+        match store.get_agent(&name).await {
+            Ok(record) => return run_stored(args, store, record).await,
+            Err(toolbelt_store::StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e).context("reading the stored agent"),
+        }
+    }
     let config = match provider_config(&args) {
         Ok(config) => config,
         Err(ProviderError::Config(what)) => return Ok(not_configured(&what)),
@@ -255,10 +268,25 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         builder = builder.skills(skills);
     }
     let agent = builder.build()?;
+    drive(agent, &args, store, preset.prompt, &model, "default").await
+}
+
+/// Runs `agent` in the terminal until it ends: the answer to stdout, events to stderr,
+/// approvals and questions asked at the terminal. `routines_agent` is the agent new
+/// routines run (the `routine` tool's default).
+async fn drive(
+    agent: Agent,
+    args: &RunArgs,
+    store: Option<toolbelt_store::Store>,
+    description: &str,
+    model: &str,
+    routines_agent: &str,
+) -> anyhow::Result<ExitCode> {
+    let name = agent.name().to_owned();
     let terminal = Arc::new(Terminal::new());
     let workspace = Workspace::current_dir().context("opening the current directory")?;
-    let info = AgentInfo::new(preset.name)
-        .with_description(preset.prompt)
+    let info = AgentInfo::new(&name)
+        .with_description(description)
         .with_model(model)
         .with_tools(agent.tools().specs());
     let shell = toolbelt_tools::ShellConfig::new().with_sandbox(
@@ -276,9 +304,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         builtins = builtins
             .with_memory(Memory::new(
                 Arc::new(store.memory()),
-                MemoryScope::agent(preset.name),
+                MemoryScope::agent(&name),
             ))
-            .with_routines(Routines::new(Arc::new(store.routines()), "default"));
+            .with_routines(Routines::new(Arc::new(store.routines()), routines_agent));
     }
     let extensions = builtins.extensions();
     let cancel = CancellationToken::new();
@@ -288,7 +316,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(max) = args.max_tokens {
         options = options.with_max_tokens(max);
     }
-    let mut stream = agent.run_stream_with(args.input, options);
+    let mut stream = agent.run_stream_with(args.input.clone(), options);
     let mut view = View::default();
     let interrupt = || {
         eprintln!("\n(interrupted: stopping the run)");
@@ -312,6 +340,109 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(view.exit)
+}
+
+/// Runs the agent stored as `record` in the database `store`: built by the host's agent
+/// factory, as the server builds it (tools with their pins and availability rules, router
+/// settings, options, approval policy, skills, provider settings). The flags `--provider`,
+/// `--model`, `--base-url` and `--api-key` stand in for the environment under the agent's own
+/// settings; `--yes`, `--temperature`, `--timeout` and `--max-tokens` override it.
+async fn run_stored(
+    args: RunArgs,
+    store: toolbelt_store::Store,
+    mut record: toolbelt_store::AgentRecord,
+) -> anyhow::Result<ExitCode> {
+    if args.yes {
+        record.options.approval = Some(ApprovalPolicy::allow_all());
+    }
+    if let Some(t) = args.temperature {
+        record.options.temperature = Some(t);
+    }
+    if let Some(secs) = args.timeout {
+        record.options.run_timeout_ms = Some(secs.saturating_mul(1000));
+    }
+    let config = match stored_provider_config(&args, &record) {
+        Ok(config) => config,
+        Err(toolbelt_host::HostError::Provider {
+            source: ProviderError::Config(what),
+            ..
+        }) => return Ok(not_configured(&what)),
+        Err(e) => return Err(e).context("reading the provider settings"),
+    };
+    let model = config.model_or_default().to_owned();
+    let multilingual = if args.no_embedder {
+        None
+    } else {
+        multilingual_embedding()
+    };
+    let compiled = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
+    let db = toolbelt_host::load(
+        store.clone(),
+        compiled,
+        "toolbelt run",
+        toolbelt_tools::declarative::Secrets::from_env(),
+    )
+    .await
+    .context("loading the stored tools")?;
+    let no_stream = args.no_stream;
+    let provider = config.with_stream(!no_stream).into_provider();
+    let provider = Arc::new(std::sync::Mutex::new(Some(provider)));
+    let factory = db
+        .agent_factory()
+        .providers(Arc::new(move |record: &toolbelt_store::AgentRecord| {
+            let taken = provider
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            match taken {
+                Some(provider) => provider.map_err(|source| toolbelt_host::HostError::Provider {
+                    agent: record.name.clone(),
+                    source,
+                }),
+                // Agent tools the agent calls get their own provider from the environment.
+                None => toolbelt_host::provider_config(record)?
+                    .with_stream(!no_stream)
+                    .into_provider()
+                    .map_err(|source| toolbelt_host::HostError::Provider {
+                        agent: record.name.clone(),
+                        source,
+                    }),
+            }
+        }))
+        .build();
+    if let Some(task) = multilingual
+        && let Some(router) = task.await.ok().flatten()
+    {
+        let _ = factory.encoder_slot().fill(router);
+    }
+    let built = factory.build(&record).await?;
+    drive(
+        built.agent,
+        &args,
+        Some(store),
+        &record.description,
+        &model,
+        &record.name,
+    )
+    .await
+}
+
+/// The stored agent's provider settings, with the flags standing in for the environment.
+fn stored_provider_config(
+    args: &RunArgs,
+    record: &toolbelt_store::AgentRecord,
+) -> Result<ProviderConfig, toolbelt_host::HostError> {
+    toolbelt_host::provider_config_from(record, |name| {
+        let flag = match name {
+            "TOOLBELT_PROVIDER" => &args.provider,
+            "TOOLBELT_MODEL" => &args.model,
+            "OPENAI_BASE_URL" | "ANTHROPIC_BASE_URL" => &args.base_url,
+            "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => &args.api_key,
+            _ => &None,
+        };
+        flag.clone()
+            .or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    })
 }
 
 /// Says what to set when no provider is configured.
@@ -353,7 +484,8 @@ fn find_preset(name: Option<&str>) -> anyhow::Result<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name).with_context(|| {
         let known: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
         format!(
-            "unknown agent `{name}`; built-in agents: {}",
+            "unknown agent `{name}`: no agent of that name in the database (`toolbelt agents ls`), \
+             and the built-in agents are {}",
             known.join(", ")
         )
     })
@@ -418,9 +550,7 @@ fn hybrid_router(
     } else if toolset > max_tools {
         config = config.with_low_confidence(LowConfidence::TopK(max_tools));
     }
-    let mut router = HybridRouter::new(LexicalRouter::new(LexicalConfig::default()))
-        .with_config(config)
-        .with_keyword(KeywordRouter::builtin());
+    let mut router = HybridRouter::standard().with_config(config);
     if let Some(multilingual) = multilingual {
         router = router.with_multilingual_embedding(multilingual);
     }

@@ -109,20 +109,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(embedder) = super::models::memory_embedder() {
         db.live.store().set_memory_embedder(embedder);
     }
-    #[cfg_attr(not(feature = "multilingual-embed"), allow(unused_mut))]
-    let mut state = AppState::with_live(db.live.clone(), config.clone())?;
-    // The multilingual encoder joins the router once loaded (attach_encoder, after listening).
+    // The host's agent factory builds every agent (stored or configured) and serves stored
+    // agent tools; its router's encoder slot is filled once the encoder has loaded.
+    let state = AppState::with_database(&db, config.clone())?;
     #[cfg(feature = "multilingual-embed")]
     let encoder = (!args.no_embedder)
         .then(super::models::shared_use)
         .flatten()
-        .map(|encoder| {
-            let slot = toolbelt_router::EmbeddingSlot::new();
-            state.router = toolbelt_router::AnyRouter::new(
-                toolbelt_server::default_hybrid().with_multilingual_slot(slot.clone()),
-            );
-            (encoder, slot)
-        });
+        .map(|encoder| (encoder, state.agents.encoder_slot().clone()));
     let has_tokens = state
         .tokens
         .has_any_token()

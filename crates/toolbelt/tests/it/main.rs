@@ -9,6 +9,7 @@ mod cli_route;
 mod cli_run;
 mod cli_run_models;
 mod cli_run_store;
+mod cli_run_stored;
 mod cli_sandbox;
 mod cli_serve;
 #[cfg(all(feature = "otel", unix))]
@@ -17,7 +18,6 @@ mod cli_skills;
 mod cli_store;
 mod cli_tools;
 mod memory_routines;
-mod stored_agents;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

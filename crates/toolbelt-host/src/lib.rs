@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+
+mod agents;
+mod database;
+mod environment;
+mod error;
+mod factories;
+mod provider;
+mod router;
+mod skills;
+
+pub use agents::{AgentFactory, AgentFactoryBuilder, BuiltAgent, ToolReport};
+pub use database::{Database, POLL_INTERVAL, load, open, open_store};
+pub use environment::environment;
+pub use error::HostError;
+pub use factories::{AgentToolFactory, agent_tool_parameters, declarative_factory};
+pub use provider::{ProviderFor, provider_config, provider_config_from};
+pub use router::router_for;
+pub use skills::skill_of;
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<AgentFactory>();
+    assert_send_sync::<AgentToolFactory>();
+};

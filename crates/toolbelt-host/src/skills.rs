@@ -1,0 +1,37 @@
+//! Stored skills as the runtime's [`Skill`]s.
+
+use toolbelt_router::{Skill, SkillError, SkillSet};
+use toolbelt_store::{SkillRecord, Store};
+
+/// The runtime's skill for a stored one.
+///
+/// # Errors
+/// [`SkillError`] when the stored name or description breaks the runtime's rules.
+pub fn skill_of(record: SkillRecord) -> Result<Skill, SkillError> {
+    let mut skill = Skill::from_parts(record.name, record.description, record.instructions)?;
+    skill.metadata = record.metadata;
+    skill.files = record.files.into_iter().map(Into::into).collect();
+    Ok(skill)
+}
+
+/// The skills stored in `store`. A skill that cannot be read is logged and left out: runs go
+/// on without it, as they do when the database cannot be read.
+pub(crate) async fn stored_skills(store: &Store) -> SkillSet {
+    let records = match store.list_skills().await {
+        Ok(records) => records,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the stored skills; running without them");
+            return SkillSet::default();
+        }
+    };
+    let skills = records
+        .into_iter()
+        .filter_map(|record| {
+            let name = record.name.clone();
+            skill_of(record)
+                .map_err(|error| tracing::warn!(skill = %name, %error, "stored skill left out"))
+                .ok()
+        })
+        .collect();
+    SkillSet::new(skills)
+}

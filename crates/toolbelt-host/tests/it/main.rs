@@ -1,0 +1,7 @@
+//! The host crate's integration tests, one binary (SQLite; Postgres too when
+//! `TOOLBELT_TEST_PG_URL` is set).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod stored_agents;
+mod support;

@@ -1,0 +1,228 @@
+//! Agents built from stored rows by the host's factory: pins, availability rules, router
+//! settings, options and approval policy all reach the model request, and a stored agent
+//! tool runs the stored agent.
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolbelt_agent::RunOptions;
+use toolbelt_agent::testing::ScriptedProvider;
+use toolbelt_core::{ApprovalPolicy, Decision, ToolContext, ToolPolicy, ToolSpec};
+use toolbelt_host::{AgentFactory, HostError, agent_tool_parameters};
+use toolbelt_store::{AgentDraft, Binding, RouterSettings, ToolDraft, ToolSource};
+use toolbelt_tools::declarative::Secrets;
+use toolbelt_tools::{BuiltinConfig, Workspace};
+
+use crate::support::{drop_schema, only_kinds, printer, stores};
+
+/// A factory over `store` whose agents all talk to `script`.
+async fn factory(
+    store: &toolbelt_store::Store,
+    script: &ScriptedProvider,
+) -> (toolbelt_host::Database, AgentFactory) {
+    let db = toolbelt_host::open_store(store.clone(), Vec::new(), "test", Secrets::default())
+        .await
+        .unwrap();
+    let provider = script.provider();
+    let agents = db
+        .agent_factory()
+        .providers(Arc::new(move |_record| Ok(provider.clone())))
+        .build();
+    (db, agents)
+}
+
+fn workspace_options(dir: &tempfile::TempDir) -> RunOptions {
+    let workspace = Workspace::new(dir.path()).unwrap();
+    RunOptions::new().with_extensions(BuiltinConfig::new(workspace).extensions())
+}
+
+#[tokio::test]
+async fn pins_availability_options_and_approval_reach_the_model_request() {
+    for (store, _dir) in stores("rules").await {
+        let v1 = store
+            .create_tool(&printer("greet", "Greet the user", "hello from v1"))
+            .await
+            .unwrap();
+        store
+            .update_tool(
+                &printer("greet", "Greet the user", "hello from v2"),
+                v1.revision,
+            )
+            .await
+            .unwrap();
+        store
+            .create_tool(
+                &printer("review", "Review a change", "looks fine")
+                    .with_availability(only_kinds(&["reviewer"])),
+            )
+            .await
+            .unwrap();
+        let mut draft = AgentDraft::new("writer")
+            .with_selection("review")
+            .with_tool(Binding::new("greet").pinned(1));
+        draft.options.temperature = Some(0.25);
+        draft.options.max_tokens = Some(77);
+        draft.options.parallel_tool_calls = Some(false);
+        draft.options.approval = Some(ApprovalPolicy::new().with_tool("greet", Decision::Allow));
+        store.create_agent(&draft).await.unwrap();
+
+        let script = ScriptedProvider::new()
+            .then_call("greet", json!({}))
+            .then_text("done");
+        let (_db, agents) = factory(&store, &script).await;
+        let record = agents.record("writer").await.unwrap();
+        let built = agents.build(&record).await.unwrap();
+        assert_eq!(built.agent.tools().names(), ["greet"]);
+        let review = built.tools.iter().find(|t| t.name == "review").unwrap();
+        assert_eq!(
+            (review.available, review.selected, review.why.as_str()),
+            (
+                false,
+                true,
+                "agent kind `assistant` is not allowed; allowed kinds: reviewer"
+            )
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let out = built
+            .agent
+            .run_with("greet me", workspace_options(&dir))
+            .await
+            .unwrap();
+        assert_eq!(out.answer, "done");
+        let requests = script.requests();
+        let first = &requests[0];
+        let offered: Vec<&str> = first.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(offered, ["greet"]);
+        assert_eq!(
+            (
+                first.temperature,
+                first.max_tokens,
+                first.parallel_tool_calls
+            ),
+            (Some(0.25), Some(77), Some(false))
+        );
+        let result = requests[1].messages.last().unwrap().text().unwrap();
+        assert_eq!(result.trim(), "hello from v1");
+        drop_schema(&store).await;
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_agent_names_the_agents_that_exist() {
+    for (store, _dir) in stores("unknown").await {
+        store.create_agent(&AgentDraft::new("alpha")).await.unwrap();
+        let script = ScriptedProvider::new();
+        let (_db, agents) = factory(&store, &script).await;
+        let err = agents.record("alpah").await.unwrap_err();
+        assert!(
+            matches!(&err, HostError::AgentNotFound { name, known } if name == "alpah" && known == &["alpha"]),
+            "{err:?}"
+        );
+        drop_schema(&store).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
+    for (store, _dir) in stores("agent_tool").await {
+        store
+            .create_tool(&printer("shout", "Print HELLO", "HELLO"))
+            .await
+            .unwrap();
+        let worker = AgentDraft::new("worker").with_tool(Binding::new("shout"));
+        store.create_agent(&worker).await.unwrap();
+        let spec = ToolSpec::builder("ask_worker")
+            .description("Ask the worker agent")
+            .parameters(agent_tool_parameters())
+            .policy(ToolPolicy::read_only())
+            .build()
+            .unwrap();
+        let ask = ToolDraft::new(spec, ToolSource::Agent, "t")
+            .with_definition(json!({"agent": {"agent": "worker"}}));
+        store.create_tool(&ask).await.unwrap();
+
+        let script = ScriptedProvider::new()
+            .then_call("shout", json!({}))
+            .then_text("done: HELLO");
+        let (db, agents) = factory(&store, &script).await;
+        let built = agents.build_named("worker").await.unwrap();
+        assert_eq!(built.agent.tools().names(), ["shout"]);
+
+        let ask = db.live.registry().get("ask_worker").unwrap();
+        // The inner agent's command tool runs in the caller's workspace (and its sandbox).
+        let workspace = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new().with(Workspace::new(workspace.path()).unwrap());
+        let out = ask
+            .call(json!({"input": "shout hello"}), ctx)
+            .await
+            .unwrap();
+        assert_eq!(out.text, "done: HELLO");
+        let tool_result = script.requests()[1]
+            .messages
+            .last()
+            .unwrap()
+            .text()
+            .map(str::to_owned);
+        assert_eq!(tool_result.as_deref().map(str::trim), Some("HELLO"));
+        drop_schema(&store).await;
+    }
+}
+
+/// A stored agent's router settings are applied: `max_tools` caps what one request offers,
+/// `always` tools are offered whatever the ranking, `none` offers everything.
+#[tokio::test]
+async fn stored_router_settings_choose_the_router() {
+    for (store, _dir) in stores("routers").await {
+        let names = ["weather", "stocks", "news", "translate"];
+        for (name, what) in names.iter().zip([
+            "Get the weather forecast for a city",
+            "Get a stock quote",
+            "Read the latest news headlines",
+            "Translate text between languages",
+        ]) {
+            store.create_tool(&printer(name, what, "")).await.unwrap();
+        }
+        let mut offered = Vec::new();
+        for (strategy, max_tools, always) in [
+            ("none", None, vec![]),
+            ("hybrid", Some(1), vec!["translate".to_owned()]),
+            ("lexical", Some(1), vec![]),
+        ] {
+            let mut draft = AgentDraft::new(format!("a_{strategy}"));
+            for n in names {
+                draft = draft.with_tool(Binding::new(n));
+            }
+            let mut router = RouterSettings::default();
+            router.strategy = Some(strategy.to_owned());
+            router.max_tools = max_tools;
+            router.always = always;
+            draft.router = router;
+            store.create_agent(&draft).await.unwrap();
+            let script = ScriptedProvider::new().then_text("ok");
+            let (_db, agents) = factory(&store, &script).await;
+            let built = agents.build_named(&format!("a_{strategy}")).await.unwrap();
+            built
+                .agent
+                .run("what is the weather forecast in Paris")
+                .await
+                .unwrap();
+            let mut sent: Vec<String> = script.requests()[0]
+                .tools
+                .iter()
+                .map(|t| t.name.clone())
+                .collect();
+            sent.sort();
+            offered.push(sent);
+        }
+        assert_eq!(
+            offered,
+            [
+                vec!["news", "stocks", "translate", "weather"],
+                vec!["translate", "weather"],
+                vec!["weather"],
+            ]
+        );
+        drop_schema(&store).await;
+    }
+}
