@@ -55,7 +55,10 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
         let call = json!({"index": 0, "id": "call_1", "type": "function",
             "function": {"name": "greet", "arguments": "{}"}});
         let (url, model) = fake_openai(vec![
-            sse(&[json!({"role": "assistant", "tool_calls": [call]})], "tool_calls"),
+            sse(
+                &[json!({"role": "assistant", "tool_calls": [call]})],
+                "tool_calls",
+            ),
             sse(&[json!({"content": "done"})], "stop"),
         ]);
         let env = [
