@@ -406,7 +406,17 @@ impl Run<'_> {
                     self.correct(reason, iteration, Stop::NarratedCall(tool))?;
                     continue;
                 }
-                Turn::Calls(_, calls) => calls,
+                Turn::Calls(_, calls) => {
+                    // Prose beside native calls is no call: what the gate held of it
+                    // (from an intent phrase on) is shown. Text calls stay held.
+                    if !parse_text
+                        && !response.tool_calls.is_empty()
+                        && let (Some(sink), Some(rest)) = (self.sink, gate.release())
+                    {
+                        sink.send(AgentEvent::TextDelta(rest));
+                    }
+                    calls
+                }
             };
             self.corrections = 0;
             emit(self.sink, || AgentEvent::ModelTurn {

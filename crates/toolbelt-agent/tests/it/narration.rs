@@ -111,3 +111,26 @@ async fn a_streamed_narration_never_reaches_the_text_events() {
         .collect();
     assert_eq!(text, "Sure. It says hello");
 }
+
+#[tokio::test]
+async fn prose_beside_a_native_call_is_still_streamed() {
+    let mut call = toolbelt_llm::ChatResponse::tool_calls(vec![toolbelt_core::ToolCall::new(
+        "c1",
+        "file_read",
+        json!({"path": "hello.txt"}),
+    )]);
+    call.content = Some("Let me use file_read.".to_owned());
+    let script = ScriptedProvider::new()
+        .then(call)
+        .then_text(" It says hello");
+    let agent = reader(&script).build().unwrap();
+    let events: Vec<AgentEvent> = agent.run_stream("hello.txt?").collect().await;
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Let me use file_read. It says hello");
+}
