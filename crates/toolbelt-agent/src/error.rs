@@ -81,6 +81,20 @@ pub enum AgentError {
         /// What happened until then.
         transcript: Box<Transcript>,
     },
+    /// The model's final answer described a call of an offered tool instead
+    /// of making it ("I will use `file_read` to …"), also after a corrective
+    /// turn told it to call the tool.
+    #[error(
+        "agent `{agent}`: the model described a `{tool}` call instead of making it, also after being told to call it"
+    )]
+    NarratedCall {
+        /// The agent's name.
+        agent: String,
+        /// The tool it described calling.
+        tool: String,
+        /// What happened until then.
+        transcript: Box<Transcript>,
+    },
     /// The run's cancellation token was cancelled.
     #[error("agent `{agent}` was cancelled")]
     Cancelled {
@@ -101,6 +115,7 @@ impl AgentError {
             | Self::BadAnswer { transcript, .. }
             | Self::Loop { transcript, .. }
             | Self::ToolCallLimit { transcript, .. }
+            | Self::NarratedCall { transcript, .. }
             | Self::Cancelled { transcript, .. } => transcript,
         }
     }
@@ -114,6 +129,7 @@ impl AgentError {
             | Self::BadAnswer { transcript, .. }
             | Self::Loop { transcript, .. }
             | Self::ToolCallLimit { transcript, .. }
+            | Self::NarratedCall { transcript, .. }
             | Self::Cancelled { transcript, .. } => *transcript,
         }
     }

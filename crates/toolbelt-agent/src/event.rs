@@ -34,6 +34,14 @@ pub enum AgentEvent {
     ToolProgress(Progress),
     /// A tool call ended; an error in it is what the model will see.
     ToolCallFinished(CallResult),
+    /// A call equal to an earlier one of the same turn (same tool, equal
+    /// arguments) was not run: it gets that call's result.
+    CallMerged {
+        /// The call that was not run.
+        call: ToolCall,
+        /// The id of the identical call whose result it shares.
+        same_as: String,
+    },
     /// A meta tool (`search_tools`) added tools to the offered set.
     ToolsAdded {
         /// The meta tool.

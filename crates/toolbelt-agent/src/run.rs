@@ -176,6 +176,11 @@ async fn execute_in_span(
                     limit,
                     transcript,
                 },
+                Stop::NarratedCall(tool) => AgentError::NarratedCall {
+                    agent: name(),
+                    tool,
+                    transcript,
+                },
             })
         }
     }
@@ -195,8 +200,13 @@ enum Stop {
     Timeout(Duration),
     Cancelled,
     BadAnswer(String),
-    Loop { tool: String, times: u32 },
+    Loop {
+        tool: String,
+        times: u32,
+    },
     ToolCallLimit(u32),
+    /// The model described calling this tool instead of calling it, also after being told.
+    NarratedCall(String),
 }
 
 impl Stop {
@@ -209,6 +219,7 @@ impl Stop {
             Self::BadAnswer(_) => "the model gave no usable answer",
             Self::Loop { .. } => "the model kept repeating the same call",
             Self::ToolCallLimit(_) => "the run reached its tool-call limit",
+            Self::NarratedCall(_) => "the model described a tool call instead of making it",
         }
     }
 }
@@ -221,6 +232,20 @@ enum Turn {
     Text(String),
     /// Empty or unreadable: the reason, for the model.
     Bad(String),
+    /// A final answer that narrates a call of `tool` instead of making it;
+    /// `reason` tells the model to call it.
+    Narrated { tool: String, reason: String },
+}
+
+/// What becomes of one call of a turn.
+#[derive(Clone)]
+enum Fate {
+    /// It runs; its result is at this index of the turn's results.
+    Run(usize),
+    /// It equals an earlier call of the turn and shares that call's result (at this index).
+    Merged(usize),
+    /// It repeats an earlier call too often: not run; the count so far.
+    Blocked(u32),
 }
 
 /// The tools offered to the model, and their schemas ready to send.
@@ -298,11 +323,21 @@ impl Run<'_> {
             }
             let started = Instant::now();
             let parse_text = self.parses_text(&choice);
+            // Only a tool offered in this request can be narrated instead of called.
+            let narration = !answer_now && !self.offered(&choice).is_empty();
             let (response, mut gate) = self
-                .ask_model(request, parse_text)
+                .ask_model(request, parse_text, narration)
                 .await
                 .map_err(Stop::Provider)?;
             let mut turn = self.classify(&response, parse_text, iteration);
+            if narration
+                && let Turn::Text(text) = &turn
+                && let Some(tool) = text_calls::narrated_tool(text, &self.active.names)
+            {
+                tracing::debug!(%tool, "the answer narrates a call instead of making it");
+                let reason = self.narration_reason(&tool, parse_text);
+                turn = Turn::Narrated { tool, reason };
+            }
             if answer_now && let Turn::Calls(_, calls) = &turn {
                 // No tools were offered: the refused call again ends the run,
                 // another call is not run but corrected.
@@ -328,7 +363,7 @@ impl Run<'_> {
                 Turn::Calls(prose, calls) => (prose.clone(), calls.clone()),
                 // An empty answer stays in the conversation as "" (not null,
                 // which some servers refuse without tool calls).
-                Turn::Text(_) | Turn::Bad(_) => (
+                Turn::Text(_) | Turn::Bad(_) | Turn::Narrated { .. } => (
                     Some(response.content.clone().unwrap_or_default()),
                     Vec::new(),
                 ),
@@ -364,19 +399,24 @@ impl Run<'_> {
                     });
                 }
                 Turn::Bad(reason) => {
-                    if self.corrections >= self.agent.options.corrective_turns
-                        || iteration == self.limit
-                    {
-                        return Err(Stop::BadAnswer(reason));
-                    }
-                    self.corrections += 1;
-                    self.transcript
-                        .messages
-                        .push(Message::user(format!("(runtime) {reason}")));
-                    self.transcript.steps.push(Step::Corrected { reason });
+                    self.correct(reason.clone(), iteration, Stop::BadAnswer(reason))?;
                     continue;
                 }
-                Turn::Calls(_, calls) => calls,
+                Turn::Narrated { tool, reason } => {
+                    self.correct(reason, iteration, Stop::NarratedCall(tool))?;
+                    continue;
+                }
+                Turn::Calls(_, calls) => {
+                    // Prose beside native calls is no call: what the gate held of it
+                    // (from an intent phrase on) is shown. Text calls stay held.
+                    if !parse_text
+                        && !response.tool_calls.is_empty()
+                        && let (Some(sink), Some(rest)) = (self.sink, gate.release())
+                    {
+                        sink.send(AgentEvent::TextDelta(rest));
+                    }
+                    calls
+                }
             };
             self.corrections = 0;
             emit(self.sink, || AgentEvent::ModelTurn {
@@ -392,6 +432,64 @@ impl Run<'_> {
             self.run_calls(calls).await?;
         }
         Err(Stop::MaxIterations(self.limit))
+    }
+
+    /// Tells the model what was wrong with its answer, for another turn; or
+    /// ends the run with `stop` when the corrective turns (in a row) are used
+    /// up or no model call is left.
+    fn correct(&mut self, reason: String, iteration: u32, stop: Stop) -> Result<(), Stop> {
+        if self.corrections >= self.agent.options.corrective_turns || iteration == self.limit {
+            return Err(stop);
+        }
+        self.corrections += 1;
+        self.transcript
+            .messages
+            .push(Message::user(format!("(runtime) {reason}")));
+        self.transcript.steps.push(Step::Corrected { reason });
+        Ok(())
+    }
+
+    /// What a model that narrated a call of `tool` is told: that describing a
+    /// call does not run it, and how to call it (its arguments; the written
+    /// form when calls are parsed from text).
+    fn narration_reason(&self, tool: &str, parse_text: bool) -> String {
+        let schema = self.active.schemas.iter().find(|s| s.name == tool);
+        let required: Vec<&str> = schema
+            .and_then(|s| s.parameters["required"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let arguments: Vec<String> = schema
+            .and_then(|s| s.parameters["properties"].as_object())
+            .into_iter()
+            .flat_map(|p| p.keys())
+            .map(|k| {
+                if required.contains(&k.as_str()) {
+                    format!("{k} (required)")
+                } else {
+                    k.clone()
+                }
+            })
+            .collect();
+        let arguments = if arguments.is_empty() {
+            String::new()
+        } else {
+            format!(" Its arguments: {}.", arguments.join(", "))
+        };
+        let how = if parse_text {
+            format!(
+                " To call it, answer with only a ```json block holding {{\"name\": \"{tool}\", \
+                 \"arguments\": {{...}}}}."
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "you described calling `{tool}` but did not call it; describing a call does not \
+             run it, and the user sees no result. The `{tool}` tool is offered with this message: \
+             call it now.{arguments}{how} Then answer from its result."
+        )
     }
 
     /// Asks the router which tools this run needs; returns a clarifying question if any.
@@ -518,7 +616,8 @@ impl Run<'_> {
     }
 
     /// Asks the model. A streamed run passes text on as it comes, except text
-    /// that may be a written tool call: the gate holds that until the answer
+    /// that may be a written tool call (with `parse_text`) or a narrated one
+    /// (with `narration`, from an intent phrase on): the gate holds that until the answer
     /// is known (it is released only for a plain-text answer). When a stream
     /// fails in a way a whole request may not, and nothing was shown yet,
     /// the run asks again without streaming and stays so.
@@ -526,9 +625,10 @@ impl Run<'_> {
         &mut self,
         request: ChatRequest,
         parse_text: bool,
+        narration: bool,
     ) -> Result<(ChatResponse, TextGate), ProviderError> {
         let provider = &self.agent.provider;
-        let mut gate = TextGate::new(parse_text);
+        let mut gate = TextGate::new(parse_text, narration);
         let Some(sink) = self.sink else {
             return Ok((provider.chat(request).await?, gate));
         };
@@ -538,7 +638,7 @@ impl Run<'_> {
                 Err(e) if e.suggests_no_stream() && !gate.sent_any() => {
                     tracing::warn!(error = %e, "streaming failed; asking for whole answers from now on");
                     self.stream = false;
-                    gate = TextGate::new(parse_text);
+                    gate = TextGate::new(parse_text, narration);
                 }
                 Err(e) => return Err(e),
             }
@@ -608,63 +708,62 @@ impl Run<'_> {
     /// Runs a turn's calls, minus repeats of earlier identical calls beyond
     /// the limit (the model is told instead); stops the run when the model
     /// persists in repeating, or when the turn would exceed the call budget.
+    /// Identical calls within the turn (same tool, equal arguments) run once:
+    /// each of them gets that one result, in call order.
     async fn run_calls(&mut self, calls: Vec<ToolCall>) -> Result<(), Stop> {
         let agent = self.agent;
-        let budget = agent.options.max_tool_calls;
-        if self.tool_calls.saturating_add(calls.len() as u32) > budget {
-            return Err(Stop::ToolCallLimit(budget));
-        }
-        let mut run = Vec::with_capacity(calls.len());
-        let mut blocked = Vec::new();
-        // Repeats across turns count; identical calls within one turn count once.
-        let mut this_turn: HashMap<String, u32> = HashMap::new();
+        let mut plan: Vec<(ToolCall, Fate)> = Vec::with_capacity(calls.len());
+        let mut run: Vec<ToolCall> = Vec::with_capacity(calls.len());
+        // What became of each distinct call of the turn; repeats across turns count,
+        // identical calls within one turn count once.
+        let mut this_turn: HashMap<String, Fate> = HashMap::new();
         for call in calls {
             let key = call_key(&call);
-            let count = match this_turn.get(&key) {
-                Some(count) => *count,
-                None => {
-                    let count = self.seen.entry(key.clone()).or_insert(0);
-                    *count += 1;
-                    this_turn.insert(key, *count);
-                    *count
-                }
-            };
-            if count > agent.options.max_identical_calls {
-                blocked.push((call, count));
-            } else {
-                run.push(call);
+            if let Some(first) = this_turn.get(&key) {
+                let fate = match first {
+                    Fate::Run(at) => Fate::Merged(*at),
+                    other => other.clone(),
+                };
+                plan.push((call, fate));
+                continue;
             }
+            let count = self.seen.entry(key.clone()).or_insert(0);
+            *count += 1;
+            let fate = if *count > agent.options.max_identical_calls {
+                Fate::Blocked(*count)
+            } else {
+                run.push(call.clone());
+                Fate::Run(run.len() - 1)
+            };
+            this_turn.insert(key, fate.clone());
+            plan.push((call, fate));
         }
-        if let Some((call, times)) = blocked.first()
-            && self.blocked_turns >= 1
-        {
-            return Err(Stop::Loop {
-                tool: call.name.clone(),
-                times: *times,
-            });
+        let budget = agent.options.max_tool_calls;
+        if self.tool_calls.saturating_add(run.len() as u32) > budget {
+            return Err(Stop::ToolCallLimit(budget));
         }
-        if !blocked.is_empty() {
+        let blocked = plan.iter().find_map(|(call, fate)| match fate {
+            Fate::Blocked(times) => Some((call, *times)),
+            _ => None,
+        });
+        if let Some((call, times)) = blocked {
+            if self.blocked_turns >= 1 {
+                return Err(Stop::Loop {
+                    tool: call.name.clone(),
+                    times,
+                });
+            }
             self.blocked_turns += 1;
             self.answer_now = true;
         }
         self.tool_calls += run.len() as u32;
-        for (call, times) in blocked {
-            let reason = format!(
-                "error: not run: this exact call (same tool, same arguments) was already made {} \
-                 times; its result is above. Give your final answer from the results above; no \
-                 tools are offered for it. Repeating the call ends the run.",
-                times - 1
-            );
-            self.transcript.messages.push(Message::tool_result(
-                call.id.clone(),
-                call.name.clone(),
-                reason.clone(),
-                true,
-            ));
-            self.transcript.steps.push(Step::Blocked { call, reason });
-        }
-        if !run.is_empty() {
-            self.dispatch(run).await;
+        let results = if run.is_empty() {
+            Vec::new()
+        } else {
+            self.dispatch(run).await
+        };
+        for (call, fate) in plan {
+            self.record(call, fate, &results);
         }
         if self.answer_now {
             // Small models attend to the last user turn: restate the request there.
@@ -677,10 +776,66 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Runs calls and records their results.
-    async fn dispatch(&mut self, run: Vec<ToolCall>) {
+    /// Answers one call of the turn, in call order: its result, the result of
+    /// the identical call it was merged into, or why it was not run.
+    fn record(&mut self, call: ToolCall, fate: Fate, results: &[CallResult]) {
+        match fate {
+            Fate::Run(at) => {
+                let Some(result) = results.get(at) else {
+                    return;
+                };
+                self.transcript.messages.push(Message::tool_result(
+                    result.call.id.clone(),
+                    result.call.name.clone(),
+                    result.to_model_text(),
+                    !result.is_ok(),
+                ));
+                self.add_found_tools(result);
+                self.transcript.steps.push(Step::Tool {
+                    result: result.clone(),
+                });
+            }
+            Fate::Merged(at) => {
+                let Some(result) = results.get(at) else {
+                    return;
+                };
+                let same_as = result.call.id.clone();
+                tracing::info!(tool = %call.name, id = %call.id, %same_as,
+                    "identical call in the same turn merged: it shares the result of the first");
+                self.transcript.messages.push(Message::tool_result(
+                    call.id.clone(),
+                    call.name.clone(),
+                    result.to_model_text(),
+                    !result.is_ok(),
+                ));
+                emit(self.sink, || AgentEvent::CallMerged {
+                    call: call.clone(),
+                    same_as: same_as.clone(),
+                });
+                self.transcript.steps.push(Step::Merged { call, same_as });
+            }
+            Fate::Blocked(times) => {
+                let reason = format!(
+                    "error: not run: this exact call (same tool, same arguments) was already made \
+                     {} times; its result is above. Give your final answer from the results \
+                     above; no tools are offered for it. Repeating the call ends the run.",
+                    times - 1
+                );
+                self.transcript.messages.push(Message::tool_result(
+                    call.id.clone(),
+                    call.name.clone(),
+                    reason.clone(),
+                    true,
+                ));
+                self.transcript.steps.push(Step::Blocked { call, reason });
+            }
+        }
+    }
+
+    /// Runs calls; their results, in call order.
+    async fn dispatch(&mut self, run: Vec<ToolCall>) -> Vec<CallResult> {
         let agent = self.agent;
-        let results = dispatch::run(
+        dispatch::run(
             &agent.executor,
             &agent.tools,
             run,
@@ -688,17 +843,7 @@ impl Run<'_> {
             agent.options.parallel_tool_calls,
             self.sink,
         )
-        .await;
-        for result in results {
-            self.transcript.messages.push(Message::tool_result(
-                result.call.id.clone(),
-                result.call.name.clone(),
-                result.to_model_text(),
-                !result.is_ok(),
-            ));
-            self.add_found_tools(&result);
-            self.transcript.steps.push(Step::Tool { result });
-        }
+        .await
     }
 
     /// Tools a meta tool (`search_tools`) returned join the offered set for the rest of the run.

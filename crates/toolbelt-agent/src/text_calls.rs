@@ -1,7 +1,12 @@
 //! Tool calls written as text by models without (reliable) native tool
-//! calling, and the gate that keeps such text off the answer stream.
+//! calling, calls narrated instead of made, and the gate that keeps such
+//! text off the answer stream.
+
+mod narration;
 
 use toolbelt_core::{ToolCall, Toolset};
+
+pub(crate) use self::narration::narrated_tool;
 
 /// What a text answer turned out to be.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,29 +91,45 @@ fn names(tools: &Toolset) -> String {
 /// withheld until the answer is complete and known not to be a call.
 const TRIGGERS: [&str; 4] = ["```", "<tool_call", "[TOOL_CALLS]", "{"];
 
-/// Passes streamed answer text through until it might be a tool call, then
-/// holds the rest back; [`TextGate::release`] gives the held text once the
-/// answer turned out to be plain text. Text that is a call never leaves it.
+/// Passes streamed answer text through until it might be a tool call (or a
+/// call narrated instead of made), then holds the rest back;
+/// [`TextGate::release`] gives the held text once the answer turned out to be
+/// plain text. Text that is a call never leaves it.
 #[derive(Debug, Default)]
 pub(crate) struct TextGate {
-    /// Whether text is checked at all (off when text calls are not parsed).
-    active: bool,
+    /// Where held text begins, lowercase (matched ignoring ASCII case); none: the gate is open.
+    triggers: Vec<&'static str>,
     pending: String,
     holding: bool,
     sent_any: bool,
 }
 
 impl TextGate {
-    pub(crate) fn new(active: bool) -> Self {
+    /// A gate that holds written calls when `calls` and narrated calls
+    /// (from a first-person intent phrase on) when `narration`.
+    pub(crate) fn new(calls: bool, narration: bool) -> Self {
+        let mut triggers = Vec::new();
+        if calls {
+            triggers.extend(TRIGGERS.map(|t| {
+                if t == "[TOOL_CALLS]" {
+                    "[tool_calls]"
+                } else {
+                    t
+                }
+            }));
+        }
+        if narration {
+            triggers.extend(narration::INTENT);
+        }
         Self {
-            active,
+            triggers,
             ..Self::default()
         }
     }
 
     /// Takes a delta; returns the part that may be shown now.
     pub(crate) fn push(&mut self, delta: &str) -> Option<String> {
-        if !self.active {
+        if self.triggers.is_empty() {
             self.sent_any |= !delta.is_empty();
             return (!delta.is_empty()).then(|| delta.to_owned());
         }
@@ -116,12 +137,14 @@ impl TextGate {
         if self.holding {
             return None;
         }
-        let safe = match TRIGGERS.iter().filter_map(|t| self.pending.find(t)).min() {
+        // ASCII lowercasing keeps byte offsets, so they index `pending` too.
+        let lower = self.pending.to_ascii_lowercase();
+        let safe = match self.triggers.iter().filter_map(|t| lower.find(t)).min() {
             Some(at) => {
                 self.holding = true;
                 at
             }
-            None => self.pending.len() - partial_trigger_len(&self.pending),
+            None => self.pending.len() - self.partial_trigger_len(&lower),
         };
         if safe == 0 {
             return None;
@@ -143,17 +166,17 @@ impl TextGate {
     pub(crate) fn sent_any(&self) -> bool {
         self.sent_any
     }
-}
 
-/// Length of the longest end of `text` that could begin a trigger.
-fn partial_trigger_len(text: &str) -> usize {
-    TRIGGERS
-        .iter()
-        .flat_map(|t| (1..t.len()).rev().map(move |n| &t[..n]))
-        .filter(|prefix| text.ends_with(prefix))
-        .map(str::len)
-        .max()
-        .unwrap_or(0)
+    /// Length of the longest end of `text` that could begin a trigger.
+    fn partial_trigger_len(&self, text: &str) -> usize {
+        self.triggers
+            .iter()
+            .flat_map(|t| t.char_indices().skip(1).map(move |(n, _)| &t[..n]))
+            .filter(|prefix| text.ends_with(prefix))
+            .map(str::len)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 #[cfg(test)]
@@ -166,9 +189,9 @@ mod tests {
 
     #[test]
     fn plain_text_flows_through_and_calls_are_held() {
-        let mut gate = TextGate::new(true);
+        let mut gate = TextGate::new(true, false);
         assert_eq!(run(&mut gate, &["Hello ", "world"]), "Hello world");
-        let mut gate = TextGate::new(true);
+        let mut gate = TextGate::new(true, false);
         let shown = run(
             &mut gate,
             &["Sure.\n`", "``json\n{\"name\"", ": \"x\"}\n```"],
@@ -182,14 +205,24 @@ mod tests {
 
     #[test]
     fn a_split_trigger_is_held_until_it_is_known() {
-        let mut gate = TextGate::new(true);
+        let mut gate = TextGate::new(true, false);
         assert_eq!(gate.push("a <tool"), Some("a ".to_owned()));
         assert_eq!(gate.push("kit> b"), Some("<toolkit> b".to_owned()));
     }
 
     #[test]
+    fn a_narration_is_held_from_its_intent_phrase() {
+        let mut gate = TextGate::new(false, true);
+        let shown = run(&mut gate, &["Sure. I", "'ll use `file_read` now."]);
+        assert_eq!(shown, "Sure. ");
+        assert_eq!(gate.release().as_deref(), Some("I'll use `file_read` now."));
+        let mut gate = TextGate::new(false, true);
+        assert_eq!(run(&mut gate, &["好的，", "我将使用 file_read"]), "好的，");
+    }
+
+    #[test]
     fn an_inactive_gate_holds_nothing() {
-        let mut gate = TextGate::new(false);
+        let mut gate = TextGate::new(false, false);
         assert_eq!(run(&mut gate, &["```json\n{", "}"]), "```json\n{}");
         assert_eq!(gate.release(), None);
     }

@@ -121,7 +121,16 @@ pub enum Step {
         /// What the model was told.
         reason: String,
     },
-    /// The model's answer was empty or unreadable; it was told what was wrong.
+    /// A call equal to an earlier one of the same turn (same tool, equal
+    /// arguments) was not run; the model got that call's result for it.
+    Merged {
+        /// The call.
+        call: ToolCall,
+        /// The id of the identical call whose result it shares.
+        same_as: String,
+    },
+    /// The model's answer was empty or unreadable, or narrated a tool call
+    /// instead of making it; it was told what was wrong.
     Corrected {
         /// What was wrong (also what the model was told).
         reason: String,

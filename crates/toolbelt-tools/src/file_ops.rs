@@ -23,6 +23,7 @@ const MAX_DIR_ENTRIES: usize = 1000;
 
 /// Read a text file of the workspace, whole or by line range (1-based, inclusive).
 ///
+/// A whole file of more than one line starts with `[path: N lines]`, its line count.
 /// Large files must be read by range. Binary files are refused.
 #[tool(tags("file_ops"), read_only, timeout = "30s")]
 pub async fn file_read(
@@ -152,6 +153,9 @@ fn read_lines(
         ToolOutput::text(format!("[{shown}: lines {start}-{last}{tail}]\n{text}"))
     } else if text.is_empty() {
         ToolOutput::text(format!("[{shown} is empty]"))
+    } else if number > 1 {
+        // The count up front: small models asked for lines or rows miscount them.
+        ToolOutput::text(format!("[{shown}: {number} lines]\n{text}"))
     } else {
         ToolOutput::text(text)
     };
@@ -161,6 +165,7 @@ fn read_lines(
         "end_line": last,
         "more": more,
         "bytes": size,
+        "total_lines": (!more).then_some(number),
     }));
     Ok(out)
 }

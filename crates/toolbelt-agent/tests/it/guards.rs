@@ -354,3 +354,61 @@ async fn conversation_and_run_ids_are_uuid_v7() {
     let run = uuid::Uuid::parse_str(&out.transcript.run_id).unwrap();
     assert_eq!(run.get_version_num(), 7);
 }
+
+#[tokio::test]
+async fn identical_calls_in_one_turn_run_once_and_every_id_gets_the_result() {
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sleep = ("sleep", json!({"ms": 5}));
+    // The same call twice in one answer (the 1.5B model did this), and another call.
+    let script = ScriptedProvider::new()
+        .then_calls([
+            sleep.clone(),
+            ("sleep", json!({"ms": 5})),
+            ("add", json!({"a": 1, "b": 2})),
+        ])
+        .then_text("done");
+    let agent = math_agent(&script)
+        .tool(crate::support::sleeper(count.clone()))
+        .build()
+        .unwrap();
+    let events: Vec<AgentEvent> = agent.run_stream("sleep").collect().await;
+    assert_eq!(
+        count.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "sleep ran once"
+    );
+    let answered: Vec<(String, String)> = script.requests()[1]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                call_id, content, ..
+            } => Some((call_id.clone(), content.clone())),
+            _ => None,
+        })
+        .collect();
+    let expected = [
+        ("call_1", "slept 5"),
+        ("call_2", "slept 5"),
+        ("call_3", "3.0"),
+    ];
+    assert_eq!(
+        answered,
+        expected.map(|(id, text)| (id.to_owned(), text.to_owned()))
+    );
+    let merged: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::CallMerged { call, same_as } => Some((call.id.clone(), same_as.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(merged, [("call_2".to_owned(), "call_1".to_owned())]);
+    let Some(AgentEvent::Finished(out)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert!(out.transcript.steps.contains(&Step::Merged {
+        call: toolbelt_core::ToolCall::new("call_2", "sleep", json!({"ms": 5})),
+        same_as: "call_1".to_owned(),
+    }));
+}

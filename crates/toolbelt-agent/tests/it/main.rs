@@ -7,6 +7,7 @@ mod approval;
 mod dto;
 mod guards;
 mod limits;
+mod narration;
 mod nested_permits;
 mod routing;
 mod session;

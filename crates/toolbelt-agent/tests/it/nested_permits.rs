@@ -55,7 +55,11 @@ async fn thirty_two_nested_agent_calls_finish_on_a_limit_of_sixteen() {
         Some(Message::Tool { .. }) => Reply::Answer(ChatResponse::text("all done")),
         _ => Reply::Answer(ChatResponse::tool_calls(
             (0..NESTED)
-                .map(|i| ToolCall::new(format!("c{i}"), "doubler", json!({"input": "21"})))
+                // Different inputs: identical calls of one turn would run once.
+                .map(|i| {
+                    let input = format!("21 (call {i})");
+                    ToolCall::new(format!("c{i}"), "doubler", json!({ "input": input }))
+                })
                 .collect(),
         )),
     });

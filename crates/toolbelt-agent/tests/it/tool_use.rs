@@ -120,7 +120,8 @@ async fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
 #[tokio::test(start_paused = true)]
 async fn one_turns_calls_run_concurrently() {
     let peak = Arc::new(AtomicUsize::new(0));
-    let calls = (0..5).map(|_| ("sleep", json!({"ms": 100})));
+    // Different arguments: identical calls of one turn would run once.
+    let calls = (0..5).map(|i| ("sleep", json!({"ms": 100 + i})));
     let script = ScriptedProvider::new().then_calls(calls).then_text("done");
     let agent = Agent::builder(script.provider())
         .tool(gauged_sleeper(peak.clone()))
@@ -135,7 +136,7 @@ async fn one_turns_calls_run_concurrently() {
 async fn without_parallel_calls_they_run_one_by_one() {
     let peak = Arc::new(AtomicUsize::new(0));
     let script = ScriptedProvider::new()
-        .then_calls([("sleep", json!({"ms": 60})), ("sleep", json!({"ms": 60}))])
+        .then_calls([("sleep", json!({"ms": 60})), ("sleep", json!({"ms": 61}))])
         .then_text("done");
     let agent = Agent::builder(script.provider())
         .tool(gauged_sleeper(peak.clone()))

@@ -1,18 +1,21 @@
-//! `file_search`: find files by glob and lines by regex, honouring `.gitignore`.
+//! `file_search`: find lines by text or regex, list files by glob, count either;
+//! honours `.gitignore`, skips binary files, and forgives the mistakes small
+//! models make (a glob written from the workspace root, a regex that does not
+//! parse, a glob that leaves out the files that hold the text).
 
+use std::io::Read;
 use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_regex::{ErrorKind, RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::WalkBuilder;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{ToolContext, ToolError, ToolOutput};
 use toolbelt_macros::tool;
 
-use super::{blocking, search_root};
+use super::{blocking, is_binary, search_root};
 use crate::workspace::Workspace;
 
 /// Default and largest number of results.
@@ -20,112 +23,517 @@ const DEFAULT_RESULTS: u32 = 100;
 const MAX_RESULTS: u32 = 1000;
 /// Matching lines longer than this are cut, so one minified file cannot flood the output.
 const MAX_LINE_CHARS: usize = 300;
+/// File names shown when no file matches a glob, so the model sees what there is.
+const SAMPLE_FILES: usize = 5;
 
-/// Search the workspace for files whose path matches a glob and/or lines matching a regex.
+/// Search the workspace: find the lines that contain a text, list files, or count.
 ///
-/// Files ignored by `.gitignore`/`.ignore` and hidden files are skipped
-/// unless `include_hidden` is set; symlinks are not followed. With only
-/// `glob`, returns matching paths; with `pattern`, returns `path:line: text`.
+/// With `pattern`, every text file is searched (binary files are skipped) and each
+/// matching line comes back as `path:line: text`. Without `pattern`, the paths of the
+/// files are listed. `glob` only narrows which files: leave it out unless the user
+/// named a kind of file. With `count`, numbers come back instead: matching lines per
+/// file with `pattern`, otherwise the files and how many lines each has (use this to
+/// count the lines or rows of a file: set `path` to the file). Hidden files and files
+/// ignored by `.gitignore` are skipped.
 #[tool(tags("file_ops"), read_only, timeout = "60s")]
+#[allow(clippy::too_many_arguments)]
 pub async fn file_search(
     ctx: &ToolContext,
-    /// Glob over paths relative to `path`, e.g. `**/*.rs` or `*.toml` (`*` also crosses `/`).
-    glob: Option<String>,
-    /// Regular expression (Rust syntax) searched line by line in file contents.
+    /// Text to look for in the files' contents, line by line; a regular expression,
+    /// plain words work too. Leave it out to list or count files.
     pattern: Option<String>,
-    /// Directory to search, relative to the workspace root (default: the root).
+    /// Only files whose path matches this glob (`*` is any characters, `**` any folders),
+    /// written from the workspace root or from `path`. Leave it out to search every file.
+    glob: Option<String>,
+    /// Folder to search in, or one file, relative to the workspace root (default: all of it).
     path: Option<String>,
-    /// Match `pattern` regardless of case.
+    /// Answer with numbers instead of lines: how many lines match per file (with
+    /// `pattern`), or how many files there are and how many lines each has.
+    count: Option<bool>,
+    /// Match `pattern` regardless of upper and lower case.
     case_insensitive: Option<bool>,
-    /// Also search hidden files and directories (names starting with `.`).
+    /// Also search hidden files and folders (names starting with `.`).
     include_hidden: Option<bool>,
     /// Most results to return (default 100, at most 1000).
     max_results: Option<u32>,
 ) -> Result<ToolOutput, ToolError> {
     let workspace = Workspace::from_context(ctx)?;
-    if glob.is_none() && pattern.is_none() {
-        return Err(ToolError::invalid_argument(
-            "",
-            "give `glob`, `pattern` or both",
-        ));
-    }
     let glob = glob
-        .map(|g| {
-            GlobBuilder::new(&g)
-                .build()
-                .map(|g| g.compile_matcher())
-                .map_err(|e| ToolError::invalid_argument("/glob", e.to_string()))
-        })
+        .filter(|g| !g.trim().is_empty())
+        .map(|g| PathGlob::new(&g))
         .transpose()?;
-    let matcher = pattern
-        .map(|p| {
-            RegexMatcherBuilder::new()
-                .case_insensitive(case_insensitive.unwrap_or(false))
-                .build(&p)
-                .map_err(|e| ToolError::invalid_argument("/pattern", e.to_string()))
-        })
+    let case_insensitive = case_insensitive.unwrap_or(false);
+    let pattern = pattern
+        .filter(|p| !p.is_empty())
+        .map(|p| Pattern::compile(p, case_insensitive))
         .transpose()?;
     let query = Query {
         workspace: workspace.clone(),
         root: workspace.root().to_path_buf(),
         glob,
-        matcher,
+        pattern,
+        count: count.unwrap_or(false),
         hidden: include_hidden.unwrap_or(false),
         limit: max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, MAX_RESULTS) as usize,
     };
     // Dropping this call (timeout, cancelled run) cancels the token the walk checks.
     let stop = ctx.cancellation().child_token();
     let guard = stop.clone().drop_guard();
-    let found = blocking(move || {
-        let (dir, _) = search_root(&query.workspace, path.as_deref())?;
-        query.run(&dir, &stop)
+    let answer = blocking(move || {
+        let (dir, shown) = search_root(&query.workspace, path.as_deref())?;
+        query.answer(&dir, &shown, &stop)
     })
     .await;
     drop(guard);
-    let found = found?;
-    let mut text = if found.hits.is_empty() {
-        "no matches".to_owned()
-    } else {
-        found.hits.join("\n")
-    };
-    if found.limited {
-        text.push_str(&format!(
-            "\n[stopped at {} results; narrow the glob or pattern, or raise max_results]",
-            found.hits.len()
-        ));
+    answer
+}
+
+/// A glob as the model wrote it, matched against paths relative to the
+/// searched folder and relative to the workspace root.
+struct PathGlob {
+    /// As written (shown back to the model).
+    text: String,
+    matcher: GlobMatcher,
+    /// A glob without `/` also matches a file's name (`notes.txt` finds `docs/notes.txt`).
+    by_name: bool,
+}
+
+impl PathGlob {
+    fn new(raw: &str) -> Result<Self, ToolError> {
+        let text = raw.trim().to_owned();
+        // `./src/*.py`, `/src/*.py` and `src/` mean what they would in a shell.
+        let mut normal = text
+            .trim_start_matches("./")
+            .trim_start_matches('/')
+            .to_owned();
+        if normal.ends_with('/') {
+            normal.push_str("**");
+        }
+        let matcher = GlobBuilder::new(&normal)
+            .build()
+            .map_err(|e| ToolError::invalid_argument("/glob", e.to_string()))?
+            .compile_matcher();
+        let by_name = !normal.contains('/');
+        Ok(Self {
+            text,
+            matcher,
+            by_name,
+        })
     }
-    let mut out = ToolOutput::text(text);
-    out.json = Some(json!({ "results": found.hits, "limited": found.limited }));
-    Ok(out)
+
+    fn is_match(&self, relative: &Path) -> bool {
+        self.matcher.is_match(relative)
+            || (self.by_name
+                && relative
+                    .file_name()
+                    .is_some_and(|n| self.matcher.is_match(n)))
+    }
+}
+
+/// The compiled `pattern`, and why it is searched as plain text if it is.
+struct Pattern {
+    text: String,
+    matcher: RegexMatcher,
+    case_insensitive: bool,
+    /// Set when the regex engine refused the pattern: its reason, in one line.
+    literal_because: Option<String>,
+}
+
+impl Pattern {
+    fn compile(text: String, case_insensitive: bool) -> Result<Self, ToolError> {
+        let build = |literal: bool| {
+            RegexMatcherBuilder::new()
+                .case_insensitive(case_insensitive)
+                .fixed_strings(literal)
+                .line_terminator(Some(b'\n'))
+                .build(&text)
+        };
+        let (matcher, literal_because) = match build(false) {
+            Ok(matcher) => (matcher, None),
+            Err(e) => {
+                let reason = one_line(&e);
+                let matcher = build(true).map_err(|_| {
+                    ToolError::invalid_argument(
+                        "/pattern",
+                        format!("{reason}, not even as plain text"),
+                    )
+                })?;
+                (matcher, Some(reason))
+            }
+        };
+        Ok(Self {
+            text,
+            matcher,
+            case_insensitive,
+            literal_because,
+        })
+    }
+
+    fn with_case_ignored(&self) -> Option<Self> {
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(true)
+            .fixed_strings(self.literal_because.is_some())
+            .line_terminator(Some(b'\n'))
+            .build(&self.text)
+            .ok()?;
+        Some(Self {
+            text: self.text.clone(),
+            matcher,
+            case_insensitive: true,
+            literal_because: self.literal_because.clone(),
+        })
+    }
+
+    /// `` `alpha` (regular expression, exact case)``.
+    fn describe(&self) -> String {
+        format!(
+            "`{}` ({}, {})",
+            self.text,
+            if self.literal_because.is_some() {
+                "plain text"
+            } else {
+                "regular expression"
+            },
+            if self.case_insensitive {
+                "any case"
+            } else {
+                "exact case"
+            }
+        )
+    }
+}
+
+/// The regex engine's complaint in one line (its parse errors span several,
+/// with the pattern and a caret).
+fn one_line(err: &grep_regex::Error) -> String {
+    let text = err.to_string();
+    let line = text
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("it does not parse");
+    let hint = match err.kind() {
+        ErrorKind::NotAllowed(_) => {
+            "; patterns match within one line: to count lines, set `count` and leave `pattern` out"
+        }
+        _ => "",
+    };
+    format!("`pattern` is not a regular expression this search accepts ({line}{hint})")
 }
 
 struct Query {
     workspace: Workspace,
     root: std::path::PathBuf,
-    glob: Option<GlobMatcher>,
-    matcher: Option<RegexMatcher>,
+    glob: Option<PathGlob>,
+    pattern: Option<Pattern>,
+    count: bool,
     hidden: bool,
     limit: usize,
 }
 
-struct Found {
+/// What one walk found.
+#[derive(Default)]
+struct Walk {
+    /// Files under the searched folder (hidden and ignored ones aside).
+    files: usize,
+    /// Of those, the files the glob selects (all without a glob).
+    selected: usize,
+    /// Selected files the glob matches only relative to the folder, or only from the root.
+    by_folder_only: usize,
+    by_root_only: usize,
+    /// Text files whose contents were searched or counted.
+    read: usize,
+    /// Selected files skipped as binary.
+    binary: usize,
+    /// Text files with at least one matching line.
+    matched_files: usize,
+    /// Result lines (`path`, or `path:line: text`).
     hits: Vec<String>,
+    /// Count mode: per file, matching lines (with a pattern) or lines.
+    counts: Vec<(String, u64)>,
+    /// Whether the walk stopped at the result limit.
     limited: bool,
+    /// The first few files seen, for a "no files match" answer.
+    samples: Vec<String>,
+}
+
+impl Walk {
+    fn total(&self) -> u64 {
+        self.counts.iter().map(|(_, n)| n).sum()
+    }
 }
 
 impl Query {
-    fn run(&self, dir: &Path, stop: &CancellationToken) -> Result<Found, ToolError> {
+    fn answer(
+        &self,
+        dir: &Path,
+        shown: &str,
+        stop: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let glob = self.glob.as_ref();
+        let pattern = self.pattern.as_ref();
+        let walk = self.walk(dir, glob, pattern, stop)?;
+        let mut notes = Vec::new();
+        if let Some(reason) = pattern.and_then(|p| p.literal_because.as_ref()) {
+            notes.push(format!("[{reason}; searched for it as plain text]"));
+        }
+        if let Some(p) = pattern
+            && walk.hits.is_empty()
+            && !self.count
+            && let Some((walk, note)) = self.relaxed(dir, shown, &walk, p, stop)?
+        {
+            notes.push(note);
+            return Ok(self.render(dir, shown, &walk, notes, None));
+        }
+        Ok(self.render(dir, shown, &walk, notes, glob))
+    }
+
+    /// A wider search after one that found no line: without the glob, then
+    /// ignoring case; the first that finds something, with a note saying so.
+    fn relaxed(
+        &self,
+        dir: &Path,
+        shown: &str,
+        first: &Walk,
+        pattern: &Pattern,
+        stop: &CancellationToken,
+    ) -> Result<Option<(Walk, String)>, ToolError> {
+        if let Some(glob) = &self.glob {
+            let walk = self.walk(dir, None, Some(pattern), stop)?;
+            if !walk.hits.is_empty() {
+                let missed = if first.selected == 0 {
+                    format!("no file under {shown} matches glob `{}`", glob.text)
+                } else {
+                    format!(
+                        "no line in the {} under {shown} matching glob `{}` matches {}",
+                        files(first.selected),
+                        glob.text,
+                        pattern.describe()
+                    )
+                };
+                let note = format!(
+                    "[{missed}, so every file was searched ({}); these match]",
+                    files(walk.read)
+                );
+                return Ok(Some((walk, note)));
+            }
+        }
+        if !pattern.case_insensitive
+            && let Some(any_case) = pattern.with_case_ignored()
+        {
+            let walk = self.walk(dir, None, Some(&any_case), stop)?;
+            if !walk.hits.is_empty() {
+                let glob = match &self.glob {
+                    Some(glob) => format!(" in any file (not only glob `{}`)", glob.text),
+                    None => String::new(),
+                };
+                let note = format!(
+                    "[no line matches `{}` with its exact case; these match it in any case{glob}]",
+                    pattern.text
+                );
+                return Ok(Some((walk, note)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn render(
+        &self,
+        dir: &Path,
+        shown: &str,
+        walk: &Walk,
+        notes: Vec<String>,
+        glob: Option<&PathGlob>,
+    ) -> ToolOutput {
+        let mut lines = notes;
+        let found = if self.count {
+            walk.counts.len()
+        } else {
+            walk.hits.len()
+        };
+        if found == 0 {
+            lines.push(self.nothing(dir, shown, walk, glob));
+        } else if self.count {
+            lines.push(self.count_summary(shown, walk, glob));
+            let unit = if self.pattern.is_some() {
+                "matching"
+            } else {
+                "lines"
+            };
+            lines.extend(walk.counts.iter().take(self.limit).map(|(path, n)| {
+                if unit == "matching" {
+                    format!("{path}: {n} matching")
+                } else {
+                    format!("{path}: {}", plural(*n, "line"))
+                }
+            }));
+            if walk.counts.len() > self.limit {
+                lines.push(format!(
+                    "[{} more files not listed; raise max_results to see them]",
+                    walk.counts.len() - self.limit
+                ));
+            }
+        } else {
+            lines.extend(walk.hits.iter().cloned());
+            lines.push(self.list_summary(dir, shown, walk, glob));
+        }
+        let mut out = ToolOutput::text(lines.join("\n"));
+        out.json = Some(json!({
+            "results": walk.hits,
+            "counts": walk.counts.iter().map(|(path, n)| json!({"path": path, "count": n})).collect::<Vec<_>>(),
+            "total": walk.total(),
+            "files_under_path": walk.files,
+            "files_selected": walk.selected,
+            "files_read": walk.read,
+            "binary_skipped": walk.binary,
+            "limited": walk.limited,
+        }));
+        out
+    }
+
+    /// The last line of a listing: how many, where, and how the glob was read.
+    fn list_summary(
+        &self,
+        dir: &Path,
+        shown: &str,
+        walk: &Walk,
+        glob: Option<&PathGlob>,
+    ) -> String {
+        let what = match &self.pattern {
+            Some(_) => format!(
+                "{} in {}",
+                plural(walk.hits.len() as u64, "matching line"),
+                files(walk.matched_files)
+            ),
+            None => files(walk.hits.len()),
+        };
+        let mut text = format!(
+            "[{what} under {shown}{}",
+            self.glob_words(dir, shown, walk, glob)
+        );
+        if walk.limited {
+            text.push_str("; stopped at max_results, narrow the search or raise max_results");
+        }
+        text.push(']');
+        text
+    }
+
+    fn count_summary(&self, shown: &str, walk: &Walk, glob: Option<&PathGlob>) -> String {
+        let glob = glob
+            .map(|g| format!(" matching glob `{}`", g.text))
+            .unwrap_or_default();
+        match &self.pattern {
+            Some(p) => format!(
+                "{} match {} in {} of the {} searched under {shown}{glob}:",
+                plural(walk.total(), "line"),
+                p.describe(),
+                files(walk.counts.len()),
+                files(walk.read),
+            ),
+            None => format!(
+                "{} under {shown}{glob}, {} in all:",
+                files(walk.counts.len()),
+                plural(walk.total(), "line")
+            ),
+        }
+    }
+
+    /// ` matching glob `x` (read relative to `src`)`, or nothing without a glob.
+    fn glob_words(&self, dir: &Path, shown: &str, walk: &Walk, glob: Option<&PathGlob>) -> String {
+        let Some(glob) = glob else {
+            return String::new();
+        };
+        let how = if dir == self.root {
+            String::new()
+        } else if walk.by_root_only > 0 && walk.by_folder_only == 0 {
+            " (read from the workspace root)".to_owned()
+        } else if walk.by_root_only > 0 {
+            format!(" (read both relative to {shown} and from the workspace root)")
+        } else {
+            format!(" (read relative to {shown})")
+        };
+        format!(" matching glob `{}`{how}", glob.text)
+    }
+
+    /// A "nothing found" answer that says what was searched, so the model can correct itself.
+    fn nothing(&self, dir: &Path, shown: &str, walk: &Walk, glob: Option<&PathGlob>) -> String {
+        let skipped = "hidden files and files ignored by .gitignore are skipped";
+        let Some(glob) = glob else {
+            return match &self.pattern {
+                Some(p) => format!(
+                    "no matches for {}: searched {} under {shown}{}; {skipped}",
+                    p.describe(),
+                    files(walk.read),
+                    binary_words(walk.binary)
+                ),
+                None if walk.binary > 0 => format!(
+                    "no text files under {shown}{}; {skipped}",
+                    binary_words(walk.binary)
+                ),
+                None => format!("no files under {shown}; {skipped}"),
+            };
+        };
+        let tried = if dir == self.root {
+            String::new()
+        } else {
+            format!(", tried relative to {shown} and from the workspace root")
+        };
+        let there = if walk.samples.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ". The {} there include {}",
+                files(walk.files),
+                walk.samples.join(", ")
+            )
+        };
+        if walk.selected == 0 {
+            return format!(
+                "no matches: no file under {shown} matches glob `{}`{tried}{there}. Leave out \
+                 glob to search every file; {skipped}",
+                glob.text
+            );
+        }
+        match &self.pattern {
+            Some(p) => format!(
+                "no matches for {}: searched the {} under {shown} matching glob `{}` (of {}){}; \
+                 {skipped}",
+                p.describe(),
+                files(walk.read),
+                glob.text,
+                files(walk.files),
+                binary_words(walk.binary)
+            ),
+            // Every selected file was binary (count mode reads them).
+            None => format!(
+                "no text files under {shown} match glob `{}`{}; {skipped}",
+                glob.text,
+                binary_words(walk.binary)
+            ),
+        }
+    }
+
+    /// Walks `dir` once with `glob` and `pattern` (the query's mode otherwise).
+    fn walk(
+        &self,
+        dir: &Path,
+        glob: Option<&PathGlob>,
+        pattern: Option<&Pattern>,
+        stop: &CancellationToken,
+    ) -> Result<Walk, ToolError> {
         let walker = WalkBuilder::new(dir)
             .hidden(!self.hidden)
             .follow_links(false)
             // Honour .gitignore even when the workspace is not a git checkout.
             .require_git(false)
+            .sort_by_file_name(std::cmp::Ord::cmp)
             .build();
-        let mut hits = Vec::new();
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
             .build();
+        let mut walk = Walk::default();
         for entry in walker {
             if stop.is_cancelled() {
                 return Err(ToolError::Cancelled);
@@ -139,39 +547,40 @@ impl Query {
                 continue;
             }
             let path = entry.path();
-            let relative_to_dir = path.strip_prefix(dir).unwrap_or(path);
-            if let Some(glob) = &self.glob
-                && !glob.is_match(relative_to_dir)
-            {
-                continue;
-            }
             let shown = path
                 .strip_prefix(&self.root)
                 .unwrap_or(path)
                 .display()
                 .to_string();
-            let Some(matcher) = &self.matcher else {
-                hits.push(shown);
-                if hits.len() >= self.limit {
-                    return Ok(Found {
-                        hits,
-                        limited: true,
-                    });
+            walk.files += 1;
+            if walk.samples.len() < SAMPLE_FILES {
+                walk.samples.push(shown.clone());
+            }
+            if let Some(glob) = glob {
+                let by_folder = glob.is_match(path.strip_prefix(dir).unwrap_or(path));
+                let by_root = glob.is_match(Path::new(&shown));
+                match (by_folder, by_root) {
+                    (false, false) => continue,
+                    (true, false) => walk.by_folder_only += 1,
+                    (false, true) => walk.by_root_only += 1,
+                    (true, true) => {}
+                }
+            }
+            walk.selected += 1;
+            if pattern.is_none() && !self.count {
+                walk.hits.push(shown);
+                if walk.hits.len() >= self.limit {
+                    walk.limited = true;
+                    break;
                 }
                 continue;
-            };
+            }
             if kind.is_symlink() {
                 continue;
             }
-            let mut limited = false;
-            let sink = Lossy(|line_number, line: &str| {
-                hits.push(format!("{shown}:{line_number}: {}", clip(line.trim_end())));
-                limited = hits.len() >= self.limit;
-                Ok(!limited)
-            });
             // Opened beneath the root without following symlinks (a file swapped
             // for a link after the walk saw it is not read); only regular files
-            // are searched, so a FIFO cannot hang the walk.
+            // are read, so a FIFO cannot hang the walk.
             let file = match self.workspace.open_read(path) {
                 Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => file,
                 Ok(_) => continue,
@@ -180,20 +589,123 @@ impl Query {
                     continue;
                 }
             };
-            if let Err(e) = searcher.search_file(matcher, &file, sink) {
+            let Some(pattern) = pattern else {
+                match count_lines(file) {
+                    Ok(Some(n)) => {
+                        walk.read += 1;
+                        walk.counts.push((shown, n));
+                    }
+                    Ok(None) => walk.binary += 1,
+                    Err(e) => {
+                        tracing::debug!(path = %shown, error = %e, "skipping unreadable file")
+                    }
+                }
+                continue;
+            };
+            let before = walk.hits.len();
+            let mut sink = Lines {
+                shown: &shown,
+                hits: &mut walk.hits,
+                keep: !self.count,
+                limit: self.limit,
+                matched: 0,
+                binary: false,
+            };
+            if let Err(e) = searcher.search_file(&pattern.matcher, &file, &mut sink) {
                 tracing::debug!(path = %shown, error = %e, "skipping unreadable file");
+                continue;
             }
-            if limited {
-                return Ok(Found {
-                    hits,
-                    limited: true,
-                });
+            let (matched, binary) = (sink.matched, sink.binary);
+            if binary {
+                walk.hits.truncate(before);
+                walk.binary += 1;
+                continue;
+            }
+            walk.read += 1;
+            if matched > 0 {
+                walk.matched_files += 1;
+                if self.count {
+                    walk.counts.push((shown, matched));
+                }
+            }
+            if walk.hits.len() >= self.limit {
+                walk.limited = true;
+                break;
             }
         }
-        Ok(Found {
-            hits,
-            limited: false,
-        })
+        Ok(walk)
+    }
+}
+
+/// Collects matching lines (or only counts them) for one file.
+struct Lines<'a> {
+    shown: &'a str,
+    hits: &'a mut Vec<String>,
+    keep: bool,
+    limit: usize,
+    matched: u64,
+    binary: bool,
+}
+
+impl Sink for Lines<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.matched += 1;
+        if !self.keep {
+            return Ok(true);
+        }
+        let line = String::from_utf8_lossy(found.bytes());
+        self.hits.push(format!(
+            "{}:{}: {}",
+            self.shown,
+            found.line_number().unwrap_or(0),
+            clip(line.trim_end())
+        ));
+        Ok(self.hits.len() < self.limit)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, Self::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// Lines in a text file (a last line without `\n` counts); `None` for a binary file.
+fn count_lines(mut file: std::fs::File) -> std::io::Result<Option<u64>> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut lines, mut last, mut first) = (0u64, b'\n', true);
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        if first && is_binary(&buf[..n]) {
+            return Ok(None);
+        }
+        first = false;
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        last = buf[n - 1];
+    }
+    Ok(Some(lines + u64::from(last != b'\n')))
+}
+
+fn binary_words(binary: usize) -> String {
+    match binary {
+        0 => String::new(),
+        n => format!(" ({} skipped as binary)", files(n)),
+    }
+}
+
+fn files(n: usize) -> String {
+    plural(n as u64, "file")
+}
+
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 

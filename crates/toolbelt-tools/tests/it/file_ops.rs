@@ -4,7 +4,6 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolbelt_core::ToolError;
 use toolbelt_tools::{BuiltinConfig, Workspace};
 
 use crate::{Fx, exists, is_denied, outside_dir};
@@ -15,7 +14,7 @@ async fn reads_whole_files_and_line_ranges() {
     fx.write("a.txt", "one\ntwo\nthree\nfour\n");
     assert_eq!(
         fx.ok("file_read", json!({"path": "a.txt"})).await,
-        "one\ntwo\nthree\nfour\n"
+        "[a.txt: 4 lines]\none\ntwo\nthree\nfour\n"
     );
     let range = fx
         .ok(
@@ -249,7 +248,7 @@ async fn searches_by_glob_and_content_respecting_gitignore_and_hidden() {
     fx.write(".secret/x.rs", "fn alpha() {}\n");
     assert_eq!(
         fx.ok("file_search", json!({"glob": "*.rs"})).await,
-        "src/a.rs"
+        "src/a.rs\n[1 file under . matching glob `*.rs`]"
     );
     let hits = fx
         .ok(
@@ -257,11 +256,10 @@ async fn searches_by_glob_and_content_respecting_gitignore_and_hidden() {
             json!({"pattern": "alpha", "case_insensitive": true}),
         )
         .await;
-    let mut lines: Vec<_> = hits.lines().collect();
-    lines.sort();
     assert_eq!(
-        lines,
-        ["src/a.rs:1: fn alpha() {}", "src/b.txt:1: ALPHA in text"]
+        hits,
+        "src/a.rs:1: fn alpha() {}\nsrc/b.txt:1: ALPHA in text\n\
+         [2 matching lines in 2 files under .]"
     );
     let hidden = fx
         .ok(
@@ -269,31 +267,31 @@ async fn searches_by_glob_and_content_respecting_gitignore_and_hidden() {
             json!({"glob": "**/x.rs", "include_hidden": true}),
         )
         .await;
-    assert_eq!(hidden, ".secret/x.rs");
+    assert_eq!(
+        hidden,
+        ".secret/x.rs\n[1 file under . matching glob `**/x.rs`]"
+    );
     assert_eq!(
         fx.ok("file_search", json!({"pattern": "zzz"})).await,
-        "no matches"
+        "no matches for `zzz` (regular expression, exact case): searched 2 files under .; \
+         hidden files and files ignored by .gitignore are skipped"
     );
 }
 
 #[tokio::test]
-async fn search_reports_bad_patterns_and_does_not_read_through_symlinks() {
+async fn search_lists_symlinks_but_does_not_read_through_them() {
     let fx = Fx::new();
     let (_keep, outside) = outside_dir();
     symlink(outside.join("secret.txt"), fx.root().join("s.txt")).unwrap();
     assert_eq!(
         fx.ok("file_search", json!({"pattern": "s3cret"})).await,
-        "no matches"
+        "no matches for `s3cret` (regular expression, exact case): searched 0 files under .; \
+         hidden files and files ignored by .gitignore are skipped"
     );
-    let err = fx.err("file_search", json!({"pattern": "("})).await;
-    let ToolError::InvalidArguments { violations } = err else {
-        panic!("{err}")
-    };
-    assert_eq!(violations[0].pointer, "/pattern");
-    let err = fx.err("file_search", json!({})).await;
+    // Without glob or pattern, every file is listed.
     assert_eq!(
-        err.to_string(),
-        "invalid arguments: at /: give `glob`, `pattern` or both"
+        fx.ok("file_search", json!({})).await,
+        "s.txt\n[1 file under .]"
     );
 }
 

@@ -155,7 +155,10 @@ async fn fifos_are_refused_by_reads_and_skipped_by_search() {
     .await
     .expect("file_search hung on a FIFO")
     .unwrap();
-    assert_eq!(found.text, "a.txt:1: needle");
+    assert_eq!(
+        found.text,
+        "a.txt:1: needle\n[1 matching line in 1 file under .]"
+    );
 }
 
 #[tokio::test]

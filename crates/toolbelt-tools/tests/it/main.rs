@@ -7,6 +7,7 @@ mod config;
 mod declarative;
 mod discovery;
 mod file_ops;
+mod file_search;
 mod git_ops;
 mod hardening;
 mod human;

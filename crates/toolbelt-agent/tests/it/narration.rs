@@ -1,0 +1,136 @@
+//! A final answer that narrates a tool call instead of making it is not a
+//! success: the model gets one corrective turn, then the run fails.
+
+use futures::StreamExt;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolbelt_agent::testing::ScriptedProvider;
+use toolbelt_agent::{Agent, AgentBuilder, AgentError, AgentEvent};
+use toolbelt_core::{FnTool, ToolHandle};
+use toolbelt_llm::Message;
+
+/// `file_read(path)`: answers `hello` for any path.
+fn file_read() -> ToolHandle {
+    FnTool::builder("file_read")
+        .description("Read a text file")
+        .parameters(json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}))
+        .handler(|_args, _ctx| async move { "hello".to_owned() })
+        .unwrap()
+}
+
+fn reader(script: &ScriptedProvider) -> AgentBuilder {
+    Agent::builder(script.provider()).tool(file_read())
+}
+
+/// What the agent told the model in the corrective turn.
+const TOLD: &str = "(runtime) you described calling `file_read` but did not call it; describing \
+    a call does not run it, and the user sees no result. The `file_read` tool is offered with \
+    this message: call it now. Its arguments: path (required). Then answer from its result.";
+
+fn last_user_text(messages: &[Message]) -> Option<&str> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::User { content } => Some(content.as_str()),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn a_narrated_call_gets_one_corrective_turn_that_offers_the_tool() {
+    // The answer the 1.5B model gave instead of a call.
+    let script = ScriptedProvider::new()
+        .then_text("I will use `file_read` to read hello.txt.")
+        .then_call("file_read", json!({"path": "hello.txt"}))
+        .then_text("hello.txt says hello");
+    let out = reader(&script)
+        .build()
+        .unwrap()
+        .run("What does hello.txt say?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "hello.txt says hello");
+    let second = &script.requests()[1];
+    assert_eq!(last_user_text(&second.messages), Some(TOLD));
+    let offered: Vec<&str> = second.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["file_read"]);
+}
+
+#[tokio::test]
+async fn a_second_narration_ends_the_run_with_a_typed_error() {
+    let script = ScriptedProvider::new()
+        .then_text("Let me call file_read on hello.txt")
+        .then_text("我将使用 `file_read` 读取 hello.txt 文件。");
+    let err = reader(&script)
+        .build()
+        .unwrap()
+        .run("hello.txt?")
+        .await
+        .unwrap_err();
+    let AgentError::NarratedCall { tool, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(tool, "file_read");
+    assert_eq!(
+        err.to_string(),
+        "agent `agent`: the model described a `file_read` call instead of making it, also after \
+         being told to call it"
+    );
+    assert_eq!(script.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn an_answer_that_only_mentions_a_tool_is_a_success() {
+    let script = ScriptedProvider::new()
+        .then_text("hello.txt says hello. You can use file_read to read other files.");
+    let out = reader(&script)
+        .build()
+        .unwrap()
+        .run("hello.txt?")
+        .await
+        .unwrap();
+    assert_eq!(
+        out.answer,
+        "hello.txt says hello. You can use file_read to read other files."
+    );
+    assert_eq!(script.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_streamed_narration_never_reaches_the_text_events() {
+    let script = ScriptedProvider::new()
+        .then_text("Sure. I'll use file_read to read it.")
+        .then_call("file_read", json!({"path": "hello.txt"}))
+        .then_text("It says hello");
+    let agent = reader(&script).build().unwrap();
+    let events: Vec<AgentEvent> = agent.run_stream("hello.txt?").collect().await;
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Sure. It says hello");
+}
+
+#[tokio::test]
+async fn prose_beside_a_native_call_is_still_streamed() {
+    let mut call = toolbelt_llm::ChatResponse::tool_calls(vec![toolbelt_core::ToolCall::new(
+        "c1",
+        "file_read",
+        json!({"path": "hello.txt"}),
+    )]);
+    call.content = Some("Let me use file_read.".to_owned());
+    let script = ScriptedProvider::new()
+        .then(call)
+        .then_text(" It says hello");
+    let agent = reader(&script).build().unwrap();
+    let events: Vec<AgentEvent> = agent.run_stream("hello.txt?").collect().await;
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Let me use file_read. It says hello");
+}

@@ -1,0 +1,163 @@
+//! file_search and file_read forgive what small models get wrong: the calls
+//! replayed here are the ones that failed against real models.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::Fx;
+
+/// A folder of everyday files and no source code.
+fn notes() -> Fx {
+    let fx = Fx::new();
+    fx.write("notes/a.txt", "groceries\n");
+    fx.write("notes/b.md", "# Bills\nthe invoice is due friday\n");
+    fx.write("notes/c.log", "ok\n");
+    std::fs::write(fx.root().join("notes/d.bin"), b"invoice\0\x01").unwrap();
+    fx
+}
+
+#[tokio::test]
+async fn a_glob_written_from_the_root_or_from_path_both_find_the_file() {
+    let fx = Fx::new();
+    fx.write("src/a.py", "print(1)\n");
+    fx.write("src/lib/b.py", "print(2)\n");
+    fx.write("README.md", "x\n");
+    let from_root = fx
+        .ok("file_search", json!({"glob": "src/**/*.py", "path": "src"}))
+        .await;
+    assert_eq!(
+        from_root,
+        "src/a.py\nsrc/lib/b.py\n[2 files under src matching glob `src/**/*.py` \
+         (read from the workspace root)]"
+    );
+    let from_path = fx
+        .ok("file_search", json!({"glob": "lib/*.py", "path": "src"}))
+        .await;
+    assert_eq!(
+        from_path,
+        "src/lib/b.py\n[1 file under src matching glob `lib/*.py` (read relative to src)]"
+    );
+}
+
+#[tokio::test]
+async fn without_a_glob_every_text_file_is_searched_and_binaries_are_skipped() {
+    let fx = notes();
+    assert_eq!(
+        fx.ok("file_search", json!({"pattern": "invoice"})).await,
+        "notes/b.md:2: the invoice is due friday\n[1 matching line in 1 file under .]"
+    );
+}
+
+#[tokio::test]
+async fn a_copied_language_glob_still_finds_the_word_and_says_so() {
+    // The call a model copied from the old description, in a folder of notes.
+    let fx = notes();
+    let out = fx
+        .ok(
+            "file_search",
+            json!({"glob": "**/*.rs", "pattern": "invoice"}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        "[no file under . matches glob `**/*.rs`, so every file was searched (3 files); \
+         these match]\nnotes/b.md:2: the invoice is due friday\n\
+         [1 matching line in 1 file under .]"
+    );
+}
+
+#[tokio::test]
+async fn no_match_answers_say_what_was_searched() {
+    let fx = notes();
+    assert_eq!(
+        fx.ok("file_search", json!({"pattern": "zzz"})).await,
+        "no matches for `zzz` (regular expression, exact case): searched 3 files under . \
+         (1 file skipped as binary); hidden files and files ignored by .gitignore are skipped"
+    );
+    assert_eq!(
+        fx.ok("file_search", json!({"glob": "*.rs", "path": "notes"}))
+            .await,
+        "no matches: no file under notes matches glob `*.rs`, tried relative to notes and \
+         from the workspace root. The 4 files there include notes/a.txt, notes/b.md, \
+         notes/c.log, notes/d.bin. Leave out glob to search every file; hidden files and \
+         files ignored by .gitignore are skipped"
+    );
+    assert_eq!(
+        fx.ok("file_search", json!({"glob": "*.md", "pattern": "zzz"}))
+            .await,
+        "no matches for `zzz` (regular expression, exact case): searched the 1 file under . \
+         matching glob `*.md` (of 4 files); hidden files and files ignored by .gitignore are \
+         skipped"
+    );
+}
+
+#[tokio::test]
+async fn a_different_case_is_found_when_the_exact_case_is_not() {
+    let fx = notes();
+    assert_eq!(
+        fx.ok("file_search", json!({"pattern": "Invoice"})).await,
+        "[no line matches `Invoice` with its exact case; these match it in any case]\n\
+         notes/b.md:2: the invoice is due friday\n[1 matching line in 1 file under .]"
+    );
+}
+
+#[tokio::test]
+async fn a_regex_the_engine_rejects_is_explained_and_searched_as_text() {
+    let fx = Fx::new();
+    fx.write("calc.txt", "total (net) = 5\n");
+    assert_eq!(
+        fx.ok("file_search", json!({"pattern": "total (net"})).await,
+        "[`pattern` is not a regular expression this search accepts (unclosed group); \
+         searched for it as plain text]\ncalc.txt:1: total (net) = 5\n\
+         [1 matching line in 1 file under .]"
+    );
+    // The row count a model tried: a line break cannot match within a line.
+    let out = fx.ok("file_search", json!({"pattern": "\\n"})).await;
+    assert_eq!(
+        out.lines().next(),
+        Some(
+            "[`pattern` is not a regular expression this search accepts (the literal \"\\n\" \
+             is not allowed in a regex; patterns match within one line: to count lines, set \
+             `count` and leave `pattern` out); searched for it as plain text]"
+        )
+    );
+}
+
+#[tokio::test]
+async fn counts_lines_of_a_file_matching_lines_and_files() {
+    let fx = Fx::new();
+    fx.write("data.csv", "id,name\n1,a\n2,b\n3,c");
+    fx.write("app.log", "ERROR x\nok\nERROR y\n");
+    assert_eq!(
+        fx.ok("file_search", json!({"path": "data.csv", "count": true}))
+            .await,
+        "1 file under data.csv, 4 lines in all:\ndata.csv: 4 lines"
+    );
+    assert_eq!(
+        fx.ok("file_search", json!({"pattern": "ERROR", "count": true}))
+            .await,
+        "2 lines match `ERROR` (regular expression, exact case) in 1 file of the 2 files \
+         searched under .:\napp.log: 2 matching"
+    );
+    assert_eq!(
+        fx.ok("file_search", json!({"glob": "*.csv", "count": true}))
+            .await,
+        "1 file under . matching glob `*.csv`, 4 lines in all:\ndata.csv: 4 lines"
+    );
+    assert_eq!(
+        fx.ok("file_read", json!({"path": "data.csv"})).await,
+        "[data.csv: 4 lines]\nid,name\n1,a\n2,b\n3,c"
+    );
+}
+
+#[tokio::test]
+async fn the_description_shows_no_file_type_a_model_could_copy() {
+    let fx = Fx::new();
+    let spec = fx.tools.get("file_search").unwrap().spec().clone();
+    let text = format!("{} {}", spec.description, spec.parameters);
+    let copied: Vec<&str> = text
+        .split('`')
+        .filter(|token| token.contains("*.") || token.ends_with(".rs"))
+        .collect();
+    assert_eq!(copied, Vec::<&str>::new());
+}
