@@ -163,11 +163,12 @@ fn hide_host_only_tools(registry: &Registry, groups: Option<&str>) -> anyhow::Re
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
-    hide_host_only_tools(&registry, args.groups.as_deref())?;
     let clients = match &args.mcp_config {
         Some(path) => import(&registry, path).await?,
         None => Vec::new(),
     };
+    // After the import, so that --groups may name the imported servers' tags.
+    hide_host_only_tools(&registry, args.groups.as_deref())?;
     let selection = args
         .groups
         .as_deref()
