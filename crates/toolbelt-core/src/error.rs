@@ -266,8 +266,10 @@ impl ToolError {
             Self::InvalidArguments { .. } => {
                 format!("error: {self}. Fix the arguments and call the tool again.")
             }
-            Self::UnknownTool { .. } => {
-                format!("error: {self}. Use one of the tools you were given.")
+            Self::UnknownTool { nearest, .. } => {
+                // "did you mean `x`?" already ends the sentence.
+                let stop = if nearest.is_empty() { "." } else { "" };
+                format!("error: {self}{stop} Use one of the tools you were given.")
             }
             _ => format!("error: {self}"),
         }

@@ -118,8 +118,16 @@ async fn handle(agents: Arc<Agents>, agent: String, export: Export, request: Req
             },
         },
     };
+    let delete = request.method() == axum::http::Method::DELETE;
     match service {
-        Some(service) => service.handle(request).await.map(Body::new),
+        Some(service) => {
+            let mut response = service.handle(request).await.map(Body::new);
+            // See `McpServer::router`: clients expect 200 or 204 for a closed session.
+            if delete && response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::NO_CONTENT;
+            }
+            response
+        }
         None => (
             StatusCode::NOT_FOUND,
             format!("no agent `{agent}` serves MCP here"),

@@ -7,6 +7,7 @@
 //! the attached [`Registry`] (so no model is offered them) and reconnects with
 //! exponential backoff; the tools come back when the server does.
 
+mod failure;
 mod handler;
 mod tool;
 
@@ -14,13 +15,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use rmcp::model::ProgressToken;
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::Peer;
+use rmcp::model::{ProgressToken, ProtocolVersion, ServerNotification, SubscriptionFilter};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::{
     ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess,
     streamable_http_client::StreamableHttpClientTransportConfig,
 };
-use rmcp::{Peer, ServiceExt};
 use serde::Serialize;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
@@ -29,6 +30,7 @@ use toolbelt_core::{Registry, ToolContext, ToolHandle};
 
 use crate::config::{McpServerConfig, Transport};
 use crate::error::McpError;
+pub(crate) use failure::{Failure, FailureKind};
 use handler::ClientHandlerImpl;
 pub use tool::McpTool;
 
@@ -50,8 +52,11 @@ pub enum ServerStatus {
         reason: String,
         /// Consecutive failures so far.
         failures: u32,
-        /// Wait before the next attempt.
+        /// Wait before the next attempt (zero when `permanent`: there is none).
         retry_in: Duration,
+        /// Retrying cannot help until the configuration changes (credentials refused, a
+        /// program that cannot be started): the supervisor does not try again.
+        permanent: bool,
     },
     /// Stopped by [`McpClient::shutdown`].
     Stopped,
@@ -62,6 +67,17 @@ impl ServerStatus {
     pub fn is_up(&self) -> bool {
         matches!(self, Self::Up { .. })
     }
+
+    /// Whether the server is down for good (until its configuration changes).
+    pub fn is_permanently_down(&self) -> bool {
+        matches!(
+            self,
+            Self::Down {
+                permanent: true,
+                ..
+            }
+        )
+    }
 }
 
 impl std::fmt::Display for ServerStatus {
@@ -71,11 +87,20 @@ impl std::fmt::Display for ServerStatus {
             Self::Up { tools } => write!(f, "up ({tools} tools)"),
             Self::Down {
                 reason,
-                failures,
-                retry_in,
+                permanent: true,
+                ..
             } => write!(
                 f,
-                "down after {failures} failure(s): {reason}; retrying in {} ms",
+                "down ({reason}; not retried until its configuration changes)"
+            ),
+            Self::Down {
+                reason,
+                failures,
+                retry_in,
+                ..
+            } => write!(
+                f,
+                "down ({reason}; {failures} failed attempt(s), next in {} ms)",
                 retry_in.as_millis()
             ),
             Self::Stopped => write!(f, "stopped"),
@@ -168,6 +193,15 @@ pub(crate) struct Shared {
     events: broadcast::Sender<McpEvent>,
     progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
     list_changed: Notify,
+    /// A call found the connection broken (an HTTP server that died does not close anything
+    /// the client would notice otherwise).
+    lost: Notify,
+    /// Which connection that call used, and what it met.
+    lost_reason: Mutex<(u64, String)>,
+    /// Counts connections, so a call's report about an old one is not held against a new one.
+    connection: std::sync::atomic::AtomicU64,
+    /// Names of the tools of the last list (kept while the server is down).
+    known: RwLock<Vec<String>>,
     registry: Option<Arc<Registry>>,
     stop: CancellationToken,
 }
@@ -247,6 +281,37 @@ impl Shared {
 
     pub(crate) fn notify_list_changed(&self) {
         self.list_changed.notify_one();
+    }
+
+    /// A call met a broken connection: the supervisor takes the server down and reconnects.
+    pub(crate) fn connection_lost(&self, connection: u64, reason: &str) {
+        if let Ok(mut lost) = self.lost_reason.lock() {
+            *lost = (connection, reason.to_owned());
+        }
+        self.lost.notify_one();
+    }
+
+    /// The connection calls go through now (see [`Shared::connection_lost`]).
+    pub(crate) fn connection(&self) -> u64 {
+        self.connection.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Why connection `connection` was lost, if a call reported it.
+    fn lost_reason(&self, connection: u64) -> Option<String> {
+        self.lost_reason
+            .lock()
+            .ok()
+            .filter(|lost| lost.0 == connection)
+            .map(|lost| lost.1.clone())
+    }
+
+    /// What a connection failure looked like from `target`.
+    pub(crate) fn target(&self) -> String {
+        self.config
+            .url
+            .clone()
+            .or_else(|| self.config.command.clone())
+            .unwrap_or_else(|| self.name.clone())
     }
 }
 
@@ -343,6 +408,15 @@ impl McpClient {
             .unwrap_or_default()
     }
 
+    /// Whether `name` (as imported, with its prefix) was among the server's tools when it
+    /// last listed them; still true while the server is down.
+    pub fn knows_tool(&self, name: &str) -> bool {
+        self.shared
+            .known
+            .read()
+            .is_ok_and(|known| known.iter().any(|k| k == name))
+    }
+
     /// Why a tool of this server cannot be used now, or `None` when it can.
     pub fn why_unavailable(&self) -> Option<String> {
         match self.status() {
@@ -356,17 +430,24 @@ impl McpClient {
         self.shared.peer()
     }
 
-    /// Waits until the server is up (or `timeout` passes).
+    /// Waits until the server is up (or `timeout` passes, or it is down for good).
     ///
     /// # Errors
-    /// [`McpError::NotReady`] with the status at the deadline.
+    /// [`McpError::NotReady`] with the status at the deadline, or at once when the server is
+    /// down for a reason retrying cannot fix (a program that cannot be started, a refused
+    /// token).
     pub async fn ready(&self, timeout: Duration) -> Result<(), McpError> {
         let started = Instant::now();
         let mut status = self.watch_status();
-        let waited = tokio::time::timeout(timeout, status.wait_for(ServerStatus::is_up)).await;
+        let waited = tokio::time::timeout(
+            timeout,
+            status.wait_for(|s| s.is_up() || s.is_permanently_down()),
+        )
+        .await
+        .is_ok_and(|seen| seen.is_ok_and(|status| status.is_up()));
         match waited {
-            Ok(Ok(_)) => Ok(()),
-            _ => Err(McpError::NotReady {
+            true => Ok(()),
+            false => Err(McpError::NotReady {
                 server: self.shared.name.clone(),
                 waited_ms: started.elapsed().as_millis(),
                 status: self.status().to_string(),
@@ -416,6 +497,10 @@ impl McpClientBuilder {
             events,
             progress: Mutex::new(HashMap::new()),
             list_changed: Notify::new(),
+            lost: Notify::new(),
+            lost_reason: Mutex::new((0, String::new())),
+            connection: std::sync::atomic::AtomicU64::new(0),
+            known: RwLock::new(Vec::new()),
             registry: self.registry,
             stop: stop.clone(),
         });
@@ -434,7 +519,30 @@ impl McpClientBuilder {
 
 type Running = RunningService<RoleClient, ClientHandlerImpl>;
 
-async fn connect(shared: &Weak<Shared>, transport: &Transport) -> Result<Running, String> {
+/// How a connection starts: the `initialize` handshake (2025-11-25, what every server we
+/// met speaks), or `server/discover` for a server that speaks only the stateless 2026-07-28.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    Initialize,
+    Discover,
+}
+
+impl Lifecycle {
+    fn mode(self) -> ClientLifecycleMode {
+        match self {
+            Self::Initialize => ClientLifecycleMode::Initialize,
+            Self::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        }
+    }
+}
+
+async fn connect(
+    shared: &Weak<Shared>,
+    transport: &Transport,
+    lifecycle: Lifecycle,
+) -> Result<Running, Failure> {
     let handler = ClientHandlerImpl::new(shared.clone());
     match transport {
         Transport::Stdio {
@@ -454,11 +562,11 @@ async fn connect(shared: &Weak<Shared>, transport: &Transport) -> Result<Running
             let (child, _stderr) = TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::null())
                 .spawn()
-                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                .map_err(|e| Failure::of(&e, command))?;
             handler
-                .serve(child)
+                .serve_with_lifecycle(child, lifecycle.mode())
                 .await
-                .map_err(|e| format!("initialisation failed: {e}"))
+                .map_err(|e| Failure::of(&e, command))
         }
         Transport::Http {
             url,
@@ -469,12 +577,15 @@ async fn connect(shared: &Weak<Shared>, transport: &Transport) -> Result<Running
             if let Some(token) = bearer_token {
                 config = config.auth_header(token.clone());
             }
-            config = config.custom_headers(http_headers(headers)?);
+            config = config.custom_headers(http_headers(headers).map_err(|reason| Failure {
+                reason,
+                kind: FailureKind::Permanent,
+            })?);
             let transport = StreamableHttpClientTransport::from_config(config);
             handler
-                .serve(transport)
+                .serve_with_lifecycle(transport, lifecycle.mode())
                 .await
-                .map_err(|e| format!("initialisation failed: {e}"))
+                .map_err(|e| Failure::of(&e, url))
         }
     }
 }
@@ -498,11 +609,12 @@ fn http_headers(
 async fn load_tools(
     shared: &Arc<Shared>,
     peer: &Peer<RoleClient>,
-) -> Result<Vec<ToolHandle>, String> {
-    let listed = peer
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("tools/list failed: {e}"))?;
+) -> Result<Vec<ToolHandle>, Failure> {
+    let listed = peer.list_all_tools().await.map_err(|e| {
+        let mut failure = Failure::of(&e, &shared.target());
+        failure.reason = format!("tools/list failed: {}", failure.reason);
+        failure
+    })?;
     Ok(import_tools(shared, listed))
 }
 
@@ -559,6 +671,9 @@ fn sync_registry(shared: &Shared, previous: &[ToolHandle], tools: &[ToolHandle])
 }
 
 fn set_tools(shared: &Shared, tools: Vec<ToolHandle>) {
+    if let Ok(mut known) = shared.known.write() {
+        *known = tools.iter().map(|t| t.name().to_string()).collect();
+    }
     let previous = shared
         .tools
         .write()
@@ -582,37 +697,58 @@ fn go_down(shared: &Shared) {
 
 async fn supervise(weak: Weak<Shared>, transport: Transport, stop: CancellationToken) {
     let mut failures = 0u32;
+    let mut lifecycle = Lifecycle::Initialize;
     loop {
         let Some(shared) = weak.upgrade() else { return };
         shared.set_status(ServerStatus::Connecting);
-        let reason = match connect(&weak, &transport).await {
+        let outcome = match connect(&weak, &transport, lifecycle).await {
             Ok(running) => {
-                let reason = run_connected(&shared, running, &stop).await;
+                let outcome = run_connected(&shared, running, lifecycle, &stop).await;
                 if stop.is_cancelled() {
                     go_down(&shared);
                     shared.set_status(ServerStatus::Stopped);
                     return;
                 }
-                reason.map(|(reason, was_up)| {
-                    if was_up {
-                        failures = 0;
-                    }
-                    reason
-                })
+                outcome
             }
-            Err(e) => Some(e),
+            Err(failure) => Ended {
+                failure,
+                was_up: false,
+            },
         };
-        let reason = reason.unwrap_or_else(|| "connection closed".to_owned());
+        if outcome.was_up {
+            failures = 0;
+        }
+        let failure = outcome.failure;
+        if failure.kind == FailureKind::StatelessOnly && lifecycle == Lifecycle::Initialize {
+            // Not a failure of the server: it wants the 2026-07-28 lifecycle. Ask again at once.
+            tracing::info!(server = %shared.name, "the server speaks only 2026-07-28; connecting with server/discover");
+            lifecycle = Lifecycle::Discover;
+            continue;
+        }
         failures += 1;
-        let retry_in = shared.backoff.delay(failures);
-        tracing::warn!(server = %shared.name, %reason, ?retry_in, "MCP server down");
+        let permanent = failure.kind == FailureKind::Permanent;
+        let retry_in = if permanent {
+            Duration::ZERO
+        } else {
+            shared.backoff.delay(failures)
+        };
+        tracing::warn!(server = %shared.name, reason = %failure.reason, ?retry_in, permanent, "MCP server down");
         go_down(&shared);
         shared.set_status(ServerStatus::Down {
-            reason,
+            reason: failure.reason,
             failures,
             retry_in,
+            permanent,
         });
         drop(shared);
+        if permanent {
+            stop.cancelled().await;
+            if let Some(shared) = weak.upgrade() {
+                shared.set_status(ServerStatus::Stopped);
+            }
+            return;
+        }
         tokio::select! {
             () = stop.cancelled() => {
                 if let Some(shared) = weak.upgrade() {
@@ -625,19 +761,65 @@ async fn supervise(weak: Weak<Shared>, transport: Transport, stop: CancellationT
     }
 }
 
-/// Serves one connection until it ends; returns why, and whether it got up.
+/// How a connection ended: why, and whether the server was up before.
+struct Ended {
+    failure: Failure,
+    was_up: bool,
+}
+
+/// Follows `tools/list_changed` on a 2026-07-28 connection: a `subscriptions/listen` stream.
+/// Resolves when a change is announced; never when the server refused the subscription.
+async fn next_change(subscription: &mut Option<rmcp::service::Subscription>) {
+    let Some(stream) = subscription.as_mut() else {
+        return std::future::pending().await;
+    };
+    loop {
+        match stream.next().await {
+            Ok(Some(ServerNotification::ToolListChangedNotification(_))) => return,
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => {
+                *subscription = None;
+                return std::future::pending().await;
+            }
+        }
+    }
+}
+
+/// Serves one connection until it ends; `None` when stopped.
 async fn run_connected(
     shared: &Arc<Shared>,
     running: Running,
+    lifecycle: Lifecycle,
     stop: &CancellationToken,
-) -> Option<(String, bool)> {
+) -> Ended {
     let peer = running.peer().clone();
     let closer = running.cancellation_token();
+    let connection = shared
+        .connection
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        + 1;
     let tools = match load_tools(shared, &peer).await {
         Ok(tools) => tools,
-        Err(e) => {
+        Err(failure) => {
             closer.cancel();
-            return Some((e, false));
+            return Ended {
+                failure,
+                was_up: false,
+            };
+        }
+    };
+    // On 2026-07-28 a server announces list changes only on a listen stream.
+    let mut subscription = match lifecycle {
+        Lifecycle::Initialize => None,
+        Lifecycle::Discover => {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            match peer.listen(filter).await {
+                Ok(subscription) => Some(subscription),
+                Err(e) => {
+                    tracing::info!(server = %shared.name, error = %e, "no subscriptions/listen: tool list changes will not be followed");
+                    None
+                }
+            }
         }
     };
     if let Ok(mut slot) = shared.peer.write() {
@@ -655,22 +837,34 @@ async fn run_connected(
                     Ok(reason) => format!("connection ended ({reason:?})"),
                     Err(e) => format!("connection task failed: {e}"),
                 };
-                return Some((reason, true));
+                return Ended { failure: Failure::transient(reason), was_up: true };
             }
-            () = shared.list_changed.notified() => {
+            () = shared.lost.notified() => {
+                // A report about an earlier connection is stale: this one is fine.
+                let Some(reason) = shared.lost_reason(connection) else { continue };
+                closer.cancel();
+                let _ = (&mut waiting).await;
+                return Ended { failure: Failure::transient(reason), was_up: true };
+            }
+            () = async {
+                tokio::select! {
+                    () = shared.list_changed.notified() => {}
+                    () = next_change(&mut subscription) => {}
+                }
+            } => {
                 match load_tools(shared, &peer).await {
                     Ok(tools) => {
                         let count = tools.len();
                         set_tools(shared, tools);
                         shared.set_status(ServerStatus::Up { tools: count });
                     }
-                    Err(e) => tracing::warn!(server = %shared.name, error = %e, "tools reload failed"),
+                    Err(e) => tracing::warn!(server = %shared.name, error = %e.reason, "tools reload failed"),
                 }
             }
             () = stop.cancelled() => {
                 closer.cancel();
                 let _ = (&mut waiting).await;
-                return None;
+                return Ended { failure: Failure::transient("stopped"), was_up: true };
             }
         }
     }

@@ -71,6 +71,10 @@ pub fn annotations_from_policy(spec: &ToolSpec) -> ToolAnnotations {
 }
 
 /// The MCP definition of a toolbelt tool.
+///
+/// A tool imported from an MCP server is served as that server described it: its `title`,
+/// `outputSchema` and annotations (kept under the metadata key [`MCP_METADATA_KEY`]) are
+/// passed on unchanged; other tools get annotations from their policy.
 pub fn tool_definition(spec: &ToolSpec) -> McpToolDef {
     let schema = match &spec.parameters {
         Value::Object(map) => map.clone(),
@@ -81,7 +85,22 @@ pub fn tool_definition(spec: &ToolSpec) -> McpToolDef {
         spec.description.clone(),
         Arc::new(schema),
     );
-    tool.annotations = Some(annotations_from_policy(spec));
+    let remote = (spec.kind == ToolKind::Mcp)
+        .then(|| spec.metadata.get(MCP_METADATA_KEY))
+        .flatten();
+    let remote_annotations = remote
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| serde_json::from_value::<ToolAnnotations>(a.clone()).ok());
+    tool.annotations = Some(remote_annotations.unwrap_or_else(|| annotations_from_policy(spec)));
+    if let Some(remote) = remote {
+        tool.title = remote
+            .get("title")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if let Some(Value::Object(output)) = remote.get("outputSchema") {
+            tool.output_schema = Some(Arc::new(output.clone()));
+        }
+    }
     tool
 }
 
@@ -227,5 +246,48 @@ mod tests {
         let wire = result_from_outcome(&Ok(out));
         assert_eq!(wire.structured_content, Some(json!({"n": 1})));
         assert_eq!(wire.is_error, Some(false));
+    }
+
+    #[test]
+    fn an_unknown_tool_with_a_suggestion_reads_as_one_sentence() {
+        let error = ToolError::UnknownTool {
+            name: "py.ech".to_owned(),
+            nearest: vec!["py.echo".to_owned()],
+        };
+        let wire = result_from_outcome(&Err(error));
+        assert_eq!(
+            wire.content,
+            vec![ContentBlock::text(
+                "error: unknown tool `py.ech`; did you mean `py.echo`? Use one of the tools you were given."
+            )]
+        );
+    }
+
+    #[test]
+    fn an_imported_tool_is_served_with_the_remote_title_output_schema_and_annotations() {
+        let remote = json!({
+            "server": "py", "name": "weather", "title": "Weather",
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+            "outputSchema": {"type": "object", "properties": {"t": {"type": "number"}}}
+        });
+        let spec = ToolSpec::builder("py.weather")
+            .description("Weather")
+            .kind(ToolKind::Mcp)
+            .metadata(MCP_METADATA_KEY, remote)
+            .build()
+            .unwrap();
+        let served = serde_json::to_value(tool_definition(&spec)).unwrap();
+        assert_eq!(
+            (
+                &served["title"],
+                &served["annotations"],
+                &served["outputSchema"]
+            ),
+            (
+                &json!("Weather"),
+                &json!({"readOnlyHint": true, "openWorldHint": false}),
+                &json!({"type": "object", "properties": {"t": {"type": "number"}}})
+            )
+        );
     }
 }

@@ -21,9 +21,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequests,
     InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool as McpToolDef,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpToolDef,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -60,7 +60,12 @@ struct Inner {
     instructions: Option<String>,
     extensions: Extensions,
     search: Option<Arc<Search>>,
+    unavailable: Option<Arc<Unavailable>>,
 }
+
+/// Says why a tool that is not served now cannot be called (its MCP server is down), or `None`
+/// for a name nobody knows.
+type Unavailable = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 /// Builds the search tool of a routed export over the tools served now.
 type SearchFactory = dyn Fn(&Toolset) -> Result<ToolHandle, String> + Send + Sync;
@@ -132,6 +137,7 @@ impl McpServer {
                 instructions: None,
                 extensions: Extensions::new(),
                 search: None,
+                unavailable: None,
             }),
         }
     }
@@ -169,6 +175,19 @@ impl McpServer {
             built: Mutex::new(None),
         });
         self.map_inner(|inner| inner.search = Some(search))
+    }
+
+    /// Answers a call to a tool that is not served now with `why(name)` when that says
+    /// something (e.g. "MCP server `everything` is down (…)", from
+    /// [`McpClient::why_unavailable`](crate::McpClient::why_unavailable) of the client that
+    /// imported it) instead of "unknown tool".
+    #[must_use]
+    pub fn with_unavailable(
+        self,
+        why: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        let why: Arc<Unavailable> = Arc::new(why);
+        self.map_inner(|inner| inner.unavailable = Some(why))
     }
 
     /// The search tool of a routed export, built for the tools served now.
@@ -288,9 +307,13 @@ impl McpServer {
     }
 
     /// An axum router answering MCP at its root (`nest_service` it under
-    /// `/mcp/{agent}`); token checks are the host's middleware.
+    /// `/mcp/{agent}`); token checks are the host's middleware. A session `DELETE` is answered
+    /// `204 No Content` (rmcp says `202`, which clients such as the Python SDK report as a
+    /// failed close).
     pub fn router(&self, allowed_hosts: Option<Vec<String>>) -> axum::Router {
-        axum::Router::new().fallback_service(self.http_service(allowed_hosts))
+        axum::Router::new()
+            .fallback_service(self.http_service(allowed_hosts))
+            .layer(axum::middleware::from_fn(deleted_is_no_content))
     }
 
     async fn call(
@@ -299,6 +322,16 @@ impl McpServer {
         context: RequestContext<RoleServer>,
         tools: Toolset,
     ) -> CallToolResponse {
+        if !tools.contains(&params.name)
+            && let Some(why) = self
+                .inner
+                .unavailable
+                .as_ref()
+                .and_then(|why| why(&params.name))
+        {
+            let error = toolbelt_core::ToolError::retryable(why);
+            return CallToolResponse::Complete(result_from_outcome(&Err(error)));
+        }
         let answered = params
             .input_responses
             .as_ref()
@@ -404,19 +437,36 @@ fn approval_form(tool: &str, arguments: &Value) -> ElicitRequestParams {
     }
 }
 
+/// A `DELETE` that rmcp answered `202 Accepted` is answered `204 No Content`: the session is
+/// gone, nothing is pending, and clients expect 200 or 204.
+async fn deleted_is_no_content(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let delete = request.method() == http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == http::StatusCode::ACCEPTED {
+        *response.status_mut() = http::StatusCode::NO_CONTENT;
+    }
+    response
+}
+
 /// What an elicitation answer means for the call.
 fn decide(tool: &str, answer: &ElicitResult) -> ApprovalResponse {
-    let approved = answer.action == ElicitationAction::Accept
-        && answer
-            .content
-            .as_ref()
-            .and_then(|c| c.get("approve"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-    if approved {
-        ApprovalResponse::Approve
-    } else if answer.action == ElicitationAction::Accept {
-        ApprovalResponse::Reject(format!("the user did not approve `{tool}`"))
+    let approve = answer
+        .content
+        .as_ref()
+        .and_then(|c| c.get("approve"))
+        .and_then(Value::as_bool);
+    if answer.action == ElicitationAction::Accept {
+        match approve {
+            Some(true) => ApprovalResponse::Approve,
+            Some(false) => ApprovalResponse::Reject(format!("the user did not approve `{tool}`")),
+            None => ApprovalResponse::Reject(format!(
+                "the MCP client accepted the approval form for `{tool}` but sent no answer \
+                 (expected `{{\"approve\": true}}` or `false`); the call was not run"
+            )),
+        }
     } else {
         ApprovalResponse::Reject(format!(
             "the user answered {:?} to the approval of `{tool}`",
@@ -555,6 +605,40 @@ impl ServerHandler for McpServerHandler {
         Ok(response)
     }
 
+    /// 2026-07-28 clients hear of list changes on a `subscriptions/listen` stream (there is no
+    /// session to send them on): tool list changes are the one kind this server announces.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let Source::Registry { registry, .. } = &self.server.inner.source else {
+            // A fixed toolset never changes: hold the stream until the client ends it.
+            context.cancelled().await;
+            return Ok(());
+        };
+        let mut changes = registry.watch();
+        let sink = context.sink().clone();
+        let wanted = sink.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        context.cancelled().await;
+                        return Ok(());
+                    }
+                    if wanted && sink.notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer.clone();
         match &self.server.inner.source {
@@ -628,5 +712,24 @@ impl Approver for McpApprover {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn an_accepted_form_without_an_answer_is_refused_saying_what_was_missing() {
+        let accepted_empty = ElicitResult::new(ElicitationAction::Accept);
+        let ApprovalResponse::Reject(reason) = decide("file_write", &accepted_empty) else {
+            panic!("approved without an answer");
+        };
+        assert_eq!(
+            reason,
+            "the MCP client accepted the approval form for `file_write` but sent no answer \
+             (expected `{\"approve\": true}` or `false`); the call was not run"
+        );
     }
 }

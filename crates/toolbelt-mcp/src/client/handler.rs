@@ -3,7 +3,9 @@
 use std::sync::Weak;
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
+};
 use rmcp::service::{NotificationContext, RoleClient};
 
 use super::Shared;
@@ -40,10 +42,13 @@ impl ClientHandler for ClientHandlerImpl {
         }
     }
 
+    /// What `initialize` announces: the revision the handshake belongs to (2025-11-25; the
+    /// 2026-07-28 revision has no `initialize`, so announcing it there is a version mismatch).
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("toolbelt", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }

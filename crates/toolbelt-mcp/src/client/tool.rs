@@ -11,7 +11,7 @@ use rmcp::service::{PeerRequestOptions, RoleClient};
 use serde_json::{Value, json};
 use toolbelt_core::{SpecError, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolSpec};
 
-use super::Shared;
+use super::{Failure, FailureKind, Shared};
 use crate::config::McpServerConfig;
 use crate::convert::{
     MCP_METADATA_KEY, normalize_input_schema, output_from_result, policy_from_annotations, tag_safe,
@@ -60,6 +60,9 @@ impl McpTool {
         let mut meta = json!({"server": server, "name": remote});
         if let Some(annotations) = &def.annotations {
             meta["annotations"] = serde_json::to_value(annotations).unwrap_or(Value::Null);
+        }
+        if let Some(title) = &def.title {
+            meta["title"] = json!(title);
         }
         if let Some(output_schema) = &def.output_schema {
             meta["outputSchema"] = Value::Object((**output_schema).clone());
@@ -123,9 +126,10 @@ impl Tool for McpTool {
                 self.spec.name
             ))
         })?;
+        let connection = shared.connection();
         let peer = shared.peer().ok_or_else(|| {
             ToolError::retryable(format!(
-                "MCP server `{}` is unavailable: {}",
+                "MCP server `{}` is {}",
                 shared.name(),
                 shared.status()
             ))
@@ -145,7 +149,7 @@ impl Tool for McpTool {
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| ToolError::retryable(format!("MCP server `{}`: {e}", shared.name())))?;
+            .map_err(|e| broken(&shared, connection, &e))?;
         let token = handle.progress_token.clone();
         shared.track_progress(token.clone(), self.spec.name.as_str(), &ctx);
         let mut guard = CancelOnDrop {
@@ -168,10 +172,40 @@ impl Tool for McpTool {
                 shared.name(),
                 serde_json::to_string(&other).unwrap_or_default()
             ))),
-            Err(e) => Err(ToolError::retryable(format!(
-                "MCP server `{}`: {e}",
-                shared.name()
-            ))),
+            Err(e) => Err(broken(&shared, connection, &e)),
         }
+    }
+}
+
+/// The tool error for a request that failed on the way (not a tool's own error result).
+///
+/// A transport failure takes the server down (the supervisor reconnects): an HTTP server that
+/// died closes nothing the client would notice otherwise, and its tools must not stay listed.
+/// Refused credentials are not worth retrying; other failures are.
+fn broken(shared: &Shared, connection: u64, error: &rmcp::service::ServiceError) -> ToolError {
+    let failure = Failure::of(error, &shared.target());
+    let transport = matches!(
+        error,
+        rmcp::service::ServiceError::TransportSend(_)
+            | rmcp::service::ServiceError::TransportClosed
+    );
+    if transport {
+        shared.connection_lost(connection, &failure.reason);
+        let message = format!(
+            "MCP server `{}` is down ({})",
+            shared.name(),
+            failure.reason
+        );
+        return if failure.kind == FailureKind::Permanent {
+            ToolError::failed(message)
+        } else {
+            ToolError::retryable(message)
+        };
+    }
+    let message = format!("MCP server `{}`: {}", shared.name(), failure.reason);
+    if failure.kind == FailureKind::Permanent {
+        ToolError::failed(message)
+    } else {
+        ToolError::retryable(message)
     }
 }

@@ -5,5 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod client;
+mod failures;
+mod protocol;
 mod roundtrip;
 mod support;

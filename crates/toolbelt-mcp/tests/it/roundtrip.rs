@@ -10,7 +10,7 @@ use toolbelt_mcp::{McpServer, McpServerConfig};
 
 use crate::support::{call, eventually, start};
 
-fn add_tool(name: &str) -> ToolHandle {
+pub(crate) fn add_tool(name: &str) -> ToolHandle {
     FnTool::builder(name)
         .description("Adds two integers")
         .tag("math")
@@ -291,5 +291,37 @@ async fn shutting_down_or_dropping_a_client_takes_its_tools_out_at_once() {
     assert!(registry.contains("b.math.add"));
     drop(client);
     assert!(!registry.contains("b.math.add"));
+    task.abort();
+}
+
+#[tokio::test]
+async fn closing_a_session_answers_204() {
+    let server = McpServer::new(toolbelt_core::Toolset::empty(), Executor::new());
+    let app = axum::Router::new().nest_service("/mcp", server.router(None));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let opened = http
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let closed = http
+        .delete(&url)
+        .header("mcp-session-id", session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status().as_u16(), 204);
     task.abort();
 }

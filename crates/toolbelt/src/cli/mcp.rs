@@ -117,12 +117,58 @@ pub(crate) async fn import(
     Ok(clients)
 }
 
+/// Built-in tools that need what only an agent's host provides, and what that is: `toolbelt
+/// mcp serve` has none of it, so it does not offer them.
+const NEEDS_AN_AGENT_HOST: &[(&str, &str)] = &[
+    ("self_info", "a running agent to describe"),
+    ("config", "a server configuration to show"),
+    ("ask_human", "a person to put the question to"),
+    ("memory_store", "an agent's memory"),
+    ("memory_recall", "an agent's memory"),
+    ("memory_forget", "an agent's memory"),
+    ("memory_list", "an agent's memory"),
+    ("routine", "a scheduler to run routines"),
+];
+
+/// Takes the tools `toolbelt mcp serve` cannot run out of `registry`; an explicit `--groups`
+/// that names one of them is refused, saying why.
+fn hide_host_only_tools(registry: &Registry, groups: Option<&str>) -> anyhow::Result<()> {
+    if let Some(groups) = groups.filter(|g| g.trim() != "*") {
+        let chosen = registry
+            .resolve(&Selection::parse(groups).context("--groups")?)
+            .context("--groups")?;
+        let refused: Vec<String> = NEEDS_AN_AGENT_HOST
+            .iter()
+            .filter(|(name, _)| chosen.contains(name))
+            .map(|(name, what)| format!("`{name}` needs {what}"))
+            .collect();
+        if !refused.is_empty() {
+            anyhow::bail!(
+                "`toolbelt mcp serve` cannot serve these tools: {}; agents get them from \
+                 `toolbelt serve` or `toolbelt run`. Leave them out of --groups",
+                refused.join(", ")
+            );
+        }
+    }
+    let present: Vec<&str> = NEEDS_AN_AGENT_HOST
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| registry.contains(name))
+        .collect();
+    registry
+        .remove_tools(present)
+        .context("hiding the tools that need an agent's host")?;
+    Ok(())
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
-    let _clients = match &args.mcp_config {
+    let clients = match &args.mcp_config {
         Some(path) => import(&registry, path).await?,
         None => Vec::new(),
     };
+    // After the import, so that --groups may name the imported servers' tags.
+    hide_host_only_tools(&registry, args.groups.as_deref())?;
     let selection = args
         .groups
         .as_deref()
@@ -147,7 +193,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         selection,
         Executor::builder().policy(policy).build(),
     )
-    .with_extensions(BuiltinConfig::new(workspace).extensions());
+    .with_extensions(BuiltinConfig::new(workspace).extensions())
+    .with_unavailable(move |name| {
+        // A tool of an imported server that went down: say so rather than "unknown tool".
+        clients
+            .iter()
+            .find(|client| client.knows_tool(name))
+            .and_then(McpClient::why_unavailable)
+    });
     let server = if args.routed {
         let router = Arc::new(search_router()?);
         let limit = usize::from(args.search_limit);
@@ -174,7 +227,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 local.ip().to_string(),
                 local.to_string(),
             ];
-            let app = axum::Router::new().nest_service("/mcp", server.http_service(Some(hosts)));
+            let app = axum::Router::new().nest_service("/mcp", server.router(Some(hosts)));
             eprintln!("serving MCP (streamable HTTP) at http://{local}/mcp");
             axum::serve(listener, app)
                 .with_graceful_shutdown(async {

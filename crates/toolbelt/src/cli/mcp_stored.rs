@@ -218,23 +218,45 @@ pub(crate) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 pub(crate) async fn ls(args: LsArgs) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
     let servers = store.list_mcp_servers().await?;
-    let mut rows = Vec::with_capacity(servers.len());
-    let mut all_up = true;
-    for server in servers {
-        let health = if !server.enabled {
-            json!({"state": "disabled"})
-        } else if args.check {
-            let health = check(&server.name, &server.config).await;
-            all_up &= health["state"] == "up";
-            health
-        } else {
-            json!({"state": "not_checked"})
-        };
-        rows.push(json!({
-            "name": server.name, "enabled": server.enabled, "revision": server.revision,
-            "config": server.config, "health": health,
-        }));
+    // Every enabled server is checked at once, all within one timeout: N servers that are
+    // down cost one wait, not N.
+    let deadline = tokio::time::Instant::now() + CHECK_TIMEOUT;
+    let mut checks = tokio::task::JoinSet::new();
+    if args.check {
+        for (at, server) in servers.iter().enumerate().filter(|(_, s)| s.enabled) {
+            let (name, config) = (server.name.clone(), server.config.clone());
+            checks.spawn(async move { (at, check(&name, &config, deadline).await) });
+        }
     }
+    let mut health: Vec<Value> = servers
+        .iter()
+        .map(|s| {
+            if s.enabled {
+                json!({"state": "not_checked"})
+            } else {
+                json!({"state": "disabled"})
+            }
+        })
+        .collect();
+    while let Some(done) = checks.join_next().await {
+        let (at, checked) = done.context("checking an MCP server")?;
+        health[at] = checked;
+    }
+    let all_up = !args.check
+        || health
+            .iter()
+            .zip(&servers)
+            .all(|(h, s)| !s.enabled || h["state"] == "up");
+    let rows: Vec<Value> = servers
+        .into_iter()
+        .zip(health)
+        .map(|(server, health)| {
+            json!({
+                "name": server.name, "enabled": server.enabled, "revision": server.revision,
+                "config": server.config, "health": health,
+            })
+        })
+        .collect();
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
@@ -281,8 +303,12 @@ pub(crate) async fn ls(args: LsArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Connects to one stored server (secrets from the environment) and reports what it answered.
-async fn check(name: &str, config: &Value) -> Value {
+/// How long `mcp ls --check` waits for all the servers together.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Connects to one stored server (secrets from the environment) and reports what it answered
+/// by `deadline` (at once when it cannot be started or refuses the credentials).
+async fn check(name: &str, config: &Value, deadline: tokio::time::Instant) -> Value {
     let config = match check_config(name, config) {
         Ok(config) => config,
         Err(p) => {
@@ -300,7 +326,8 @@ async fn check(name: &str, config: &Value) -> Value {
         Ok(client) => client,
         Err(e) => return json!({"state": "down", "error": e.to_string()}),
     };
-    let health = match client.ready(Duration::from_secs(30)).await {
+    let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let health = match client.ready(wait).await {
         Ok(()) => json!({"state": "up", "tools": client.tools().len()}),
         Err(e) => json!({"state": "down", "error": e.to_string()}),
     };

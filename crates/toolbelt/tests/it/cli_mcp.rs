@@ -443,3 +443,54 @@ fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
     server.kill().unwrap();
     let _ = server.wait();
 }
+
+#[test]
+fn mcp_serve_offers_no_tool_it_cannot_run_and_refuses_to_be_asked_for_one() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let report = py_client(
+        &python,
+        "legacy",
+        "none",
+        &["stdio", bin, "mcp", "serve"],
+        json!([]),
+        dir.path(),
+    );
+    let mut names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "file_edit",
+            "file_read",
+            "file_search",
+            "file_write",
+            "git",
+            "git_write",
+            "http_get",
+            "http_request",
+            "list_dir",
+            "shell_exec",
+            "todo_add",
+            "todo_list",
+            "todo_update"
+        ]
+    );
+    let out = Command::new(bin)
+        .args(["mcp", "serve", "--groups", "file_ops,memory"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: `toolbelt mcp serve` cannot serve these tools: `memory_store` needs an agent's memory, `memory_recall` needs an agent's memory, `memory_forget` needs an agent's memory, `memory_list` needs an agent's memory; agents get them from `toolbelt serve` or `toolbelt run`. Leave them out of --groups"
+    );
+}

@@ -145,3 +145,64 @@ async fn stored_mcp_servers_are_added_checked_disabled_imported_and_removed() {
         schema(&db, false).await;
     }
 }
+
+#[tokio::test]
+async fn check_waits_once_for_all_down_servers_and_not_at_all_for_missing_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = databases(dir.path(), "cli_mcp_check").remove(0);
+    schema(&db, true).await;
+    let d = dir.path();
+    // A closed port (down, retried) three times, and a program that does not exist.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for name in ["a", "b", "c"] {
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        assert!(text(&toolbelt(&db, d, &["mcp", "add", name, "--url", &url])).0);
+    }
+    assert!(
+        text(&toolbelt(
+            &db,
+            d,
+            &["mcp", "add", "ghost", "--", "/no/such/server"]
+        ))
+        .0
+    );
+    let started = std::time::Instant::now();
+    let (ok, out, err) = text(&toolbelt(&db, d, &["mcp", "ls", "--check", "--json"]));
+    let took = started.elapsed();
+    assert!(!ok, "{out}{err}");
+    assert!(took < std::time::Duration::from_secs(25), "took {took:?}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let states: Vec<(&str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap(),
+                r["health"]["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("a", "down"),
+            ("b", "down"),
+            ("c", "down"),
+            ("ghost", "down")
+        ]
+    );
+    let error = rows[3]["health"]["error"].as_str().unwrap();
+    assert_eq!(
+        error.split_once(" ms: ").map(|(_, status)| status),
+        Some(
+            "down (cannot start `/no/such/server`: No such file or directory; not retried until its configuration changes)"
+        ),
+        "{error}"
+    );
+    schema(&db, false).await;
+}
