@@ -37,8 +37,10 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
-use nix::sched::{CloneFlags, unshare};
+use nix::sched::CloneFlags;
 use tokio::process::{Child, Command};
+
+mod isolate;
 
 /// The newest Landlock ABI this code asks for; older kernels get what they support.
 const TARGET_ABI: ABI = ABI::V10;
@@ -66,7 +68,8 @@ pub const SYSTEM_READ_PATHS: &[&str] = &[
     "/etc/hosts",
     "/etc/host.conf",
     "/etc/resolv.conf",
-    "/etc/ssl",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
     "/etc/gitconfig",
     "/etc/mime.types",
@@ -221,8 +224,15 @@ pub enum SandboxError {
 pub struct SandboxSupport {
     /// The Landlock ABI the kernel supports, `None` when Landlock is missing or disabled.
     pub landlock_abi: Option<i32>,
-    /// Whether a new PID and network namespace can be created (needs `CAP_SYS_ADMIN`).
+    /// Whether new PID, network, mount, UTS and IPC namespaces can be created
+    /// and `/proc` mounted again in them, listing only a command's own
+    /// processes (needs `CAP_SYS_ADMIN`, e.g. a root server).
     pub namespaces: bool,
+    /// Whether the bounding capability set can be emptied (needs `CAP_SETPCAP`);
+    /// the other sets are emptied and `no_new_privs` set in any case.
+    pub bounding_set_cleared: bool,
+    /// Whether a seccomp filter can refuse `AF_UNIX` sockets when the network is off.
+    pub unix_sockets_refused: bool,
 }
 
 impl SandboxSupport {
@@ -245,13 +255,25 @@ impl SandboxSupport {
                 .to_owned(),
         };
         let ns = if self.namespaces {
-            "PID and network namespaces: kill reaches every descendant, network isolated"
+            "PID, network, mount, UTS and IPC namespaces: kill reaches every descendant, \
+             network isolated, /proc lists the command's own processes only, hostname and \
+             System V IPC private"
         } else if self.landlock_network() {
             "no namespaces: process-group kill only (setsid escapes it); TCP refused by Landlock, UDP not"
         } else {
             "no namespaces: process-group kill only (setsid escapes it); network NOT isolated"
         };
-        format!("sandbox: {fs}; {ns}")
+        let caps = if self.bounding_set_cleared {
+            "every capability dropped, bounding set included, no_new_privs"
+        } else {
+            "capabilities dropped but the bounding set kept (no CAP_SETPCAP), no_new_privs"
+        };
+        let unix = if self.unix_sockets_refused {
+            "AF_UNIX sockets refused by seccomp when the network is off"
+        } else {
+            "NO seccomp: AF_UNIX sockets outside the workspace reachable"
+        };
+        format!("sandbox: {fs}; {ns}; {caps}; {unix}")
     }
 }
 
@@ -276,14 +298,22 @@ pub fn probe() -> &'static SandboxSupport {
         .join()
         .ok()
         .flatten();
-        let namespaces = std::thread::spawn(|| {
-            unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNET).is_ok()
+        // Everything but Landlock, tried in the order `spawn` uses.
+        let (namespaces, bounding_set_cleared, unix_sockets_refused) = std::thread::spawn(|| {
+            let namespaces = isolate::enter(isolate::confined_flags(false)).is_ok()
+                && isolate::private_proc().is_ok()
+                && isolate::set_hostname().is_ok();
+            let bounding = isolate::drop_capabilities().unwrap_or(false);
+            let unix = isolate::refuse_unix_sockets().is_ok();
+            (namespaces, bounding, unix)
         })
         .join()
-        .unwrap_or(false);
+        .unwrap_or((false, false, false));
         let support = SandboxSupport {
             landlock_abi,
             namespaces,
+            bounding_set_cleared,
+            unix_sockets_refused,
         };
         if support.landlock_abi.is_none() {
             tracing::warn!("{}", support.summary());
@@ -324,6 +354,16 @@ pub struct Confinement {
     pub pid_namespace: bool,
     /// In its own, empty network namespace.
     pub network_namespace: bool,
+    /// In its own mount, UTS and IPC namespaces, with a `/proc` that lists
+    /// only its own processes.
+    pub mount_uts_ipc_namespaces: bool,
+    /// Its effective, permitted, inheritable and ambient capability sets are
+    /// empty and `no_new_privs` is set.
+    pub capabilities_dropped: bool,
+    /// Its bounding capability set is empty too.
+    pub bounding_set_cleared: bool,
+    /// A seccomp filter refuses its `AF_UNIX` sockets (and io_uring).
+    pub unix_sockets_refused: bool,
 }
 
 impl Sandbox {
@@ -435,18 +475,35 @@ impl Plan {
             landlock_network: false,
             pid_namespace: false,
             network_namespace: false,
+            mount_uts_ipc_namespaces: false,
+            capabilities_dropped: false,
+            bounding_set_cleared: false,
+            unix_sockets_refused: false,
         };
         if self.namespaces {
-            let mut flags = CloneFlags::CLONE_NEWPID;
-            if self.confine && !self.policy.allow_network {
-                flags |= CloneFlags::CLONE_NEWNET;
-            }
-            unshare(flags)
-                .map_err(|e| SpawnFailure::Setup(format!("unshare({flags:?}) failed: {e}")))?;
+            let flags = if self.confine {
+                isolate::confined_flags(self.policy.allow_network)
+            } else {
+                CloneFlags::CLONE_NEWPID
+            };
+            isolate::enter(flags).map_err(SpawnFailure::Setup)?;
             confinement.pid_namespace = true;
             confinement.network_namespace = flags.contains(CloneFlags::CLONE_NEWNET);
+            if self.confine {
+                // Mounting needs the capabilities dropped below, and Landlock refuses it.
+                isolate::private_proc().map_err(SpawnFailure::Setup)?;
+                isolate::set_hostname().map_err(SpawnFailure::Setup)?;
+                confinement.mount_uts_ipc_namespaces = true;
+            }
         }
         if self.confine {
+            confinement.bounding_set_cleared =
+                isolate::drop_capabilities().map_err(SpawnFailure::Setup)?;
+            confinement.capabilities_dropped = true;
+            if !self.policy.allow_network {
+                isolate::refuse_unix_sockets().map_err(SpawnFailure::Setup)?;
+                confinement.unix_sockets_refused = true;
+            }
             let (fs, net) = self.restrict().map_err(SpawnFailure::Setup)?;
             confinement.landlock = fs;
             confinement.landlock_network = net;
