@@ -10,23 +10,40 @@
 //!   in a private scratch directory that becomes `TMPDIR` and is deleted after
 //!   the run, and nothing else. Symlinks do not help: Landlock checks the file
 //!   a path resolves to. TCP `bind`/`connect` are refused unless the policy
-//!   allows the network.
+//!   allows the network. With the capabilities dropped (below), Landlock and
+//!   the kernel's ptrace check refuse the command ptrace access, and so another
+//!   process's `/proc/<pid>/environ` or memory, outside its own sandbox (a root
+//!   command that kept its capabilities could read the server's, ADR 0050).
+//! - **Capabilities**: `no_new_privs`, and the effective, permitted,
+//!   inheritable and ambient sets emptied; the bounding set too when the
+//!   process holds `CAP_SETPCAP` (a root server), so an `exec` as uid 0 gains
+//!   nothing. The uid stays the server's: a root server's commands run as uid 0
+//!   without any capability, which keeps a root-owned workspace writable in
+//!   workspace-write mode (ADR 0050).
+//! - **Seccomp**, unless the network is allowed: `socket(AF_UNIX, …)` and
+//!   io_uring fail with `EACCES`, so no UNIX socket (the database's, Docker's,
+//!   an ssh-agent's) is reachable; `socketpair` still works.
 //! - **Namespaces** (when the process may create them, e.g. as root): a new PID
 //!   namespace, so the command is PID 1 of its own namespace and killing it
-//!   kills every process it started, including ones that called `setsid`; and,
+//!   kills every process it started, including ones that called `setsid`;
 //!   unless the network is allowed, a new network namespace with no interface
-//!   up (no TCP, UDP or ICMP to anywhere, loopback included).
+//!   up (no TCP, UDP or ICMP to anywhere, loopback included); and new mount,
+//!   UTS and IPC namespaces: `/proc` is mounted again with
+//!   `hidepid=ptraceable`, so it lists only the command's own processes (under
+//!   their host PIDs), the hostname is `toolbelt-sandbox` and cannot change
+//!   the host's, and the host's System V IPC objects are out of sight.
 //!
-//! No `unsafe` is needed: Landlock restricts only the calling *thread* and a
-//! child inherits the restrictions of the thread that forked it, so each
-//! command is spawned from a fresh short-lived thread that first unshares its
-//! namespaces and restricts itself, then forks. That thread then ends; the rest
-//! of the process is never restricted.
+//! No `unsafe` is needed: every one of these steps changes only the calling
+//! *thread*, and a child inherits the thread that forked it, so each command is
+//! spawned from a fresh short-lived thread that first unshares its namespaces,
+//! mounts `/proc`, drops its capabilities and restricts itself, then forks. That
+//! thread then ends; the rest of the process is never restricted.
 //!
 //! Where the kernel lacks Landlock, [`Sandbox::spawn`] refuses to run a command
 //! in `read-only` or `workspace-write` mode ([`SandboxError::Unavailable`]);
-//! only an explicit [`SandboxMode::FullAccess`] runs commands unconfined.
-//! [`probe`] says what this machine offers, for a start-up message.
+//! only an explicit [`SandboxMode::FullAccess`] runs commands unconfined (a PID
+//! namespace only). [`probe`] says what this machine offers, for a start-up
+//! message.
 
 use std::fmt;
 use std::io;
@@ -500,7 +517,8 @@ impl Plan {
             confinement.bounding_set_cleared =
                 isolate::drop_capabilities().map_err(SpawnFailure::Setup)?;
             confinement.capabilities_dropped = true;
-            if !self.policy.allow_network {
+            // Without seccomp (an architecture `seccompiler` lacks) the start-up line says so.
+            if !self.policy.allow_network && probe().unix_sockets_refused {
                 isolate::refuse_unix_sockets().map_err(SpawnFailure::Setup)?;
                 confinement.unix_sockets_refused = true;
             }
