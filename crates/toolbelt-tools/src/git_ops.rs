@@ -93,6 +93,8 @@ pub async fn git(
                 format!("--max-count={n}"),
                 "--date=short".to_owned(),
                 "--pretty=format:%h %ad %an: %s".to_owned(),
+                // Checking a signature runs `gpg.program`, which the repository's config names.
+                "--no-show-signature".to_owned(),
             ]));
             if let Some(rev) = &rev {
                 args.push(checked_value("/rev", rev)?.into());
@@ -240,9 +242,11 @@ impl<'a> Git<'a> {
     /// A git command with the hardened options and environment, before `args`.
     ///
     /// Nothing the repository's own config names is run: hooks go to
-    /// `/dev/null`, fsmonitor, pager, external diff and signing are off, and
-    /// every filter driver the config defines gets empty `clean`/`smudge`/
-    /// `process` commands (see [`Git::filter_overrides`]).
+    /// `/dev/null`; fsmonitor, pager, external diff, signing and signature
+    /// checks are off; every program-naming key git reads is set to `false`
+    /// or emptied (see [`HARDENED_CONFIG`]); and every filter driver the
+    /// config defines gets empty `clean`/`smudge`/`process` commands (see
+    /// [`Git::filter_overrides`]).
     fn command(&self, overrides: &[String]) -> tokio::process::Command {
         let mut cmd = self.shell.command("git");
         cmd.args(["--no-pager"]);
@@ -362,8 +366,12 @@ impl<'a> Git<'a> {
     }
 }
 
-/// Settings passed with `-c` to every git run: nothing named by the
-/// repository's config may run a program.
+/// Settings passed with `-c` to every git run (they override the repository's
+/// config): nothing named by the repository's config may run a program.
+/// Keys naming a program point at `false` (`/bin/false`), lists of helpers are
+/// emptied, and the switches that would call them are off. Diff drivers
+/// (`diff.<driver>.command`, `.textconv`) are kept off by `diff`'s
+/// `--no-ext-diff --no-textconv`, and filter drivers by [`Git::filter_overrides`].
 const HARDENED_CONFIG: &[&str] = &[
     "color.ui=never",
     "core.quotepath=off",
@@ -371,12 +379,26 @@ const HARDENED_CONFIG: &[&str] = &[
     "core.hooksPath=/dev/null",
     "core.pager=cat",
     "core.editor=:",
+    "sequence.editor=:",
     "core.sshCommand=false",
+    "core.gitProxy=false",
     "core.askPass=",
     "core.attributesFile=/dev/null",
+    "core.alternateRefsCommand=false",
+    "credential.helper=",
     "diff.external=",
     "commit.gpgSign=false",
     "tag.gpgSign=false",
+    "push.gpgSign=false",
+    "log.showSignature=false",
+    "merge.verifySignatures=false",
+    "gpg.program=false",
+    "gpg.openpgp.program=false",
+    "gpg.ssh.program=false",
+    "gpg.x509.program=false",
+    "gpg.ssh.defaultKeyCommand=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
     "protocol.allow=never",
     "submodule.recurse=false",
 ];

@@ -10,23 +10,40 @@
 //!   in a private scratch directory that becomes `TMPDIR` and is deleted after
 //!   the run, and nothing else. Symlinks do not help: Landlock checks the file
 //!   a path resolves to. TCP `bind`/`connect` are refused unless the policy
-//!   allows the network.
+//!   allows the network. With the capabilities dropped (below), Landlock and
+//!   the kernel's ptrace check refuse the command ptrace access, and so another
+//!   process's `/proc/<pid>/environ` or memory, outside its own sandbox (a root
+//!   command that kept its capabilities could read the server's, ADR 0050).
+//! - **Capabilities**: `no_new_privs`, and the effective, permitted,
+//!   inheritable and ambient sets emptied; the bounding set too when the
+//!   process holds `CAP_SETPCAP` (a root server), so an `exec` as uid 0 gains
+//!   nothing. The uid stays the server's: a root server's commands run as uid 0
+//!   without any capability, which keeps a root-owned workspace writable in
+//!   workspace-write mode (ADR 0050).
+//! - **Seccomp**, unless the network is allowed: `socket(AF_UNIX, …)` and
+//!   io_uring fail with `EACCES`, so no UNIX socket (the database's, Docker's,
+//!   an ssh-agent's) is reachable; `socketpair` still works.
 //! - **Namespaces** (when the process may create them, e.g. as root): a new PID
 //!   namespace, so the command is PID 1 of its own namespace and killing it
-//!   kills every process it started, including ones that called `setsid`; and,
+//!   kills every process it started, including ones that called `setsid`;
 //!   unless the network is allowed, a new network namespace with no interface
-//!   up (no TCP, UDP or ICMP to anywhere, loopback included).
+//!   up (no TCP, UDP or ICMP to anywhere, loopback included); and new mount,
+//!   UTS and IPC namespaces: `/proc` is mounted again with
+//!   `hidepid=ptraceable`, so it lists only the command's own processes (under
+//!   their host PIDs), the hostname is `toolbelt-sandbox` and cannot change
+//!   the host's, and the host's System V IPC objects are out of sight.
 //!
-//! No `unsafe` is needed: Landlock restricts only the calling *thread* and a
-//! child inherits the restrictions of the thread that forked it, so each
-//! command is spawned from a fresh short-lived thread that first unshares its
-//! namespaces and restricts itself, then forks. That thread then ends; the rest
-//! of the process is never restricted.
+//! No `unsafe` is needed: every one of these steps changes only the calling
+//! *thread*, and a child inherits the thread that forked it, so each command is
+//! spawned from a fresh short-lived thread that first unshares its namespaces,
+//! mounts `/proc`, drops its capabilities and restricts itself, then forks. That
+//! thread then ends; the rest of the process is never restricted.
 //!
 //! Where the kernel lacks Landlock, [`Sandbox::spawn`] refuses to run a command
 //! in `read-only` or `workspace-write` mode ([`SandboxError::Unavailable`]);
-//! only an explicit [`SandboxMode::FullAccess`] runs commands unconfined.
-//! [`probe`] says what this machine offers, for a start-up message.
+//! only an explicit [`SandboxMode::FullAccess`] runs commands unconfined (a PID
+//! namespace only). [`probe`] says what this machine offers, for a start-up
+//! message.
 
 use std::fmt;
 use std::io;
@@ -37,8 +54,10 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
-use nix::sched::{CloneFlags, unshare};
+use nix::sched::CloneFlags;
 use tokio::process::{Child, Command};
+
+mod isolate;
 
 /// The newest Landlock ABI this code asks for; older kernels get what they support.
 const TARGET_ABI: ABI = ABI::V10;
@@ -66,7 +85,8 @@ pub const SYSTEM_READ_PATHS: &[&str] = &[
     "/etc/hosts",
     "/etc/host.conf",
     "/etc/resolv.conf",
-    "/etc/ssl",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
     "/etc/gitconfig",
     "/etc/mime.types",
@@ -221,8 +241,15 @@ pub enum SandboxError {
 pub struct SandboxSupport {
     /// The Landlock ABI the kernel supports, `None` when Landlock is missing or disabled.
     pub landlock_abi: Option<i32>,
-    /// Whether a new PID and network namespace can be created (needs `CAP_SYS_ADMIN`).
+    /// Whether new PID, network, mount, UTS and IPC namespaces can be created
+    /// and `/proc` mounted again in them, listing only a command's own
+    /// processes (needs `CAP_SYS_ADMIN`, e.g. a root server).
     pub namespaces: bool,
+    /// Whether the bounding capability set can be emptied (needs `CAP_SETPCAP`);
+    /// the other sets are emptied and `no_new_privs` set in any case.
+    pub bounding_set_cleared: bool,
+    /// Whether a seccomp filter can refuse `AF_UNIX` sockets when the network is off.
+    pub unix_sockets_refused: bool,
 }
 
 impl SandboxSupport {
@@ -245,13 +272,25 @@ impl SandboxSupport {
                 .to_owned(),
         };
         let ns = if self.namespaces {
-            "PID and network namespaces: kill reaches every descendant, network isolated"
+            "PID, network, mount, UTS and IPC namespaces: kill reaches every descendant, \
+             network isolated, /proc lists the command's own processes only, hostname and \
+             System V IPC private"
         } else if self.landlock_network() {
             "no namespaces: process-group kill only (setsid escapes it); TCP refused by Landlock, UDP not"
         } else {
             "no namespaces: process-group kill only (setsid escapes it); network NOT isolated"
         };
-        format!("sandbox: {fs}; {ns}")
+        let caps = if self.bounding_set_cleared {
+            "every capability dropped, bounding set included, no_new_privs"
+        } else {
+            "capabilities dropped but the bounding set kept (no CAP_SETPCAP), no_new_privs"
+        };
+        let unix = if self.unix_sockets_refused {
+            "AF_UNIX sockets refused by seccomp when the network is off"
+        } else {
+            "NO seccomp: AF_UNIX sockets outside the workspace reachable"
+        };
+        format!("sandbox: {fs}; {ns}; {caps}; {unix}")
     }
 }
 
@@ -276,14 +315,22 @@ pub fn probe() -> &'static SandboxSupport {
         .join()
         .ok()
         .flatten();
-        let namespaces = std::thread::spawn(|| {
-            unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNET).is_ok()
+        // Everything but Landlock, tried in the order `spawn` uses.
+        let (namespaces, bounding_set_cleared, unix_sockets_refused) = std::thread::spawn(|| {
+            let namespaces = isolate::enter(isolate::confined_flags(false)).is_ok()
+                && isolate::private_proc().is_ok()
+                && isolate::set_hostname().is_ok();
+            let bounding = isolate::drop_capabilities().unwrap_or(false);
+            let unix = isolate::refuse_unix_sockets().is_ok();
+            (namespaces, bounding, unix)
         })
         .join()
-        .unwrap_or(false);
+        .unwrap_or((false, false, false));
         let support = SandboxSupport {
             landlock_abi,
             namespaces,
+            bounding_set_cleared,
+            unix_sockets_refused,
         };
         if support.landlock_abi.is_none() {
             tracing::warn!("{}", support.summary());
@@ -324,6 +371,16 @@ pub struct Confinement {
     pub pid_namespace: bool,
     /// In its own, empty network namespace.
     pub network_namespace: bool,
+    /// In its own mount, UTS and IPC namespaces, with a `/proc` that lists
+    /// only its own processes.
+    pub mount_uts_ipc_namespaces: bool,
+    /// Its effective, permitted, inheritable and ambient capability sets are
+    /// empty and `no_new_privs` is set.
+    pub capabilities_dropped: bool,
+    /// Its bounding capability set is empty too.
+    pub bounding_set_cleared: bool,
+    /// A seccomp filter refuses its `AF_UNIX` sockets (and io_uring).
+    pub unix_sockets_refused: bool,
 }
 
 impl Sandbox {
@@ -435,18 +492,36 @@ impl Plan {
             landlock_network: false,
             pid_namespace: false,
             network_namespace: false,
+            mount_uts_ipc_namespaces: false,
+            capabilities_dropped: false,
+            bounding_set_cleared: false,
+            unix_sockets_refused: false,
         };
         if self.namespaces {
-            let mut flags = CloneFlags::CLONE_NEWPID;
-            if self.confine && !self.policy.allow_network {
-                flags |= CloneFlags::CLONE_NEWNET;
-            }
-            unshare(flags)
-                .map_err(|e| SpawnFailure::Setup(format!("unshare({flags:?}) failed: {e}")))?;
+            let flags = if self.confine {
+                isolate::confined_flags(self.policy.allow_network)
+            } else {
+                CloneFlags::CLONE_NEWPID
+            };
+            isolate::enter(flags).map_err(SpawnFailure::Setup)?;
             confinement.pid_namespace = true;
             confinement.network_namespace = flags.contains(CloneFlags::CLONE_NEWNET);
+            if self.confine {
+                // Mounting needs the capabilities dropped below, and Landlock refuses it.
+                isolate::private_proc().map_err(SpawnFailure::Setup)?;
+                isolate::set_hostname().map_err(SpawnFailure::Setup)?;
+                confinement.mount_uts_ipc_namespaces = true;
+            }
         }
         if self.confine {
+            confinement.bounding_set_cleared =
+                isolate::drop_capabilities().map_err(SpawnFailure::Setup)?;
+            confinement.capabilities_dropped = true;
+            // Without seccomp (an architecture `seccompiler` lacks) the start-up line says so.
+            if !self.policy.allow_network && probe().unix_sockets_refused {
+                isolate::refuse_unix_sockets().map_err(SpawnFailure::Setup)?;
+                confinement.unix_sockets_refused = true;
+            }
             let (fs, net) = self.restrict().map_err(SpawnFailure::Setup)?;
             confinement.landlock = fs;
             confinement.landlock_network = net;

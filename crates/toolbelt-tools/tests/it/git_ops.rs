@@ -162,3 +162,52 @@ async fn never_uses_a_repository_above_the_workspace() {
         "{msg}"
     );
 }
+
+/// A stand-in for gpg that signs anything and, when asked to verify, says so.
+const FAKE_GPG: &str = "#!/bin/sh
+case \"$*\" in
+  *-bsau*) cat >/dev/null
+    printf -- '-----BEGIN PGP SIGNATURE-----\\n\\nZmFrZQ==\\n-----END PGP SIGNATURE-----\\n'
+    echo '[GNUPG:] SIG_CREATED D 1 8 00 0 0' >&2 ;;
+  *) echo FAKE-GPG-RAN; echo FAKE-GPG-RAN >&2; touch \"$(dirname \"$0\")/fake-gpg-ran\" ;;
+esac
+";
+
+#[tokio::test]
+async fn log_runs_no_signature_program_named_by_the_repository() {
+    let fx = repo();
+    let gpg = fx.dir.path().join(".git/fake-gpg");
+    std::fs::write(&gpg, FAKE_GPG).unwrap();
+    std::fs::set_permissions(&gpg, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let gpg = gpg.to_str().unwrap().to_owned();
+    fx.write("a.txt", "one\n");
+    sh_git(fx.dir.path(), &["add", "a.txt"]);
+    sh_git(
+        fx.dir.path(),
+        &[
+            "-c",
+            &format!("gpg.program={gpg}"),
+            "commit",
+            "-S",
+            "-qm",
+            "signed",
+        ],
+    );
+    // The planted config: show signatures on every log, verified by the script.
+    sh_git(fx.dir.path(), &["config", "log.showSignature", "true"]);
+    sh_git(fx.dir.path(), &["config", "gpg.program", &gpg]);
+    let log = fx.ok("git", json!({"command": "log"})).await;
+    assert!(
+        log.ends_with(" Test: signed") && !log.contains("FAKE-GPG"),
+        "{log}"
+    );
+    assert!(!fx.dir.path().join(".git/fake-gpg-ran").exists());
+    // Control: plain git runs the script, so the test would catch a regression.
+    let plain = Command::new("git")
+        .args(["log"])
+        .current_dir(fx.dir.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("FAKE-GPG-RAN"));
+    assert!(fx.dir.path().join(".git/fake-gpg-ran").exists());
+}

@@ -169,26 +169,52 @@ async fn network_is_denied_by_default_and_allowed_by_policy() {
     );
 }
 
-/// The host PID of a process the command started, written to `pidfile` by the
-/// process itself (procfs shows host PIDs even inside a PID namespace).
-const SETSID_SLEEPER: &str = "setsid sh -c 'read -r pid rest < /proc/self/stat; echo $pid > pidfile; exec sleep 1000' & \
-     while [ ! -s pidfile ]; do sleep 0.05; done";
+/// A command that starts a `setsid` sleeper whose command line carries `tag`,
+/// waits until the sleeper runs, and leaves a `started` file as evidence.
+/// (The pattern `1000[.]tag` does not match grep's own command line.)
+fn setsid_sleeper(tag: &str) -> String {
+    format!(
+        "setsid sh -c 'exec sleep 1000.{tag}' & \
+         while ! grep -qs '1000[.]{tag}' /proc/[0-9]*/cmdline; do sleep 0.05; done; touch started"
+    )
+}
 
-async fn gone(pid: &str) -> bool {
+/// A tag no other test uses.
+fn unique_tag() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{}{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Whether a live (non-zombie) process on the host runs `sleep 1000.<tag>`.
+fn sleeper_alive(tag: &str) -> bool {
+    let wanted = format!("sleep\01000.{tag}\0");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let dir = entry.path();
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // A zombie is dead; only its parent's wait is missing.
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
+        cmdline == wanted.as_bytes() && !zombie
+    })
+}
+
+async fn gone(tag: &str) -> bool {
     for _ in 0..50 {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return true,
-            // A zombie is dead; only its parent's wait is missing.
-            Ok(stat)
-                if stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|s| s.trim_start().starts_with('Z')) =>
-            {
-                return true;
-            }
-            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        if !sleeper_alive(tag) {
+            return true;
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     false
 }
@@ -203,13 +229,13 @@ async fn a_setsid_process_does_not_survive_the_command() {
         return;
     }
     let fx = Fx::new();
-    let out = run(&fx, SETSID_SLEEPER).await;
+    let tag = unique_tag();
+    let out = run(&fx, &setsid_sleeper(&tag)).await;
     assert_eq!(exit_code(&out), 0, "{}", out.text);
-    let pid = fx.read("pidfile").trim().to_owned();
-    assert!(!pid.is_empty());
+    assert!(exists(&fx.root().join("started")));
     assert!(
-        gone(&pid).await,
-        "setsid'd process {pid} survived the command"
+        gone(&tag).await,
+        "the setsid'd sleeper survived the command"
     );
 }
 
@@ -223,13 +249,162 @@ async fn a_setsid_process_does_not_survive_a_timeout() {
         return;
     }
     let fx = Fx::new();
-    let cmd = format!("{SETSID_SLEEPER}; sleep 1000");
+    let tag = unique_tag();
+    let cmd = format!("{}; sleep 1000", setsid_sleeper(&tag));
     let err = fx
         .err("shell_exec", json!({"command": cmd, "timeout_secs": 1}))
         .await;
     assert!(matches!(err, ToolError::Failed { .. }), "{err}");
-    let pid = fx.read("pidfile").trim().to_owned();
-    assert!(gone(&pid).await, "setsid'd process {pid} survived the kill");
+    assert!(exists(&fx.root().join("started")));
+    assert!(gone(&tag).await, "the setsid'd sleeper survived the kill");
+}
+
+/// Whether the namespaces and a private `/proc` work here; prints the skip line when not.
+fn namespaces_or_skip() -> bool {
+    let ok = landlock_or_skip() && probe().namespaces;
+    if !ok {
+        eprintln!("skipped: no namespaces ({})", probe().summary());
+    }
+    ok
+}
+
+fn stdout(out: &toolbelt_core::ToolOutput) -> String {
+    out.json.as_ref().unwrap()["stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_server_environment_is_unreadable() {
+    if !landlock_or_skip() {
+        return;
+    }
+    let own = std::fs::read(format!("/proc/{}/environ", std::process::id())).unwrap();
+    assert!(
+        !own.is_empty(),
+        "the test process has an environment to steal"
+    );
+    let cmd = format!("cat /proc/{}/environ", std::process::id());
+    let out = run(&Fx::new(), &cmd).await;
+    assert_ne!(exit_code(&out), 0, "{}", out.text);
+    assert_eq!(stdout(&out), "");
+}
+
+#[tokio::test]
+async fn proc_lists_only_the_command_s_own_processes() {
+    if !namespaces_or_skip() {
+        return;
+    }
+    // The glob is expanded by the shell itself, so the only process then is the shell.
+    let cmd = "for p in /proc/[0-9]*; do cat $p/comm; done";
+    let out = run(&Fx::new(), cmd).await;
+    assert_eq!(stdout(&out), "sh\n", "{}", out.text);
+}
+
+#[tokio::test]
+async fn every_capability_is_dropped_and_no_new_privs_set() {
+    if !landlock_or_skip() {
+        return;
+    }
+    if !probe().bounding_set_cleared {
+        eprintln!(
+            "skipped: the bounding set cannot be emptied here ({})",
+            probe().summary()
+        );
+        return;
+    }
+    let out = run(&Fx::new(), "grep -E '^(Cap|NoNewPrivs)' /proc/self/status").await;
+    let zero = "0000000000000000";
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "CapInh:\t{zero}\nCapPrm:\t{zero}\nCapEff:\t{zero}\nCapBnd:\t{zero}\n\
+             CapAmb:\t{zero}\nNoNewPrivs:\t1\n"
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_hostname_is_private_and_cannot_be_changed() {
+    if !namespaces_or_skip() {
+        return;
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let out = run(&Fx::new(), "hostname; hostname evil-host; echo rc=$?").await;
+    assert_eq!(stdout(&out), "toolbelt-sandbox\nrc=1\n", "{}", out.text);
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
+        host
+    );
+}
+
+/// Runs a host command, returning its stdout when it succeeds.
+fn host(argv: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[tokio::test]
+async fn system_v_ipc_of_the_host_is_out_of_sight() {
+    if !namespaces_or_skip() {
+        return;
+    }
+    let Some(made) = host(&["ipcmk", "-Q"]) else {
+        eprintln!("skipped: ipcmk cannot create a message queue here");
+        return;
+    };
+    let id = made.trim().rsplit(' ').next().unwrap().to_owned();
+    // The queues each side lists, one id per line.
+    let list = "ipcs -q | awk '/^0x/ {print $2}'";
+    let out = run(&Fx::new(), list).await;
+    let seen = host(&["sh", "-c", list]).unwrap();
+    host(&["ipcrm", "-q", &id]);
+    // Control: the host lists the queue.
+    assert!(seen.lines().any(|l| l == id), "{seen}");
+    assert_eq!(stdout(&out), "", "{}", out.text);
+}
+
+#[tokio::test]
+async fn unix_sockets_outside_the_workspace_are_unreachable_without_network() {
+    if !landlock_or_skip() {
+        return;
+    }
+    if host(&["sh", "-c", "command -v socat"]).is_none() {
+        eprintln!("skipped: socat is not installed");
+        return;
+    }
+    if !probe().unix_sockets_refused {
+        eprintln!("skipped: no seccomp here ({})", probe().summary());
+        return;
+    }
+    let (_outside, dir) = outside_dir();
+    let path = dir.join("sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let cmd = format!(
+        "echo hi | socat - UNIX-CONNECT:{}; echo rc=$?",
+        path.display()
+    );
+    let out = run(&Fx::new(), &cmd).await;
+    assert!(!out.text.contains("rc=0"), "{}", out.text);
+    assert!(
+        listener.accept().is_err(),
+        "the sandboxed socat reached the listener"
+    );
+    // Control: with the network allowed the same connection arrives.
+    let open = with_policy(SandboxPolicy::new().with_network(true));
+    let out = run(&open, &cmd).await;
+    assert!(out.text.contains("rc=0"), "{}", out.text);
+    assert!(
+        listener.accept().is_ok(),
+        "with the network allowed, socat should connect"
+    );
 }
 
 #[tokio::test]
