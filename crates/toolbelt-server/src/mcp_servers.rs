@@ -4,8 +4,9 @@
 //! CLI or another instance) reaches the running clients within [`POLL`].
 //!
 //! Stored configurations hold no secret values: `{{secret.NAME}}` in `env`, `headers`,
-//! `bearerToken` or `url` is replaced when connecting, from the environment or the secrets
-//! file, as declarative tools do.
+//! `bearerToken` or `url` is replaced when connecting, from the secrets the operator declared
+//! ([`Secrets`]: `TOOLBELT_SECRET_*` variables, the secrets file, allow-listed variables), as
+//! declarative tools do; any other environment variable is never read.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use toolbelt_mcp::{McpClient, McpServerConfig, ServerStatus};
-use toolbelt_tools::declarative::Secrets;
+use toolbelt_tools::declarative::{Secrets, secret_names};
 
 use crate::state::AppState;
 
@@ -84,58 +85,30 @@ fn is_secret_reference(text: &str) -> bool {
     text.starts_with("{{") && text.ends_with("}}") && secret_names(text).len() == 1
 }
 
-/// The names of the `{{secret.NAME}}` references in `text`.
-fn secret_names(text: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let Some(end) = rest[start..].find("}}") else {
-            break;
-        };
-        let inner = rest[start + 2..start + end].trim();
-        if let Some(name) = inner.strip_prefix("secret.") {
-            names.push(name.trim());
-        }
-        rest = &rest[start + end + 2..];
-    }
-    names
-}
-
-/// `text` with each `{{secret.NAME}}` replaced by the secret's value.
-fn resolve_text(text: &str, secrets: &Secrets) -> Result<String, String> {
-    let mut out = text.to_owned();
-    for name in secret_names(text) {
-        let value = secrets
-            .get(name)
-            .ok_or_else(|| format!("secret `{name}` is not set (environment or secrets file)"))?;
-        // Every spelling of the reference (with or without inner spaces) is replaced.
-        for pattern in [
-            format!("{{{{secret.{name}}}}}"),
-            format!("{{{{ secret.{name} }}}}"),
-        ] {
-            out = out.replace(&pattern, &value);
-        }
-    }
-    Ok(out)
-}
-
 /// The configuration to connect with: each `{{secret.NAME}}` filled in from `secrets`.
 ///
 /// # Errors
-/// A message naming the first secret that is not set.
+/// A message naming the first secret that is not declared (the same whether or not an
+/// environment variable of that name exists).
 pub fn resolve_secrets(
     config: &McpServerConfig,
     secrets: &Secrets,
 ) -> Result<McpServerConfig, String> {
+    let fill = |text: &str| {
+        secrets
+            .fill(text)
+            .map(|(filled, _)| filled)
+            .map_err(|e| e.to_string())
+    };
     let mut config = config.clone();
     for value in config.env.values_mut().chain(config.headers.values_mut()) {
-        *value = resolve_text(value, secrets)?;
+        *value = fill(value)?;
     }
     if let Some(token) = &config.bearer_token {
-        config.bearer_token = Some(resolve_text(token, secrets)?);
+        config.bearer_token = Some(fill(token)?);
     }
     if let Some(url) = &config.url {
-        config.url = Some(resolve_text(url, secrets)?);
+        config.url = Some(fill(url)?);
     }
     Ok(config)
 }
@@ -304,7 +277,14 @@ mod tests {
         assert_eq!(resolved.headers["X-Team"], "team-core");
         let missing =
             resolve_secrets(&config, &Secrets::from_pairs([("TEAM", "core")])).unwrap_err();
-        assert!(missing.contains("`GH_TOKEN` is not set"), "{missing}");
+        assert!(missing.contains("`GH_TOKEN` is not declared"), "{missing}");
+        // A plain environment variable is not a secret, even when it exists.
+        let env = Secrets::from_vars([("GH_TOKEN", "plain"), ("TOOLBELT_SECRET_TEAM", "core")]);
+        assert_eq!(
+            resolve_secrets(&config, &env).unwrap_err(),
+            "the secret `GH_TOKEN` is not declared; ask the operator to set the environment \
+             variable TOOLBELT_SECRET_GH_TOKEN or add `GH_TOKEN=...` to the secrets file"
+        );
         let literal = check_config(
             "gh",
             &json!({"url": "https://example.test/mcp", "bearerToken": "ghp_secret"}),

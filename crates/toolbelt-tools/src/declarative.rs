@@ -3,21 +3,27 @@
 //! [`Tool`](toolbelt_core::Tool)s.
 //!
 //! A definition is `{"http": {...}}` or `{"command": {...}}`; templates use `{{arg}}` for an
-//! argument and `{{secret.NAME}}` for a secret resolved at call time (environment first, then
-//! the secrets file), never stored and redacted from outputs and errors.
+//! argument and `{{secret.NAME}}` for a secret the operator declared ([`Secrets`]: a
+//! `TOOLBELT_SECRET_NAME` variable, the secrets file, or an allow-listed variable) resolved at
+//! call time, never stored, and scrubbed from outputs and errors in every encoding an upstream
+//! may echo it in (ADR 0051).
+//!
+//! Command tools and HTTP tools whose method is not `GET`/`HEAD` are mutating (they need
+//! approval) unless the definition says `read_only: true`.
 
 mod command;
 mod http;
+mod scrub;
 mod secrets;
 mod template;
 
 pub use command::{CommandDef, CommandTool};
 pub use http::{HttpDef, HttpTool};
-pub use secrets::Secrets;
+pub use secrets::{ENV_NAMES_VAR, ENV_PREFIX, FILE_VAR, SecretError, Secrets, secret_names};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolbelt_core::{ToolHandle, ToolSpec};
+use toolbelt_core::{Effect, ToolHandle, ToolSpec};
 
 /// A declarative tool definition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,4 +98,15 @@ pub(crate) fn declared_args(spec: &ToolSpec) -> Vec<String> {
         .and_then(Value::as_object)
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default()
+}
+
+/// `spec` with a mutating policy (needing approval, not parallel) when it says read-only and the
+/// definition does not declare itself free of side effects; a mutating spec stays as it is.
+pub(crate) fn mutating_unless(mut spec: ToolSpec, read_only: bool) -> ToolSpec {
+    if !read_only && spec.policy.is_read_only() {
+        spec.policy.effect = Effect::Mutating;
+        spec.policy.parallel = false;
+        spec.policy.needs_approval = true;
+    }
+    spec
 }

@@ -41,6 +41,17 @@ pub struct HttpConfig {
     /// The `User-Agent` header sent by default.
     pub user_agent: String,
     client: Arc<OnceLock<Result<Client, String>>>,
+    same_origin_client: Arc<OnceLock<Result<Client, String>>>,
+}
+
+/// Which redirects a request follows (each hop is checked by the SSRF guard either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Redirects {
+    /// Any origin, up to [`HttpConfig::max_redirects`].
+    Follow,
+    /// Only within the first URL's origin (scheme, host and port): for requests carrying a
+    /// secret or credentials, which must not reach another origin.
+    SameOrigin,
 }
 
 impl Default for HttpConfig {
@@ -53,6 +64,7 @@ impl Default for HttpConfig {
             max_timeout: Duration::from_secs(120),
             user_agent: concat!("toolbelt/", env!("CARGO_PKG_VERSION")).to_owned(),
             client: Arc::default(),
+            same_origin_client: Arc::default(),
         }
     }
 }
@@ -67,7 +79,7 @@ impl HttpConfig {
     #[must_use]
     pub fn allow_host(mut self, host: impl Into<String>) -> Self {
         self.allow.hosts.push(host.into());
-        self.client = Arc::default();
+        self.reset_clients();
         self
     }
 
@@ -77,7 +89,7 @@ impl HttpConfig {
     /// [`IpNetError`] when `cidr` does not parse.
     pub fn allow_net(mut self, cidr: &str) -> Result<Self, IpNetError> {
         self.allow.nets.push(cidr.parse()?);
-        self.client = Arc::default();
+        self.reset_clients();
         Ok(self)
     }
 
@@ -92,7 +104,7 @@ impl HttpConfig {
     #[must_use]
     pub fn with_max_redirects(mut self, redirects: usize) -> Self {
         self.max_redirects = redirects;
-        self.client = Arc::default();
+        self.reset_clients();
         self
     }
 
@@ -111,14 +123,22 @@ impl HttpConfig {
         )
     }
 
-    fn client(&self) -> Result<&Client, ToolError> {
-        self.client
-            .get_or_init(|| self.build_client().map_err(|e| error_chain(&e)))
+    fn reset_clients(&mut self) {
+        self.client = Arc::default();
+        self.same_origin_client = Arc::default();
+    }
+
+    fn client(&self, redirects: Redirects) -> Result<&Client, ToolError> {
+        let cell = match redirects {
+            Redirects::Follow => &self.client,
+            Redirects::SameOrigin => &self.same_origin_client,
+        };
+        cell.get_or_init(|| self.build_client(redirects).map_err(|e| error_chain(&e)))
             .as_ref()
             .map_err(|e| ToolError::failed(format!("cannot build the HTTP client: {e}")))
     }
 
-    fn build_client(&self) -> Result<Client, reqwest::Error> {
+    fn build_client(&self, scope: Redirects) -> Result<Client, reqwest::Error> {
         let allow = Arc::new(self.allow.clone());
         let max = self.max_redirects;
         let hop_allow = Arc::clone(&allow);
@@ -126,6 +146,18 @@ impl HttpConfig {
             // `previous` starts with the first URL, which was not a redirect.
             if attempt.previous().len() > max {
                 let msg = format!("stopped after {max} redirects");
+                return attempt.error(Refused(msg));
+            }
+            if scope == Redirects::SameOrigin
+                && let Some(first) = attempt.previous().first()
+                && first.origin() != attempt.url().origin()
+            {
+                let msg = format!(
+                    "redirect from {} to {} refused: the request carries a secret or \
+                     credentials, which are sent only to the origin the tool names",
+                    first.origin().ascii_serialization(),
+                    attempt.url().origin().ascii_serialization()
+                );
                 return attempt.error(Refused(msg));
             }
             match check_url(attempt.url(), &hop_allow) {
@@ -209,7 +241,16 @@ pub async fn http_get(
     /// Seconds before the request is abandoned (default 30, capped by the host).
     timeout_secs: Option<u64>,
 ) -> Result<ToolOutput, ToolError> {
-    send(ctx, Method::GET, &url, headers, None, timeout_secs).await
+    send(
+        ctx,
+        Method::GET,
+        &url,
+        headers,
+        None,
+        timeout_secs,
+        Redirects::Follow,
+    )
+    .await
 }
 
 /// Send an HTTP request with any method (POST, PUT, DELETE, ...) and return the status, main headers and body.
@@ -230,16 +271,28 @@ pub async fn http_request(
     /// Seconds before the request is abandoned (default 30, capped by the host).
     timeout_secs: Option<u64>,
 ) -> Result<ToolOutput, ToolError> {
-    send(ctx, method.into(), &url, headers, body, timeout_secs).await
+    send(
+        ctx,
+        method.into(),
+        &url,
+        headers,
+        body,
+        timeout_secs,
+        Redirects::Follow,
+    )
+    .await
 }
 
-async fn send(
+/// Sends one request through the guard; the JSON output holds `status`, `url`, `headers`,
+/// `body` and `truncated`.
+pub(crate) async fn send(
     ctx: &ToolContext,
     method: Method,
     url: &str,
     headers: Option<BTreeMap<String, String>>,
     body: Option<String>,
     timeout_secs: Option<u64>,
+    redirects: Redirects,
 ) -> Result<ToolOutput, ToolError> {
     let fallback;
     let config = match ctx.get::<HttpConfig>() {
@@ -254,7 +307,7 @@ async fn send(
     })?;
     check_url(&url, &config.allow).map_err(|reason| ToolError::Denied { reason })?;
     let mut request = config
-        .client()?
+        .client(redirects)?
         .request(method.clone(), url.clone())
         .headers(header_map(headers.unwrap_or_default())?)
         .timeout(config.timeout(timeout_secs));

@@ -168,13 +168,20 @@ impl ToolFile {
         let spec = builder
             .build()
             .map_err(|e| invalid("spec", e.to_string()))?;
+        // `effect: read_only` is how a tool file declares a command or a non-GET request free
+        // of side effects; the definition carries it, as the declarative tool reads it there.
+        let declared_read_only = self.effect.as_deref() == Some("read_only");
         let (source, definition) = if let Some(http) = &self.http {
+            let mut http = http.clone();
+            http.read_only |= declared_read_only;
             let definition = Definition::Http(http.clone());
             definition
                 .validate(&spec)
                 .map_err(|e| invalid(e.field, e.reason))?;
             (ToolSource::Declarative, json!({ "http": http }))
         } else if let Some(command) = &self.command {
+            let mut command = command.clone();
+            command.read_only |= declared_read_only;
             let definition = Definition::Command(command.clone());
             definition
                 .validate(&spec)

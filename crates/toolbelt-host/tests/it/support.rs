@@ -41,7 +41,7 @@ pub(crate) fn printer(name: &str, description: &str, text: &str) -> ToolDraft {
         .build()
         .unwrap();
     ToolDraft::new(spec, ToolSource::Declarative, "test")
-        .with_definition(json!({"command": {"argv": ["printf", "%s", text]}}))
+        .with_definition(json!({"command": {"argv": ["printf", "%s", text], "read_only": true}}))
 }
 
 /// Availability for agents of `kinds` only.

@@ -21,7 +21,7 @@ fn printer(name: &str, description: &str, words: &str) -> ToolDraft {
         .build()
         .unwrap();
     ToolDraft::new(spec, ToolSource::Declarative, "test")
-        .with_definition(json!({"command": {"argv": ["printf", "%s", words]}}))
+        .with_definition(json!({"command": {"argv": ["printf", "%s", words], "read_only": true}}))
 }
 
 /// `writer`: bound to `greet` pinned at version 1 (version 2 is current), selects `review`

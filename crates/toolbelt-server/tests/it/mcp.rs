@@ -74,7 +74,7 @@ async fn each_agent_serves_its_tools_over_mcp_with_tokens() {
         let shout = json!({
             "spec": {"name": "shout", "description": "Shout", "tags": ["util"],
                      "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
-            "definition": {"command": {"argv": ["echo", "{{text}}"]}}
+            "definition": {"command": {"argv": ["echo", "{{text}}"], "read_only": true}}
         });
         json_of(s.post("/api/v1/tools", ADMIN).json(&shout).send().await.unwrap(), 201).await;
         let start = Instant::now();

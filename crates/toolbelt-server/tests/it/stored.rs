@@ -14,7 +14,7 @@ fn shout(description: &str) -> Value {
     json!({
         "spec": {"name": "shout", "description": description, "tags": ["util"],
                  "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
-        "definition": {"command": {"argv": ["echo", "{{text}}"]}}
+        "definition": {"command": {"argv": ["echo", "{{text}}"], "read_only": true}}
     })
 }
 

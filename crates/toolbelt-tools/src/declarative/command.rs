@@ -3,7 +3,13 @@
 //! The command runs like `shell_exec`: inside the host's workspace (the [`Workspace`] of the
 //! tool context), under the workspace sandbox of [`ShellConfig`] (ADR 0018: Landlock, no
 //! network, a kill no descendant escapes), with the process group killed on timeout or
-//! cancellation and its output capped.
+//! cancellation and its output capped. Its environment is cleared except the variables
+//! [`ShellConfig`] allows and those the definition sets, so no secret of the server reaches it
+//! unless the definition passes one.
+//!
+//! A templated argument whose value starts with `-` is refused (the program would read it as an
+//! option), unless it comes after a literal `--` in `argv` or the definition lists it in
+//! `allow_leading_dash`. Command tools are mutating unless the definition says `read_only: true`.
 
 use std::collections::BTreeMap;
 
@@ -11,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolbelt_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
-use super::template::{Template, arg_text, scrub, verbatim};
-use super::{DefinitionError, Secrets, declared_args};
-use crate::process::{self, Limits, RunError};
+use super::scrub::Scrubber;
+use super::template::{Template, arg_text, verbatim};
+use super::{DefinitionError, Secrets, declared_args, mutating_unless};
+use crate::process::{self, Captured, Limits, RunError};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::{ShellConfig, Workspace};
 
@@ -21,9 +28,10 @@ use crate::{ShellConfig, Workspace};
 ///
 /// ```yaml
 /// command:
-///   argv: ["git", "log", "-n", "{{count}}", "--oneline"]
+///   argv: ["git", "log", "-n", "{{count}}", "--oneline", "--", "{{path}}"]
 ///   cwd: /srv/repo
 ///   env: {GIT_PAGER: cat}
+///   read_only: true
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +52,14 @@ pub struct CommandDef {
     /// Largest output kept, in bytes (default 64 KiB).
     #[serde(default)]
     pub max_output_bytes: Option<usize>,
+    /// Declares the command free of side effects, so the tool keeps a read-only policy.
+    /// Without it the tool is mutating and needs approval whatever its spec says.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    /// Arguments whose values may start with `-` anywhere in `argv` (e.g. a pattern after
+    /// `-e`). Values after a literal `--` element may always start with `-`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_leading_dash: Vec<String>,
 }
 
 /// Parsed argv and environment templates.
@@ -77,6 +93,19 @@ impl CommandDef {
                 ))
             })
             .collect::<Result<Vec<_>, DefinitionError>>()?;
+        if let Some(name) = self.allow_leading_dash.iter().find(|n| !args.contains(n)) {
+            return Err(DefinitionError::new(
+                "command.allow_leading_dash",
+                format!(
+                    "`{name}` names no argument; the parameters declare: {}",
+                    if args.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        args.join(", ")
+                    }
+                ),
+            ));
+        }
         Ok((argv, env))
     }
 
@@ -102,9 +131,29 @@ impl std::fmt::Debug for CommandTool {
 }
 
 impl CommandTool {
-    /// A tool named by `spec` running `def`.
+    /// A tool named by `spec` running `def`. A read-only `spec` becomes mutating (needing
+    /// approval) unless `def` says `read_only: true`.
     pub fn new(spec: ToolSpec, def: CommandDef, secrets: Secrets) -> Self {
+        let spec = mutating_unless(spec, def.read_only);
         Self { spec, def, secrets }
+    }
+
+    /// Refuses `value` of argument `name` when it starts with `-` where an option may stand.
+    fn check_dash(&self, name: &str, value: &str, after_end: bool) -> Result<(), ToolError> {
+        if !value.starts_with('-')
+            || after_end
+            || self.def.allow_leading_dash.iter().any(|a| a == name)
+        {
+            return Ok(());
+        }
+        Err(ToolError::invalid_argument(
+            format!("/{name}"),
+            format!(
+                "`{value}` starts with `-`, so `{}` would read it as an option; give a value \
+                 that does not start with `-` (for a file, `./{value}`)",
+                self.def.argv[0]
+            ),
+        ))
     }
 }
 
@@ -120,11 +169,29 @@ impl Tool for CommandTool {
             .map_err(|e| ToolError::failed(e.to_string()))?;
         let mut used = Vec::new();
         let mut argv = Vec::new();
-        for template in &argv_templates {
-            match template.sole_arg().and_then(|a| args.get(a)) {
-                Some(Value::Array(items)) => argv.extend(items.iter().map(|v| arg_text(Some(v)))),
-                _ => argv.push(template.render(&args, &self.secrets, verbatim, &mut used)?),
+        // Whether a literal `--` came before: the program reads what follows as operands.
+        let mut after_end = false;
+        for (i, template) in argv_templates.iter().enumerate() {
+            match template.sole_arg().map(|a| (a, args.get(a))) {
+                Some((name, Some(Value::Array(items)))) => {
+                    for item in items {
+                        let text = arg_text(Some(item));
+                        self.check_dash(name, &text, after_end)?;
+                        argv.push(text);
+                    }
+                }
+                _ => {
+                    let text = template.render(&args, &self.secrets, verbatim, &mut used)?;
+                    if let Some(name) = template
+                        .leading_args()
+                        .find(|a| !arg_text(args.get(*a)).is_empty())
+                    {
+                        self.check_dash(name, &text, after_end)?;
+                    }
+                    argv.push(text);
+                }
             }
+            after_end |= i > 0 && template.is_literal("--");
         }
         let workspace = Workspace::from_context(&ctx)?;
         let config = ShellConfig::from_context(&ctx);
@@ -142,29 +209,12 @@ impl Tool for CommandTool {
             max_output_bytes: self.def.max_output_bytes.unwrap_or(64 * 1024),
         };
         let sandbox = Sandbox::new(workspace.root(), config.sandbox.clone());
-        let done = match process::run(command, Some(&sandbox), limits, ctx.cancellation()).await {
-            Ok(done) => done,
-            Err(RunError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(RunError::Sandbox(err @ SandboxError::Unavailable { .. })) => {
-                return Err(ToolError::Denied {
-                    reason: err.to_string(),
-                });
-            }
-            Err(err @ RunError::TimedOut { .. }) => {
-                return Err(ToolError::failed(format!("`{}` {err}", argv[0])));
-            }
-            Err(err) => {
-                let mut message = format!("`{}`: {err}", argv[0]);
-                let mut source = std::error::Error::source(&err);
-                while let Some(cause) = source {
-                    message.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                return Err(ToolError::failed(message));
-            }
-        };
-        let stdout = scrub(&done.stdout.text, &used);
-        let stderr = scrub(&done.stderr.text, &used);
+        let scrubber = Scrubber::new(&used);
+        let done = process::run(command, Some(&sandbox), limits, ctx.cancellation())
+            .await
+            .map_err(|e| scrubber.error(run_error(&argv[0], e)))?;
+        let stdout = scrub_captured(&scrubber, &done.stdout, limits.max_output_bytes);
+        let stderr = scrub_captured(&scrubber, &done.stderr, limits.max_output_bytes);
         let code = done.exit_code;
         if code != Some(0) {
             return Err(ToolError::failed(format!(
@@ -183,4 +233,39 @@ impl Tool for CommandTool {
         out.json = Some(json!({"exit_code": code, "stdout": stdout, "stderr": stderr}));
         Ok(out)
     }
+}
+
+/// The tool error for a run that did not finish normally.
+fn run_error(program: &str, err: RunError) -> ToolError {
+    match err {
+        RunError::Cancelled => ToolError::Cancelled,
+        RunError::Sandbox(err @ SandboxError::Unavailable { .. }) => ToolError::Denied {
+            reason: err.to_string(),
+        },
+        err @ RunError::TimedOut { .. } => ToolError::failed(format!("`{program}` {err}")),
+        err => {
+            let mut message = format!("`{program}`: {err}");
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                message.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            ToolError::failed(message)
+        }
+    }
+}
+
+/// A stream's text scrubbed; when its middle was dropped while reading (see
+/// `process::CappedBuffer`, which keeps `cap` bytes around the marker it inserts), pieces of a
+/// secret on either side of the marker are redacted as well.
+fn scrub_captured(scrubber: &Scrubber, captured: &Captured, cap: usize) -> String {
+    if !captured.truncated {
+        return scrubber.text(&captured.text);
+    }
+    let dropped = captured.total_bytes.saturating_sub(cap as u64);
+    let marker = format!(
+        "\n[... {dropped} bytes truncated of {} ...]\n",
+        captured.total_bytes
+    );
+    scrubber.text_cut_at(&captured.text, &marker)
 }

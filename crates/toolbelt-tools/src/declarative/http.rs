@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 use serde_json_path::JsonPath;
 use toolbelt_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
-use super::template::{Template, scrub, url_component, verbatim};
-use super::{DefinitionError, Secrets, declared_args};
-use crate::web::{HttpMethod, http_request};
+use super::scrub::Scrubber;
+use super::template::{Template, url_component, verbatim};
+use super::{DefinitionError, Secrets, declared_args, mutating_unless};
+use crate::web::{self, HttpMethod, Redirects};
 
 const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
@@ -24,6 +25,10 @@ const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 ///   extract: "$.title"
 ///   timeout_ms: 10000
 /// ```
+///
+/// A request that carries a secret (in a header or the body) or an `Authorization`, `Cookie`
+/// or `Proxy-Authorization` header follows redirects only within the URL's origin; every
+/// output and error is scrubbed of the secrets used (ADR 0051).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -47,6 +52,11 @@ pub struct HttpDef {
     /// Request timeout in milliseconds (default: the web group's).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// Declares a request with a method other than `GET`/`HEAD` free of side effects (a search
+    /// sent as `POST`), so the tool keeps a read-only policy. Without it such a tool is
+    /// mutating and needs approval whatever its spec says.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 fn default_method() -> String {
@@ -129,6 +139,11 @@ impl HttpDef {
     pub(crate) fn validate(&self, spec: &ToolSpec) -> Result<(), DefinitionError> {
         self.compile(spec).map(|_| ())
     }
+
+    /// Whether the tool is mutating unless declared otherwise: every method but `GET`/`HEAD`.
+    fn mutating_by_default(&self) -> bool {
+        !matches!(self.method.to_uppercase().as_str(), "GET" | "HEAD")
+    }
 }
 
 fn collect_templates(
@@ -175,8 +190,10 @@ impl std::fmt::Debug for HttpTool {
 
 impl HttpTool {
     /// A tool named by `spec` sending `def`'s request. Call [`HttpDef`] validation first
-    /// ([`super::Definition::build`] does).
+    /// ([`super::Definition::build`] does). A read-only `spec` becomes mutating (needing
+    /// approval) when the method is not `GET`/`HEAD` and `def` does not say `read_only: true`.
     pub fn new(spec: ToolSpec, def: HttpDef, secrets: Secrets) -> Self {
+        let spec = mutating_unless(spec, !def.mutating_by_default() || def.read_only);
         Self { spec, def, secrets }
     }
 
@@ -217,76 +234,76 @@ impl HttpTool {
             .def
             .timeout_ms
             .map(|ms| Duration::from_millis(ms).as_secs().max(1));
-        let response = http_request(
+        let redirects = if used.is_empty() && !headers.keys().any(|h| is_credential_header(h)) {
+            Redirects::Follow
+        } else {
+            Redirects::SameOrigin
+        };
+        let scrubber = Scrubber::new(&used);
+        let response = web::send(
             &ctx,
-            compiled.method,
-            url,
+            compiled.method.into(),
+            &url,
             Some(headers),
             body,
             timeout_secs,
+            redirects,
         )
         .await
-        .map_err(|e| scrub_error(e, &used))?;
+        .map_err(|e| scrubber.error(e))?;
         let data = response.json.unwrap_or(Value::Null);
         let status = data.get("status").and_then(Value::as_u64).unwrap_or(0);
-        let text = data
-            .get("body")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let raw = data.get("body").and_then(Value::as_str).unwrap_or_default();
+        let cut = data.get("truncated").and_then(Value::as_bool) == Some(true);
+        // Scrubbed whole before anything below cuts it.
+        let text = if cut {
+            scrubber.text_cut_at_end(raw)
+        } else {
+            scrubber.text(raw)
+        };
         if status >= 400 {
-            let message = format!("HTTP {status}: {}", scrub(&snippet(&text), &used));
+            let message = format!("HTTP {status}: {}", snippet(&text));
             return Err(if status == 429 || status >= 500 {
                 ToolError::retryable(message)
             } else {
                 ToolError::failed(message)
             });
         }
+        let parsed = serde_json::from_str::<Value>(raw).map(|v| scrubber.json(v));
         let Some(path) = &compiled.extract else {
-            let mut out = ToolOutput::text(scrub(&text, &used));
-            out.json = serde_json::from_str(&text).ok();
+            let mut out = ToolOutput::text(text);
+            out.json = parsed.ok();
             return Ok(out);
         };
-        let parsed: Value = serde_json::from_str(&text).map_err(|e| {
-            ToolError::failed(format!(
+        let parsed = parsed.map_err(|e| {
+            scrubber.error(ToolError::failed(format!(
                 "the response is not JSON, so `{}` cannot be applied: {e}",
                 self.def.extract.as_deref().unwrap_or_default()
-            ))
+            )))
         })?;
         let found = path.query(&parsed).all();
         let value = match found.as_slice() {
             [one] => (*one).clone(),
             many => Value::Array(many.iter().map(|v| (*v).clone()).collect()),
         };
-        let text = match &value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        let mut out = ToolOutput::text(scrub(&text, &used));
-        out.json = Some(value);
-        Ok(out)
+        Ok(ToolOutput::json(value))
     }
 }
 
+/// Headers reqwest treats as credentials; a request with one stays within its origin too.
+fn is_credential_header(name: &str) -> bool {
+    ["authorization", "cookie", "proxy-authorization"]
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h))
+}
+
+/// The first 500 bytes of an error body (already scrubbed), cut at a character boundary.
 fn snippet(text: &str) -> String {
     let mut end = text.len().min(500);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     text[..end].to_owned()
-}
-
-fn scrub_error(error: ToolError, secrets: &[String]) -> ToolError {
-    match error {
-        ToolError::Failed { message, retryable } => ToolError::Failed {
-            message: scrub(&message, secrets),
-            retryable,
-        },
-        ToolError::Denied { reason } => ToolError::Denied {
-            reason: scrub(&reason, secrets),
-        },
-        other => other,
-    }
 }
 
 fn render_body(

@@ -3,6 +3,7 @@
 use serde_json::Value;
 use toolbelt_core::ToolError;
 
+use super::secrets::is_name;
 use super::{DefinitionError, Secrets};
 
 /// One piece of a template.
@@ -37,11 +38,7 @@ impl Template {
             })?;
             let name = after[..end].trim();
             if let Some(secret) = name.strip_prefix("secret.") {
-                if secret.is_empty()
-                    || !secret
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_')
-                {
+                if !is_name(secret) {
                     return Err(DefinitionError::new(
                         field,
                         format!("`{{{{{name}}}}}`: a secret name is ASCII letters, digits and `_`"),
@@ -81,6 +78,23 @@ impl Template {
         }
     }
 
+    /// The arguments at the very start of the template (before any text or secret): a
+    /// rendered value starting with `-` comes from the first of them that is not empty.
+    pub(crate) fn leading_args(&self) -> impl Iterator<Item = &str> {
+        self.pieces.iter().map_while(|p| match p {
+            Piece::Arg(name) => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether the template is exactly `text` (no placeholder).
+    pub(crate) fn is_literal(&self, text: &str) -> bool {
+        match self.pieces.as_slice() {
+            [Piece::Text(t)] => t == text,
+            _ => false,
+        }
+    }
+
     /// The secret names used.
     pub(crate) fn secrets(&self) -> impl Iterator<Item = &str> {
         self.pieces.iter().filter_map(|p| match p {
@@ -106,11 +120,9 @@ impl Template {
                     out.push_str(&encode(&arg_text(args.get(name))));
                 }
                 Piece::Secret(name) => {
-                    let value = secrets.get(name).ok_or_else(|| {
-                        ToolError::failed(format!(
-                            "the secret `{name}` is not set (environment variable or secrets file); ask the operator to set it"
-                        ))
-                    })?;
+                    let value = secrets
+                        .resolve(name)
+                        .map_err(|e| ToolError::failed(e.to_string()))?;
                     used.push(value.clone());
                     out.push_str(&value);
                 }
@@ -143,15 +155,6 @@ pub(crate) fn url_component(text: &str) -> String {
         } else {
             out.push_str(&format!("%{byte:02X}"));
         }
-    }
-    out
-}
-
-/// Replaces every secret value in `text` with `[redacted]`.
-pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        out = out.replace(secret.as_str(), "[redacted]");
     }
     out
 }
@@ -190,6 +193,5 @@ mod tests {
             "invalid http.url: `{{nope}}` names no argument; the parameters declare: q, n"
         );
         assert!(Template::parse("{{q", "http.url", &args).is_err());
-        assert_eq!(scrub("token s3 here", &used), "token [redacted] here");
     }
 }

@@ -108,8 +108,8 @@ const FORBIDDEN_V4: &[(&str, &str)] = &[
     ("255.255.255.255/32", "broadcast"),
 ];
 
-/// IPv6 ranges refused by default (IPv4-mapped, NAT64 and 6to4 addresses are
-/// also judged by the IPv4 address they embed).
+/// IPv6 ranges refused by default (IPv4-mapped, IPv4-translated, NAT64, 6to4 and
+/// IPv4-compatible addresses are also judged by the IPv4 address they embed).
 const FORBIDDEN_V6: &[(&str, &str)] = &[
     ("::/128", "unspecified"),
     ("::1/128", "loopback"),
@@ -145,14 +145,15 @@ pub(crate) fn forbidden_reason(ip: IpAddr) -> Option<&'static str> {
         return Some(why);
     }
     match ip {
-        // NAT64 and 6to4 addresses reach the IPv4 address they embed.
+        // Translated, NAT64 and 6to4 addresses reach the IPv4 address they embed.
         IpAddr::V6(v6) => embedded_v4(v6).and_then(|v4| forbidden_reason(IpAddr::V4(v4))),
         IpAddr::V4(_) => None,
     }
 }
 
-/// The IPv4 address inside NAT64 (`64:ff9b::/96`), 6to4 (`2002::/16`) and
-/// deprecated IPv4-compatible (`::a.b.c.d`) addresses.
+/// The IPv4 address inside NAT64 (`64:ff9b::/96`), IPv4-translated (`::ffff:0:0:0/96`, SIIT,
+/// RFC 2765), 6to4 (`2002::/16`) and deprecated IPv4-compatible (`::a.b.c.d`) addresses.
+/// IPv4-mapped addresses (`::ffff:0:0/96`) are mapped before the table is searched.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let from = |hi: u16, lo: u16| {
@@ -160,7 +161,10 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
         let [c, d] = lo.to_be_bytes();
         Ipv4Addr::new(a, b, c, d)
     };
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..6] == [0, 0, 0, 0, 0, 0] {
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
+        || s[..6] == [0, 0, 0, 0, 0xffff, 0]
+        || s[..6] == [0, 0, 0, 0, 0, 0]
+    {
         Some(from(s[6], s[7]))
     } else if s[0] == 0x2002 {
         Some(from(s[1], s[2]))
@@ -293,6 +297,32 @@ mod tests {
         ] {
             assert_eq!(forbidden_reason(ip(good)), None, "{good} should be allowed");
         }
+    }
+
+    #[test]
+    fn embedded_ipv4_addresses_are_judged_by_the_ipv4_rules() {
+        let cases = [
+            ("::ffff:127.0.0.1", Some("loopback")),
+            ("::ffff:0:127.0.0.1", Some("loopback")),
+            ("::ffff:0:a9fe:a9fe", Some("link-local or cloud metadata")),
+            ("::ffff:0:10.0.0.1", Some("private (RFC 1918)")),
+            ("64:ff9b::7f00:1", Some("loopback")),
+            ("64:ff9b::c0a8:1", Some("private (RFC 1918)")),
+            ("::ffff:0:5db8:d822", None),
+            ("::ffff:93.184.216.34", None),
+        ];
+        let got: Vec<_> = cases
+            .iter()
+            .map(|(addr, _)| (*addr, forbidden_reason(ip(addr))))
+            .collect();
+        assert_eq!(got, cases);
+        let allow = AllowList::default();
+        assert!(
+            allow
+                .check("[::ffff:0:7f00:1]", ip("::ffff:0:7f00:1"))
+                .unwrap_err()
+                .starts_with("::ffff:0:7f00:1 is in a forbidden range (loopback)")
+        );
     }
 
     #[test]

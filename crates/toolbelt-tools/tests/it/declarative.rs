@@ -3,7 +3,7 @@
 use crate::Fx;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolbelt_core::{ToolContext, ToolError, ToolHandle, ToolSpec};
+use toolbelt_core::{ToolContext, ToolError, ToolHandle, ToolPolicy, ToolSpec};
 use toolbelt_tools::HttpConfig;
 use toolbelt_tools::declarative::{Definition, Secrets};
 use wiremock::matchers::{body_json, header, method, path, query_param};
@@ -107,11 +107,113 @@ async fn the_ssrf_guard_applies_and_a_missing_secret_is_named() {
     )
     .unwrap();
     let err = tool.call(json!({}), local()).await.unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("the secret `NOPE_NOT_SET_X` is not set"),
-        "{err}"
+    assert_eq!(
+        err.to_string(),
+        "the secret `NOPE_NOT_SET_X` is not declared; ask the operator to set the environment \
+         variable TOOLBELT_SECRET_NOPE_NOT_SET_X or add `NOPE_NOT_SET_X=...` to the secrets file"
     );
+}
+
+#[test]
+fn commands_and_writing_requests_are_mutating_unless_declared_read_only() {
+    let policy = |definition: Value| {
+        build("t", definition, Secrets::default())
+            .unwrap()
+            .spec()
+            .policy
+            .clone()
+    };
+    let (read_only, mutating) = (ToolPolicy::read_only(), ToolPolicy::mutating());
+    let cases = [
+        (
+            json!({"command": {"argv": ["touch", "{{path}}"]}}),
+            &mutating,
+        ),
+        (
+            json!({"command": {"argv": ["ls"], "read_only": true}}),
+            &read_only,
+        ),
+        (
+            json!({"http": {"url": "https://x", "method": "DELETE"}}),
+            &mutating,
+        ),
+        (
+            json!({"http": {"url": "https://x", "method": "post", "read_only": true}}),
+            &read_only,
+        ),
+        (json!({"http": {"url": "https://x"}}), &read_only),
+        (
+            json!({"http": {"url": "https://x", "method": "HEAD"}}),
+            &read_only,
+        ),
+    ];
+    let got: Vec<_> = cases.iter().map(|(d, _)| policy(d.clone())).collect();
+    let want: Vec<_> = cases.iter().map(|(_, p)| (*p).clone()).collect();
+    assert_eq!(got, want);
+    // A spec that already says mutating keeps its own approval setting.
+    let spec = ToolSpec::builder("d")
+        .description("d")
+        .mutating()
+        .needs_approval(false)
+        .build()
+        .unwrap();
+    let handle = Definition::from_value(&json!({"http": {"url": "https://x", "method": "DELETE"}}))
+        .and_then(|d| d.build(spec.clone(), Secrets::default()))
+        .unwrap();
+    assert_eq!(handle.spec().policy, spec.policy);
+}
+
+#[tokio::test]
+async fn an_argument_starting_with_a_dash_is_refused_where_it_could_be_an_option() {
+    let fx = Fx::new();
+    fx.write("in.txt", "b\na\n");
+    let sort = |argv: Value, extra: Value| {
+        let mut command = json!({"argv": argv});
+        command
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        build("sort", json!({"command": command}), Secrets::default()).unwrap()
+    };
+    let plain = sort(json!(["sort", "{{path}}"]), json!({}));
+    let err = plain
+        .call(json!({"path": "-ovictim.txt"}), fx.ctx.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::invalid_argument(
+            "/path",
+            "`-ovictim.txt` starts with `-`, so `sort` would read it as an option; give a value \
+             that does not start with `-` (for a file, `./-ovictim.txt`)"
+        )
+    );
+    let list = sort(json!(["sort", "{{files}}"]), json!({}));
+    let err = list
+        .call(json!({"files": ["in.txt", "-ovictim.txt"]}), fx.ctx.clone())
+        .await;
+    assert!(
+        matches!(err, Err(ToolError::InvalidArguments { .. })),
+        "{err:?}"
+    );
+    assert!(!fx.dir.path().join("victim.txt").exists());
+    // After `--` the value is an operand, and an allowed argument may start with `-`.
+    let ended = sort(json!(["sort", "--", "{{path}}"]), json!({}));
+    let err = ended
+        .call(json!({"path": "-ovictim.txt"}), fx.ctx.clone())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("exited with status 2"), "{err}");
+    assert!(!fx.dir.path().join("victim.txt").exists());
+    let allowed = sort(
+        json!(["sort", "{{path}}", "in.txt"]),
+        json!({"allow_leading_dash": ["path"]}),
+    );
+    let out = allowed
+        .call(json!({"path": "-r"}), fx.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "b\na\n");
 }
 
 #[test]
@@ -144,6 +246,10 @@ fn invalid_definitions_name_the_field() {
         (
             json!({"command": {"argv": ["{{repo}}"]}}),
             "invalid command.argv[0]: the program must be fixed, not a template",
+        ),
+        (
+            json!({"command": {"argv": ["sort"], "allow_leading_dash": ["nope"]}}),
+            "invalid command.allow_leading_dash: `nope` names no argument; the parameters declare: files, n, path, repo",
         ),
         (
             json!({"http": {"url": "http://x", "retries": 3}}),

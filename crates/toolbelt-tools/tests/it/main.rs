@@ -5,6 +5,7 @@
 
 mod config;
 mod declarative;
+mod declarative_secrets;
 mod discovery;
 mod file_ops;
 mod file_search;

@@ -20,7 +20,7 @@ fn printer(name: &str, words: &str) -> ToolDraft {
         .build()
         .unwrap();
     ToolDraft::new(spec, ToolSource::Declarative, "test")
-        .with_definition(json!({"command": {"argv": ["printf", "%s", words]}}))
+        .with_definition(json!({"command": {"argv": ["printf", "%s", words], "read_only": true}}))
 }
 
 #[tokio::test]

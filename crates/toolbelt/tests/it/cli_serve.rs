@@ -91,7 +91,7 @@ fn serve_env(dir: &Path, database: &str, args: &[&str], env: &[(&str, &str)]) ->
 }
 
 const TOOL: &str = r#"{"spec": {"name": "shout", "description": "Echo", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}},
-  "definition": {"command": {"argv": ["echo", "{{text}}"]}}}"#;
+  "definition": {"command": {"argv": ["echo", "{{text}}"], "read_only": true}}}"#;
 
 #[test]
 fn a_created_tool_survives_kill_9_right_after_the_response() {

@@ -18,6 +18,7 @@ mod cli_skills;
 mod cli_store;
 mod cli_tools;
 mod memory_routines;
+mod tool_file;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
