@@ -29,7 +29,7 @@ declare -A RULES=(
   # Static console assets and the router serving them: no toolbelt crate, no storage (ADR 0036).
   [toolbelt-console]='reqwest|sqlx|rmcp|toolbelt-[a-z]+'
   # The host turns stored records into running things: no HTTP server, no front-end.
-  [toolbelt-host]='axum|tower-http|toolbelt-server|toolbelt-console|toolbelt'
+  [toolbelt-host]='axum|toolbelt-mcp|toolbelt-server|toolbelt-console|toolbelt'
   [toolbelt-server]='toolbelt'
   # The binary sits on top of everything.
   [toolbelt]='^$'
