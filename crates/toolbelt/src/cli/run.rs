@@ -815,7 +815,10 @@ mod tests {
         let err = find_preset(Some("poet")).err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("unknown agent `poet`; built-in agents: assistant, coder, researcher")
+            Some(
+                "unknown agent `poet`: no agent of that name in the database (`toolbelt agents ls`), \
+                 and the built-in agents are assistant, coder, researcher"
+            )
         );
     }
 }
