@@ -23,7 +23,7 @@ pub enum LogFormat {
 }
 
 /// A bearer token known from the configuration (kept as a SHA-256 hash).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigToken {
     /// A name for logs.
@@ -40,7 +40,10 @@ pub struct ConfigToken {
 
 /// Server settings. Sources, later wins: defaults, `toolbelt.toml` (or `--config`),
 /// `TOOLBELT_*` environment variables (`TOOLBELT_ADDR`, `TOOLBELT_DEV`, ...), flags.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `Debug` never shows a secret: clear-text tokens print as `***` and the database URL
+/// without its password.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -199,5 +202,70 @@ impl ServerConfig {
             return Err(ConfigError::NoTokenOffLoopback { addr: self.addr });
         }
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for ConfigToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigToken")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("addr", &self.addr)
+            .field("dev", &self.dev)
+            .field(
+                "database_url",
+                &toolbelt_store::redacted_url(&self.database_url),
+            )
+            .field("body_limit_bytes", &self.body_limit_bytes)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("rate_limit_per_second", &self.rate_limit_per_second)
+            .field("rate_limit_burst", &self.rate_limit_burst)
+            .field("cors_origins", &self.cors_origins)
+            .field("log_format", &self.log_format)
+            .field("workspace", &self.workspace)
+            .field("tokens", &self.tokens)
+            .field("agents", &self.agents)
+            .field("run_wait_secs", &self.run_wait_secs)
+            .field("console", &self.console)
+            .field("mcp", &self.mcp)
+            .field("public_url", &self.public_url)
+            .field("mcp_hosts", &self.mcp_hosts)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::{ConfigToken, Scope, ServerConfig};
+
+    #[test]
+    fn debug_shows_no_token_and_no_database_password() {
+        let config = ServerConfig {
+            database_url: "postgres://app:s3cret@db/toolbelt".to_owned(),
+            tokens: vec![ConfigToken {
+                name: "ci".to_owned(),
+                sha256: None,
+                token: Some("tb_very_secret_token".to_owned()),
+                scopes: vec![Scope::Run],
+            }],
+            ..ServerConfig::default()
+        };
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("s3cret"), "{printed}");
+        assert!(!printed.contains("tb_very_secret_token"), "{printed}");
+        assert!(
+            printed.contains("postgres://app:***@db/toolbelt"),
+            "{printed}"
+        );
+        assert!(printed.contains("token: Some(\"***\")"), "{printed}");
     }
 }

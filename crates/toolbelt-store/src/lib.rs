@@ -38,7 +38,7 @@ pub use scheduler::{
     SystemClock, TickReport,
 };
 pub use skills::{SkillChange, SkillDraft, SkillRecord};
-pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions};
+pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions, redacted_url};
 pub use sync::SyncReport;
 pub use tokens::{TokenRecord, token_hash};
 pub use tools::{ToolDraft, ToolRecord, ToolSource, ToolState, ToolVersion, spec_hash};

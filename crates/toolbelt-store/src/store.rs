@@ -176,8 +176,8 @@ struct Pools {
 /// Tools, versions, agents, bindings, the change feed, runs and the run log, in SQLite or Postgres.
 ///
 /// Cloning is cheap (the pool is shared). Every multi-row write runs in one transaction and is
-/// durable when the call returns.
-#[derive(Debug, Clone)]
+/// durable when the call returns. `Debug` shows the URL without its password.
+#[derive(Clone)]
 pub struct Store {
     pools: Pools,
     /// Write transactions on SQLite take turns here (see [`Store::begin`]).
@@ -187,6 +187,31 @@ pub struct Store {
     pg_schema: Option<String>,
     /// Recall indexes of agent memory, shared by the clones of this store.
     memory_cache: std::sync::Arc<crate::memory::MemoryCache>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("engine", &self.engine)
+            .field("url", &redacted_url(&self.url))
+            .field("pg_schema", &self.pg_schema)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `url` without the password of its user info (`postgres://u:***@host/db`), for logs and
+/// messages.
+pub fn redacted_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let user_info = &url[scheme_end + 3..at];
+            match user_info.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
 }
 
 impl Store {
@@ -573,6 +598,18 @@ pub(crate) async fn record_change(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn debug_and_redacted_url_hide_the_password() {
+        assert_eq!(
+            super::redacted_url("postgres://app:s3cret@db:5432/toolbelt"),
+            "postgres://app:***@db:5432/toolbelt"
+        );
+        assert_eq!(
+            super::redacted_url("sqlite://toolbelt.db"),
+            "sqlite://toolbelt.db"
+        );
+    }
     use super::json_arrays;
 
     #[test]

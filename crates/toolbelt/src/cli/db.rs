@@ -35,16 +35,7 @@ impl DbArgs {
 
 /// The URL without a password.
 fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let user_info = &url[scheme_end + 3..at];
-            match user_info.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
+    toolbelt_store::redacted_url(url)
 }
 
 /// Subcommands of `toolbelt db`.
