@@ -314,7 +314,9 @@ export async function toolEditor(main, name) {
         parameters,
         policy: { ...(spec.policy || {}), needs_approval: approval.checked, effect: effect.value },
       },
-      definition: { [kind.value]: d },
+      // A command tool, or an HTTP tool whose method is not GET/HEAD, is mutating unless its
+      // definition says `read_only: true`: the effect chosen here is written there too.
+      definition: { [kind.value]: effect.value === 'read_only' ? { ...d, read_only: true } : d },
     };
     if (note.value.trim()) body.note = note.value.trim();
     preview.replaceChildren(h('h2', {}, 'Form the model will see'), schemaForm(parameters, { idPrefix: 'pv' }).form);

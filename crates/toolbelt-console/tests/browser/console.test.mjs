@@ -77,8 +77,9 @@ try {
   await page.locator('#ed-params').fill(JSON.stringify({ type: 'object', properties: { text: { type: 'string', description: 'What to echo' }, times: { type: 'integer', minimum: 1, maximum: 3 } }, required: ['text'] }, null, 2));
   await page.locator('#ed-def').fill(JSON.stringify({ argv: ['echo', '{{missing}}'] }));
   await page.locator('#ed-def-err').getByText('{{missing}}').waitFor();
-  // A command tool is mutating (approval needed) unless its definition says it is read-only.
-  await page.locator('#ed-def').fill(JSON.stringify({ argv: ['echo', '{{text}}'], read_only: true }, null, 2));
+  // The effect selector (read only by default) makes the command tool read-only: its
+  // definition gets `read_only: true`, without which a command tool needs approval.
+  await page.locator('#ed-def').fill(JSON.stringify({ argv: ['echo', '{{text}}'] }, null, 2));
   await page.locator('#ed-preview').getByLabel(/text \*/).waitFor();
   await checkLabels('the tool editor');
   await shot('02-tool-editor');
