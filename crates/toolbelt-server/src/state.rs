@@ -117,9 +117,10 @@ impl AppState {
         Ok(Self::build(AgentFactory::live(live), config)?.with_store(store))
     }
 
-    /// Uses `store` for tokens and run records.
+    /// Uses `store` for tokens and run records: only with a factory over the same store, so
+    /// agents and runs never come from two databases.
     #[must_use]
-    pub fn with_store(mut self, store: toolbelt_store::Store) -> Self {
+    fn with_store(mut self, store: toolbelt_store::Store) -> Self {
         self.tokens = self.tokens.with_store(store.clone());
         self.runs = self.runs.with_store(store.clone());
         // The writer task ends (after a last flush) when every writer is dropped.
