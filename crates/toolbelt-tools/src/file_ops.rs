@@ -23,8 +23,10 @@ const MAX_DIR_ENTRIES: usize = 1000;
 
 /// Read a text file of the workspace, whole or by line range (1-based, inclusive).
 ///
-/// A whole file of more than one line starts with `[path: N lines]`, its line count.
 /// Large files must be read by range. Binary files are refused.
+// A whole file of more than one line starts with `[path: N lines]`, its line count. This is
+// said in the output rather than the description: the description is what the router ranks,
+// and this sentence made `file_write` outrank `file_read` for a Chinese request to read a file.
 #[tool(tags("file_ops"), read_only, timeout = "30s")]
 pub async fn file_read(
     ctx: &ToolContext,
