@@ -107,7 +107,7 @@ impl Registry {
         tools
     }
 
-    /// The tools carrying `tag`, sorted by name (seed 001's `tools_by_tag`).
+    /// The tools carrying `tag`, sorted by name (`tools_by_tag`).
     pub fn tools_by_tag(&self, tag: &str) -> Vec<ToolHandle> {
         let snap = self.current.load();
         let mut tools: Vec<ToolHandle> = snap
@@ -187,7 +187,7 @@ impl Registry {
         })
     }
 
-    /// Adds every tool of a module (seed 001's `add_tool_module`).
+    /// Adds every tool of a module (`add_tool_module`).
     ///
     /// # Errors
     /// As [`Registry::add_tools`].

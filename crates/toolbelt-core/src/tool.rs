@@ -282,7 +282,7 @@ pub fn parse_args<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::invalid_argument("", e.to_string()))
 }
 
-/// A type that contributes a set of tools at once (seed 001's "module").
+/// A type that contributes a set of tools at once (a tool module).
 pub trait ToolModule {
     /// The tools this module provides.
     ///

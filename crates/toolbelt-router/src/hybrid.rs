@@ -34,7 +34,7 @@ pub enum Fusion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LowConfidence {
-    /// Send every tool (seed 002's fallback) while the toolset has at most
+    /// Send every tool (the fallback when the router is unsure) while the toolset has at most
     /// [`HybridConfig::all_tools_limit`] tools; above it, send the best
     /// [`HybridConfig::bounded_top`] plus `search_tools` (a bounded fallback).
     AllTools,

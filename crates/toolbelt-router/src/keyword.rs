@@ -1,4 +1,4 @@
-//! [`KeywordRouter`]: seed 002's keyword groups, loaded from a config file.
+//! [`KeywordRouter`]: the keyword groups (Chinese and English words that pick tool groups), loaded from a config file.
 
 use std::future::{Future, ready};
 use std::path::Path;
@@ -58,7 +58,7 @@ struct GroupsFile {
     groups: Vec<KeywordGroup>,
 }
 
-/// Routes by keyword groups, as seed 002 describes.
+/// Routes by keyword groups: words of the request pick the tool groups it needs.
 ///
 /// Every group whose keywords occur in the input is chosen and the tools of
 /// the chosen groups are sent (in group order, without repeats); when no
@@ -115,7 +115,7 @@ impl KeywordRouter {
         Ok(Self { groups })
     }
 
-    /// The groups of seed 002, adapted to toolbelt's built-in tools.
+    /// The built-in keyword groups (file, shell, git, web, memory, routine, …), adapted to toolbelt's built-in tools.
     pub fn builtin() -> Self {
         // Checked by a unit test.
         Self::from_json(BUILTIN).unwrap_or_else(|_| Self { groups: Vec::new() })

@@ -1,4 +1,4 @@
-//! [`Completer`] and [`LlmRouter`]: seed 002's Phase 1, a model choosing tool groups.
+//! [`Completer`] and [`LlmRouter`]: a model choosing tool groups.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -91,7 +91,7 @@ fn first_object(text: &str) -> Result<Value, serde_json::Error> {
     }
 }
 
-/// Routes by asking a model which tool groups a request needs (seed 002, Phase 1).
+/// Routes by asking a model which tool groups a request needs.
 ///
 /// Groups are the keyword groups given with [`LlmRouter::with_groups`], or
 /// else the tags of the toolset. Any failure (the model errs, the answer is

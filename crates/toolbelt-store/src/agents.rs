@@ -587,7 +587,7 @@ impl Store {
         Ok(())
     }
 
-    /// Binds `tool` to `agent` (seed 003 `add_tool`), replacing an existing binding's pin.
+    /// Binds `tool` to `agent` (`add_tool`), replacing an existing binding's pin.
     /// Durable when it returns.
     ///
     /// # Errors
@@ -623,7 +623,7 @@ impl Store {
         self.get_agent(agent).await
     }
 
-    /// Removes the binding of `tool` from `agent` (seed 003 `remove_tool`). Durable when it returns.
+    /// Removes the binding of `tool` from `agent` (`remove_tool`). Durable when it returns.
     ///
     /// # Errors
     /// [`StoreError::NotFound`] for the agent or when the tool is not bound, [`StoreError::Conflict`].

@@ -14,13 +14,13 @@ use crate::tools::ToolRecord;
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Availability {
-    /// Only agents of these kinds (seed 003 `agent_types`).
+    /// Only agents of these kinds (who may use a tool, by agent type).
     pub agent_kinds: Vec<String>,
     /// Only agents carrying every one of these labels.
     pub agent_labels: Vec<String>,
-    /// Capabilities the agent must declare (seed 003 `required_agent_attrs`).
+    /// Capabilities the agent must declare (attributes the agent must have).
     pub capabilities: Vec<String>,
-    /// Conditions on the environment (seed 003 `condition_func`, as data).
+    /// Conditions on the environment (a condition function, written as data).
     pub conditions: Vec<Condition>,
 }
 

@@ -45,7 +45,7 @@ impl Engine {
 }
 
 /// Highest schema version this build knows (the number of the last migration).
-/// Migrations from 100 on belong to memory and routines (issue 10), 104 to skills.
+/// Migrations from 100 on belong to memory and routines (ADR 0020, 0021), 104 to skills.
 pub const SCHEMA_VERSION: i64 = 104;
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[

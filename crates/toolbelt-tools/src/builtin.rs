@@ -13,12 +13,12 @@ use crate::todo::{TodoAddTool, TodoListTool, TodoUpdateTool, Todos};
 use crate::web::{HttpConfig, HttpGetTool, HttpRequestTool};
 use crate::workspace::Workspace;
 
-/// The groups (tags) of the built-in tools, in the order of seed 002.
+/// The groups (tags) of the built-in tools, in the order of the routing design's groups (file, shell, git, web, …).
 pub const BUILTIN_GROUPS: &[&str] = &[
     "file_ops", "shell", "git_ops", "web", "todo", "human", "config", "memory", "routine",
 ];
 
-/// Groups named by seed 002 whose tools are not built in yet: none since `memory` and
+/// Groups of the routing design whose tools are not built in yet: none since `memory` and
 /// `routine` landed (their stores live in `toolbelt-store`).
 pub const RESERVED_GROUPS: &[&str] = &[];
 

@@ -1,4 +1,4 @@
-//! What a real model's misbehaviour must not do to a run (issue 15): empty
+//! What a real model's misbehaviour must not do to a run (seen with real small models): empty
 //! answers, repeated calls, runaway tool use, the output budget, text calls
 //! leaking into the answer stream.
 

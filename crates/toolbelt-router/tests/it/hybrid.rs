@@ -232,7 +232,7 @@ fn low_confidence_on_a_large_toolset_sends_a_bounded_set_with_search_tools() {
         "{}",
         d.reason
     );
-    // Raising the limit above the toolset's size restores seed 002's send-everything.
+    // Raising the limit above the toolset's size restores sending every tool when unsure.
     let all = HybridRouter::default()
         .with_config(HybridConfig::default().with_bounded_fallback(10_000, 20));
     let d = block_on(all.decide(&unsure));

@@ -8,7 +8,7 @@ fn hybrid() -> AnyRouter {
     AnyRouter::new(HybridRouter::default())
 }
 
-/// The hybrid router with seed 002's unbounded fallback (every tool, whatever the size).
+/// The hybrid router with the unbounded fallback (every tool, whatever the size).
 fn hybrid_unbounded() -> AnyRouter {
     AnyRouter::new(HybridRouter::default().with_config(
         toolbelt_router::HybridConfig::default().with_bounded_fallback(usize::MAX, 20),

@@ -34,7 +34,7 @@ pub(crate) fn tool(name: &str, description: &str, tag: &str) -> ToolHandle {
     ToolHandle::new(CatalogTool::new(spec)).unwrap()
 }
 
-/// Toolbelt's built-in tools as seed 002 lists them, with realistic descriptions.
+/// Toolbelt's built-in tools as the routing examples list them, with realistic descriptions.
 pub(crate) fn builtins() -> Toolset {
     Toolset::from_tools([
         tool(

@@ -1,4 +1,4 @@
-//! Seed 002's table: the routing examples every router configuration must pass.
+//! The routing design's table (requests in Chinese and English and the groups they need): the routing examples every router configuration must pass.
 
 use pretty_assertions::assert_eq;
 use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalRouter, RouteOutcome};
@@ -65,7 +65,7 @@ fn hybrid_router_passes_the_seed_table_on_the_eval_catalog() {
         names(&router, "启动一个每分钟的定时任务", &tools).0[0],
         "routine"
     );
-    // Unsure over 322 tools: seed 002's "send everything" is bounded to the best
+    // Unsure over 322 tools: the "send every tool when unsure" rule is bounded to the best
     // 20 ranked; "hello" matches no tool at all, so none is sent.
     let (some, fallback) = names(&router, "你好", &tools);
     assert!(!fallback && some.is_empty(), "{some:?}");

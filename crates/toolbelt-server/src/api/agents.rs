@@ -211,7 +211,7 @@ pub struct BindBody {
     pub version: Option<i64>,
 }
 
-/// Binds a tool to a stored agent (seed 003's `add_tool`); persists at once.
+/// Binds a tool to a stored agent (`add_tool`); persists at once.
 #[utoipa::path(post, path = "/api/v1/agents/{id}/tools/{tool}", tag = "agents",
     params(("id" = String, Path, description = "Agent id"), ("tool" = String, Path, description = "Tool name")),
     request_body(content = Option<BindBody>, description = "Optional version pin"),
@@ -241,7 +241,7 @@ pub(crate) async fn bind_tool(
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
-/// Unbinds a tool from a stored agent (seed 003's `remove_tool`); persists at once.
+/// Unbinds a tool from a stored agent (`remove_tool`); persists at once.
 #[utoipa::path(delete, path = "/api/v1/agents/{id}/tools/{tool}", tag = "agents",
     params(("id" = String, Path, description = "Agent id"), ("tool" = String, Path, description = "Tool name")),
     responses((status = 200, body = Object), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument)),

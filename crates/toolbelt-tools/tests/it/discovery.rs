@@ -1,4 +1,4 @@
-//! The tool list: discovery, groups as in seed 002, effects and approval defaults.
+//! The tool list: discovery, groups as in the routing design, effects and approval defaults.
 
 use std::collections::BTreeMap;
 

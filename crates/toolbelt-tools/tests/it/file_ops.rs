@@ -34,7 +34,7 @@ async fn reads_whole_files_and_line_ranges() {
         err.to_string(),
         "invalid arguments: at /start_line: a.txt has only 4 lines"
     );
-    // What the 0.5B model asked for (issue 15): one line, said in the singular.
+    // What the 0.5B model asked for (a real 0.5B model): one line, said in the singular.
     fx.write("b.txt", "one\n");
     let err = fx
         .err(

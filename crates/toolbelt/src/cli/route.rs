@@ -177,7 +177,7 @@ enum RouterName {
     Bm25,
     /// Plain BM25: no concept lexicon.
     Bm25Plain,
-    /// Seed 002's keyword groups.
+    /// The built-in keyword groups (Chinese and English words that pick tool groups).
     Keyword,
     /// Cosine similarity of local embeddings (needs --embedder-dir and the `local-embed` feature).
     Embedding,

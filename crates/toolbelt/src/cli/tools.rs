@@ -84,7 +84,7 @@ pub(crate) async fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Groups in display order: the built-in groups of seed 002, then the others by name.
+/// Groups in display order: the built-in groups in their design order, then the others by name.
 fn groups(registry: &Registry) -> Vec<(String, Vec<ToolHandle>)> {
     let mut tags: Vec<String> = registry.tags().into_iter().map(|(t, _)| t).collect();
     tags.sort_by_key(|t| {

@@ -1,4 +1,4 @@
-//! `toolbelt run` against what real small models send (issue 15): each test
+//! `toolbelt run` against what real small models send (Qwen2.5-Coder 0.5B and 1.5B through llama.cpp): each test
 //! replays a response of Qwen2.5-Coder on llama.cpp's server (fixtures in
 //! `tests/fixtures/`, see its README) through a fake server on 127.0.0.1.
 // Fixture helpers outside #[test] fns unwrap too; `allow-unwrap-in-tests` does not reach them.

@@ -1,4 +1,4 @@
-//! Issue 10's "done when" through the real binary: `toolbelt run` keeps memory and routines in
+//! Memory and routines end to end, through the real binary: `toolbelt run` keeps memory and routines in
 //! its database. A scripted model asks for the `routine` and `memory_*` tools; the routine it
 //! creates fires at 09:00 Shanghai time on a manual clock; a preference stored in one run is
 //! recalled by the next. SQLite; Postgres when `TOOLBELT_TEST_PG_URL` is set.

@@ -1,4 +1,4 @@
-//! Issue 10's "done when", with a scripted model: an agent asked "每天早上九点提醒我看邮件"
+//! Memory and routines end to end, with a scripted model: an agent asked "每天早上九点提醒我看邮件"
 //! creates a routine that the scheduler fires at 09:00 Shanghai time on a manual clock;
 //! "记住我喜欢短回答" is recalled in a new conversation. SQLite; Postgres when
 //! `TOOLBELT_TEST_PG_URL` is set.
@@ -178,7 +178,7 @@ async fn remembered_preferences_are_recalled_in_a_new_conversation() {
     }
 }
 
-/// Seed 002: `记住` → memory and `定时` → routine, with the real built-in tools, in the keyword
+/// Routing by keyword: `记住` → memory and `定时` → routine, with the real built-in tools, in the keyword
 /// and hybrid routers.
 #[tokio::test]
 async fn seed_002_routes_remember_to_memory_and_schedules_to_routine() {
