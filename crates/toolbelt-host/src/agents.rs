@@ -255,8 +255,7 @@ impl AgentFactory {
         if default {
             return Ok(Some(self.inner.shared.clone()));
         }
-        router_for(settings, &self.inner.router)
-            .map_err(|(field, reason)| HostError::invalid(&record.name, field, reason))
+        router_for(&record.name, settings, &self.inner.router)
     }
 
     /// The secrets conditions and templates are checked against.

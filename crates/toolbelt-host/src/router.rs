@@ -3,7 +3,9 @@
 use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter};
 use toolbelt_store::RouterSettings;
 
-/// The router `settings` ask for, built from `base` (the process's standard hybrid router,
+use crate::error::HostError;
+
+/// The router the settings of agent `agent` ask for, built from `base` (the process's standard hybrid router,
 /// which carries its encoder); `None` for strategy `none` (every tool is sent).
 ///
 /// No strategy means `hybrid`. `max_tools` caps how many tools one request gets (keyword,
@@ -11,14 +13,20 @@ use toolbelt_store::RouterSettings;
 /// which is the hybrid router: the embedding signal joins it where the host has an encoder).
 ///
 /// # Errors
-/// `(field, reason)` at `router.strategy` for an unknown strategy, or at `router.max_tools`
-/// for 0 (stored rows are checked on write; this guards rows written by other means).
+/// [`HostError::InvalidAgent`] at `router.strategy` for an unknown strategy, or at
+/// `router.max_tools` for 0 (stored rows are checked on write; this guards rows written by
+/// other means).
 pub fn router_for(
+    agent: &str,
     settings: &RouterSettings,
     base: &HybridRouter,
-) -> Result<Option<AnyRouter>, (&'static str, String)> {
+) -> Result<Option<AnyRouter>, HostError> {
     if settings.max_tools == Some(0) {
-        return Err(("router.max_tools", "must be at least 1".to_owned()));
+        return Err(HostError::invalid(
+            agent,
+            "router.max_tools",
+            "must be at least 1",
+        ));
     }
     let strategy = settings.strategy.as_deref().unwrap_or("hybrid");
     let router = match strategy {
@@ -40,7 +48,8 @@ pub fn router_for(
             AnyRouter::new(base.clone().with_config(config))
         }
         other => {
-            return Err((
+            return Err(HostError::invalid(
+                agent,
                 "router.strategy",
                 format!("`{other}` is not one of none, keyword, lexical, embedding, hybrid"),
             ));
