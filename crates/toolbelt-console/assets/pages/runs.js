@@ -187,6 +187,25 @@ export async function runPage(main, id) {
   } }, 'Cancel run');
   head.append(cancel);
 
+  // A card stays the same element while its approval or question waits: a refresh (any event
+  // triggers one) must not reset a choice or an edit the person is making.
+  const cards = new Map();
+  function showPending(r) {
+    const wanted = [
+      ...r.pending_approvals.map((a) => [`a:${a.id}`, () => approvalCard(a, refresh)]),
+      ...r.pending_questions.map((q) => [`q:${q.id}`, () => questionCard(q, refresh)]),
+    ];
+    const keys = new Set(wanted.map(([k]) => k));
+    for (const k of [...cards.keys()]) if (!keys.has(k)) cards.delete(k);
+    const same = wanted.length === pending.children.length
+      && wanted.every(([k], i) => cards.get(k) === pending.children[i]);
+    if (same) return;
+    clear(pending, wanted.map(([k, make]) => {
+      if (!cards.has(k)) cards.set(k, make());
+      return cards.get(k);
+    }));
+  }
+
   let refreshing = null;
   let again = false;
   /** Re-reads the run; a call made while one is in flight runs once more after it. */
@@ -207,9 +226,7 @@ export async function runPage(main, id) {
         r.parent_run ? [h('dt', {}, 'Continues'), h('dd', {}, h('a', { href: `#/runs/${encodeURIComponent(r.parent_run)}` }, r.parent_run))] : null,
         r.answer ? [h('dt', {}, 'Answer'), h('dd', { id: 'run-answer' }, r.answer)] : null,
         r.error ? [h('dt', {}, 'Error'), h('dd', { class: 'error' }, r.error)] : null);
-      clear(pending,
-        r.pending_approvals.map((a) => approvalCard(a, refresh)),
-        r.pending_questions.map((q) => questionCard(q, refresh)));
+      showPending(r);
       clear(transcript, r.messages.length ? r.messages.map(renderMessage) : h('li', { class: 'muted' }, 'No messages recorded yet; the events on the left are live.'));
       const terminal = !['running', 'waiting'].includes(r.status);
       cancel.hidden = terminal;
