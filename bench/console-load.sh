@@ -15,7 +15,8 @@ db="sqlite://$tmp/bench.db"
 token=$("$bin" tokens create bench --scope admin --database-url "$db" | tail -n1 | awk '{print $NF}')
 python3 bench/console-seed.py runs "$tmp/bench.db" "${RUNS:-10000}"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-RUST_LOG=warn TOOLBELT_RATE_LIMIT_PER_SECOND=0 "$bin" serve --database-url "$db" --addr "127.0.0.1:$port" --workspace "$tmp" &
+mkdir -p "$tmp/ws"
+RUST_LOG=warn TOOLBELT_RATE_LIMIT_PER_SECOND=0 "$bin" serve --database-url "$db" --addr "127.0.0.1:$port" --workspace "$tmp/ws" &
 server=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
 python3 bench/console-seed.py tools "http://127.0.0.1:$port" "$token" "${TOOLS:-2000}"

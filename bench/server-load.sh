@@ -18,6 +18,7 @@ command -v wrk >/dev/null || { echo "install wrk first: apt-get install -y wrk" 
 tb="${TOOLBELT_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/release/toolbelt}"
 engine=${1:-sqlite}
 work=$(mktemp -d)
+mkdir -p "$work/ws"
 case "$engine" in
   sqlite) db="sqlite://$work/t.db" ;;
   postgres) db="${TOOLBELT_TEST_PG_URL:?set TOOLBELT_TEST_PG_URL}" ;;
@@ -28,7 +29,7 @@ pid=
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 serve() {
   start=$(date +%s%N)
-  TOOLBELT_LOG=warn "$tb" serve --dev --addr "127.0.0.1:$port" --database-url "$db" --workspace "$work" > "$work/serve.log" 2>&1 &
+  TOOLBELT_LOG=warn "$tb" serve --dev --addr "127.0.0.1:$port" --database-url "$db" --workspace "$work/ws" > "$work/serve.log" 2>&1 &
   pid=$!
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.005; done
   ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))

@@ -17,7 +17,8 @@ cargo build -p toolbelt --all-features --quiet   # the binary the test build alr
 tb="${CARGO_TARGET_DIR:-$PWD/target}/debug/toolbelt"
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-(cd "$work" && exec "$tb" serve --dev --addr "127.0.0.1:$port" --database-url "sqlite://$work/t.db" --workspace "$work") > "$work/serve.log" 2>&1 &
+mkdir -p "$work/ws"
+(cd "$work" && exec "$tb" serve --dev --addr "127.0.0.1:$port" --database-url "sqlite://$work/t.db" --workspace "$work/ws") > "$work/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done

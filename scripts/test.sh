@@ -9,6 +9,11 @@
 # (scripts/console-test.sh), then schemathesis against a served OpenAPI document.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Commands run without --database-url use the data directory: the tests get a fresh one, never
+# the user's (~/.local/share/toolbelt).
+TOOLBELT_DATA="$(mktemp -d -t toolbelt-test-data.XXXXXX)"
+export TOOLBELT_DATA
+trap 'rm -rf "$TOOLBELT_DATA"' EXIT
 TOOLBELT_FETCH_NUMPY=1 scripts/fetch-model.sh || echo "warning: could not fetch the embedding models (MiniLM, USE-multilingual) or numpy; their tests will be skipped" >&2
 # The real MCP peers of toolbelt-mcp's tests (npm reference servers, the Python SDK), pinned.
 scripts/setup-mcp-peers.sh || echo "warning: could not install the MCP peers; their tests will be skipped" >&2

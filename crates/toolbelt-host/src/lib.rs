@@ -5,6 +5,7 @@ mod database;
 mod environment;
 mod error;
 mod factories;
+pub mod paths;
 mod provider;
 mod router;
 mod skills;

@@ -1,6 +1,7 @@
 //! The HTTP API: routes, the OpenAPI document and the docs page.
 
 pub mod agents;
+pub mod config;
 pub mod extract;
 pub mod health;
 pub mod manage;
@@ -84,6 +85,7 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(routines::run_routine))
         .route_layer(from_fn_with_state(state.clone(), require_run));
     let admin = OpenApiRouter::new()
+        .routes(routes!(config::get_config))
         .routes(routes!(agents::validate_agent))
         .routes(routes!(manage::create_tool))
         .routes(routes!(agents::create_agent))

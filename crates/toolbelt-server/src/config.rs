@@ -51,7 +51,8 @@ pub struct ServerConfig {
     pub addr: SocketAddr,
     /// Development mode: no authentication (refused unless `addr` is loopback).
     pub dev: bool,
-    /// Database URL (`sqlite://toolbelt.db` or `postgres://...`).
+    /// Database URL (`sqlite://PATH` or `postgres://...`; default `toolbelt.db` in the data
+    /// directory, see [`toolbelt_host::paths`]).
     pub database_url: String,
     /// Largest request body accepted, in bytes.
     pub body_limit_bytes: usize,
@@ -67,6 +68,13 @@ pub struct ServerConfig {
     pub log_format: LogFormat,
     /// Directory the file, shell and git tools are confined to.
     pub workspace: PathBuf,
+    /// Internal host names that HTTP tools may reach although the SSRF guard refuses private
+    /// and loopback addresses (`billing.internal`; env `TOOLBELT_ALLOW_HOSTS`, comma-separated;
+    /// `--allow-host`). A cloud metadata address opens only when named itself.
+    pub allow_hosts: Vec<String>,
+    /// Internal address ranges that HTTP tools may reach (`10.0.4.0/24`, `10.0.4.7`; env
+    /// `TOOLBELT_ALLOW_NETS`, comma-separated; `--allow-net`).
+    pub allow_nets: Vec<String>,
     /// Tokens from the configuration (in addition to stored ones).
     pub tokens: Vec<ConfigToken>,
     /// Agents known to the server.
@@ -91,7 +99,10 @@ impl Default for ServerConfig {
         Self {
             addr: SocketAddr::from(([127, 0, 0, 1], 7878)),
             dev: false,
-            database_url: "sqlite://toolbelt.db".to_owned(),
+            // One default for every command and the server; without any home directory the
+            // start-up check refuses this relative file (it lies in the workspace).
+            database_url: toolbelt_host::paths::default_database_url()
+                .unwrap_or_else(|_| "sqlite://toolbelt.db".to_owned()),
             body_limit_bytes: 1024 * 1024,
             request_timeout_secs: 30,
             rate_limit_per_second: 20_000,
@@ -99,6 +110,8 @@ impl Default for ServerConfig {
             cors_origins: Vec::new(),
             log_format: LogFormat::Text,
             workspace: PathBuf::from("."),
+            allow_hosts: Vec::new(),
+            allow_nets: Vec::new(),
             tokens: Vec::new(),
             agents: vec![AgentDef::default_agent()],
             run_wait_secs: 20,
@@ -137,6 +150,16 @@ pub enum ConfigError {
         /// The value given.
         url: String,
     },
+    /// An `allow_hosts` or `allow_nets` entry does not parse.
+    #[error("{key}[{index}]: {reason}")]
+    BadAllowList {
+        /// `allow_hosts` or `allow_nets`.
+        key: &'static str,
+        /// Its position.
+        index: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// A configured token has neither `sha256` nor `token`, or a bad hash.
     #[error("token `{name}`: {reason}")]
     BadToken {
@@ -158,7 +181,7 @@ impl ServerConfig {
         if file.exists() {
             figment = figment.merge(Toml::file(file));
         }
-        figment
+        let mut config: Self = figment
             .merge(Env::prefixed("TOOLBELT_").only(&[
                 "addr",
                 "dev",
@@ -175,7 +198,54 @@ impl ServerConfig {
                 "public_url",
             ]))
             .extract()
-            .map_err(|e| ConfigError::Load(Box::new(e)))
+            .map_err(|e| ConfigError::Load(Box::new(e)))?;
+        // Lists from the environment, comma-separated (added to the file's).
+        for (var, list) in [
+            ("TOOLBELT_ALLOW_HOSTS", &mut config.allow_hosts),
+            ("TOOLBELT_ALLOW_NETS", &mut config.allow_nets),
+        ] {
+            if let Ok(value) = std::env::var(var) {
+                list.extend(
+                    value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_owned),
+                );
+            }
+        }
+        Ok(config)
+    }
+
+    /// The HTTP tools' configuration: every internal address refused but the allow-listed ones.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadAllowList`] naming the entry that does not parse.
+    pub fn http_config(&self) -> Result<toolbelt_tools::HttpConfig, ConfigError> {
+        let mut http = toolbelt_tools::HttpConfig::new();
+        for (index, host) in self.allow_hosts.iter().enumerate() {
+            let bare = host.trim_matches(['[', ']']);
+            if bare.is_empty()
+                || !bare
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
+            {
+                return Err(ConfigError::BadAllowList {
+                    key: "allow_hosts",
+                    index,
+                    reason: format!("`{host}` is not a host name or an IP address"),
+                });
+            }
+            http = http.allow_host(host.clone());
+        }
+        for (index, net) in self.allow_nets.iter().enumerate() {
+            http = http.allow_net(net).map_err(|e| ConfigError::BadAllowList {
+                key: "allow_nets",
+                index,
+                reason: e.to_string(),
+            })?;
+        }
+        Ok(http)
     }
 
     /// Checks the rules that keep an instance safe to expose.
@@ -232,6 +302,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("cors_origins", &self.cors_origins)
             .field("log_format", &self.log_format)
             .field("workspace", &self.workspace)
+            .field("allow_hosts", &self.allow_hosts)
+            .field("allow_nets", &self.allow_nets)
             .field("tokens", &self.tokens)
             .field("agents", &self.agents)
             .field("run_wait_secs", &self.run_wait_secs)

@@ -171,13 +171,23 @@ impl AppState {
         } else {
             TokenBook::from_config(&config.tokens)?
         };
-        let workspace =
-            Workspace::new(&config.workspace).map_err(|source| StateError::Workspace {
+        let workspace = Workspace::new(&config.workspace)
+            .map_err(|source| StateError::Workspace {
                 path: config.workspace.display().to_string(),
                 source,
-            })?;
+            })?
+            // The file tools never touch the server's database or secrets, even where the
+            // configuration put them inside the workspace.
+            .with_reserved(
+                toolbelt_host::paths::KeptData::new()
+                    .database(&config.database_url)
+                    .secrets_file_from_env()
+                    .reserved_paths(),
+            );
+        let http = config.http_config()?;
         let runs = RunRegistry::new();
         let extensions = BuiltinConfig::new(workspace)
+            .with_http(http)
             .with_human(Human::new(runs.human_channel()))
             .extensions();
         Ok(Self {

@@ -115,6 +115,22 @@ impl HttpConfig {
         self
     }
 
+    /// This configuration with `hosts` and `nets` opened too (a tool's own allow-list on top
+    /// of the host's). The copy builds its own HTTP client on first use.
+    #[must_use]
+    pub fn with_allowed(&self, hosts: &[String], nets: &[IpNet]) -> Self {
+        let mut out = self.clone();
+        out.allow.hosts.extend(hosts.iter().cloned());
+        out.allow.nets.extend(nets.iter().cloned());
+        out.reset_clients();
+        out
+    }
+
+    /// Whether both configurations open the same hosts and ranges.
+    pub fn same_allow_list(&self, other: &Self) -> bool {
+        self.allow == other.allow
+    }
+
     /// The allow-listed host names and ranges, for display.
     pub fn allowed(&self) -> (Vec<String>, Vec<String>) {
         (
@@ -302,6 +318,31 @@ pub(crate) async fn send(
             &fallback
         }
     };
+    send_with(
+        config,
+        ctx,
+        method,
+        url,
+        headers,
+        body,
+        timeout_secs,
+        redirects,
+    )
+    .await
+}
+
+/// As [`send`], through `config` instead of the context's.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn send_with(
+    config: &HttpConfig,
+    ctx: &ToolContext,
+    method: Method,
+    url: &str,
+    headers: Option<BTreeMap<String, String>>,
+    body: Option<String>,
+    timeout_secs: Option<u64>,
+    redirects: Redirects,
+) -> Result<ToolOutput, ToolError> {
     let url = Url::parse(url).map_err(|e| {
         ToolError::invalid_argument("/url", format!("{url:?} is not a valid URL: {e}"))
     })?;

@@ -59,6 +59,14 @@ pub enum WorkspaceError {
         /// The path as the model wrote it.
         path: String,
     },
+    /// The path lies in a directory the host keeps for itself (its database, its secrets).
+    #[error("path {path:?} is in {}, which holds the server's own data; the file tools never touch it", area.display())]
+    Reserved {
+        /// The path as the model wrote it.
+        path: String,
+        /// The reserved directory.
+        area: PathBuf,
+    },
     /// Any other file system error while resolving.
     #[error("cannot resolve path {path:?}")]
     Io {
@@ -73,11 +81,11 @@ pub enum WorkspaceError {
 impl From<WorkspaceError> for ToolError {
     fn from(err: WorkspaceError) -> Self {
         match err {
-            WorkspaceError::Escapes { .. } | WorkspaceError::BrokenLink { .. } => {
-                ToolError::Denied {
-                    reason: err.to_string(),
-                }
-            }
+            WorkspaceError::Escapes { .. }
+            | WorkspaceError::BrokenLink { .. }
+            | WorkspaceError::Reserved { .. } => ToolError::Denied {
+                reason: err.to_string(),
+            },
             WorkspaceError::Io { ref source, .. } => ToolError::failed(format!("{err}: {source}")),
             other => ToolError::failed(other.to_string()),
         }
@@ -101,6 +109,8 @@ pub struct Workspace {
     root_fd: Arc<OwnedFd>,
     max_read_bytes: u64,
     allow_git_writes: bool,
+    /// Directories inside the root that no file tool reads, lists or writes.
+    reserved: Arc<[PathBuf]>,
 }
 
 impl PartialEq for Workspace {
@@ -108,6 +118,7 @@ impl PartialEq for Workspace {
         self.root == other.root
             && self.max_read_bytes == other.max_read_bytes
             && self.allow_git_writes == other.allow_git_writes
+            && self.reserved == other.reserved
     }
 }
 
@@ -147,6 +158,7 @@ impl Workspace {
             root_fd: Arc::new(root_fd),
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
             allow_git_writes: false,
+            reserved: Arc::from([]),
         })
     }
 
@@ -176,6 +188,29 @@ impl Workspace {
     pub fn with_git_writes(mut self, allow: bool) -> Self {
         self.allow_git_writes = allow;
         self
+    }
+
+    /// Keeps the file tools out of `dirs` (directories or files) even where they lie inside
+    /// the root: a host passes the paths of its database and secrets, so that a misplaced data
+    /// directory is still out of a model's reach. Each is resolved (symlinks followed) when it
+    /// exists; paths outside the root, and the root itself, are ignored.
+    #[must_use]
+    pub fn with_reserved(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        let mut all: Vec<PathBuf> = self.reserved.iter().cloned().collect();
+        all.extend(
+            dirs.into_iter()
+                .map(|d| d.canonicalize().unwrap_or(d))
+                // Reserving the root itself would switch every file tool off: a host that
+                // keeps its data there is refused at start-up instead.
+                .filter(|d| d.starts_with(&self.root) && *d != self.root),
+        );
+        self.reserved = all.into();
+        self
+    }
+
+    /// Whether `resolved` (a canonical path) lies in a reserved directory.
+    pub fn is_reserved(&self, resolved: &Path) -> bool {
+        self.reserved.iter().any(|d| resolved.starts_with(d))
     }
 
     /// Whether writes under `.git` are allowed; see [`Workspace::with_git_writes`].
@@ -311,7 +346,12 @@ impl Workspace {
     }
 
     fn check_inside(&self, path: &str, resolved: PathBuf) -> Result<PathBuf, WorkspaceError> {
-        if resolved.starts_with(&self.root) {
+        if let Some(area) = self.reserved.iter().find(|d| resolved.starts_with(d)) {
+            Err(WorkspaceError::Reserved {
+                path: path.to_owned(),
+                area: area.clone(),
+            })
+        } else if resolved.starts_with(&self.root) {
             Ok(resolved)
         } else {
             Err(WorkspaceError::Escapes {

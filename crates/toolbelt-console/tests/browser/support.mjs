@@ -2,7 +2,7 @@
 // a scripted OpenAI-compatible model on 127.0.0.1, and Debian's Chromium.
 
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, existsSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,9 @@ export async function startServer({ modelUrl, databaseUrl, extraEnv = {} } = {})
   const bin = toolbeltBinary();
   const dir = mkdtempSync(join(tmpdir(), 'toolbelt-console-'));
   const db = databaseUrl || `sqlite://${join(dir, 'toolbelt.db')}`;
+  // The tools' workspace is a folder of its own: the server refuses a database inside it.
+  const workspace = join(dir, 'work');
+  mkdirSync(workspace, { recursive: true });
   const token = execFileSync(bin, ['tokens', 'create', 'admin', '--scope', 'admin', '--database-url', db], { encoding: 'utf8' }).trim().split(/\s+/).pop();
   const port = await freePort();
   const env = {
@@ -83,7 +86,7 @@ export async function startServer({ modelUrl, databaseUrl, extraEnv = {} } = {})
     RUST_LOG: process.env.RUST_LOG || 'warn', ...extraEnv,
   };
   if (modelUrl) env.OPENAI_BASE_URL = modelUrl;
-  const child = spawn(bin, ['serve', '--database-url', db, '--addr', `127.0.0.1:${port}`, '--workspace', dir], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(bin, ['serve', '--database-url', db, '--addr', `127.0.0.1:${port}`, '--workspace', workspace], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {

@@ -70,6 +70,22 @@ impl TestServer {
         Self::start_on(db, model_url, true).await
     }
 
+    /// As [`TestServer::start_stored`], with the configuration edited first.
+    pub(crate) async fn start_stored_with(
+        db: &TestDb,
+        model_url: Option<&str>,
+        edit: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        let store = db.open().await;
+        let compiled = vec![echo(), noop(), delete_file()];
+        let opened = toolbelt_server::database::open_store(store, compiled, "test")
+            .await
+            .unwrap();
+        let mut server = Self::start_inner(model_url, edit, Some(&opened), false).await;
+        server.watch = Some(opened.watch().unwrap());
+        server
+    }
+
     async fn start_on(db: &TestDb, model_url: Option<&str>, scheduled: bool) -> Self {
         let store = db.open().await;
         let compiled = vec![echo(), noop(), delete_file()];

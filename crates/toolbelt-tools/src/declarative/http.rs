@@ -11,7 +11,7 @@ use toolbelt_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use super::scrub::Scrubber;
 use super::template::{Template, url_component, verbatim};
 use super::{DefinitionError, Secrets, declared_args, mutating_unless};
-use crate::web::{self, HttpMethod, Redirects};
+use crate::web::{self, HttpConfig, HttpMethod, IpNet, Redirects};
 
 const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
@@ -57,6 +57,15 @@ pub struct HttpDef {
     /// mutating and needs approval whatever its spec says.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only: bool,
+    /// Internal host names this tool may reach although the SSRF guard refuses private and
+    /// loopback addresses (`billing.internal`), on top of the host's allow-list. A cloud
+    /// metadata address opens only when named itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_hosts: Vec<String>,
+    /// Internal address ranges this tool may reach (`10.0.4.0/24`, `10.0.4.7`), as
+    /// `allow_hosts`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_nets: Vec<String>,
 }
 
 fn default_method() -> String {
@@ -69,6 +78,7 @@ struct Compiled {
     headers: Vec<(String, Template)>,
     body: Option<Value>,
     body_templates: BTreeMap<String, Template>,
+    allow_nets: Vec<IpNet>,
     extract: Option<JsonPath>,
 }
 
@@ -126,6 +136,29 @@ impl HttpDef {
         if self.timeout_ms == Some(0) {
             return Err(DefinitionError::new("http.timeout_ms", "must be 1 or more"));
         }
+        for (i, host) in self.allow_hosts.iter().enumerate() {
+            let bare = host.trim_matches(['[', ']']);
+            if bare.is_empty()
+                || !bare
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
+            {
+                return Err(DefinitionError::new(
+                    format!("http.allow_hosts[{i}]"),
+                    format!("`{host}` is not a host name or an IP address"),
+                ));
+            }
+        }
+        let allow_nets = self
+            .allow_nets
+            .iter()
+            .enumerate()
+            .map(|(i, net)| {
+                net.parse::<IpNet>().map_err(|e| {
+                    DefinitionError::new(format!("http.allow_nets[{i}]"), e.to_string())
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Compiled {
             method,
             url,
@@ -133,6 +166,7 @@ impl HttpDef {
             body: self.body.clone(),
             body_templates,
             extract,
+            allow_nets,
         })
     }
 
@@ -176,6 +210,9 @@ pub struct HttpTool {
     spec: ToolSpec,
     def: HttpDef,
     secrets: Secrets,
+    /// The host's HTTP configuration with this tool's allow-list added, kept with the host
+    /// allow-list it was made from (its client is reused while that stays the same).
+    own_config: std::sync::Mutex<Option<(HttpConfig, HttpConfig)>>,
 }
 
 impl std::fmt::Debug for HttpTool {
@@ -194,7 +231,32 @@ impl HttpTool {
     /// approval) when the method is not `GET`/`HEAD` and `def` does not say `read_only: true`.
     pub fn new(spec: ToolSpec, def: HttpDef, secrets: Secrets) -> Self {
         let spec = mutating_unless(spec, !def.mutating_by_default() || def.read_only);
-        Self { spec, def, secrets }
+        Self {
+            spec,
+            def,
+            secrets,
+            own_config: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The configuration to send with: the host's, plus this tool's allow-list when it has one.
+    fn config(&self, ctx: &ToolContext, nets: &[IpNet]) -> HttpConfig {
+        let base = ctx.get::<HttpConfig>().cloned().unwrap_or_default();
+        if self.def.allow_hosts.is_empty() && nets.is_empty() {
+            return base;
+        }
+        let mut cached = self
+            .own_config
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((from, own)) = cached.as_ref()
+            && from.same_allow_list(&base)
+        {
+            return own.clone();
+        }
+        let own = base.with_allowed(&self.def.allow_hosts, nets);
+        *cached = Some((base, own.clone()));
+        own
     }
 
     async fn send(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -240,7 +302,9 @@ impl HttpTool {
             Redirects::SameOrigin
         };
         let scrubber = Scrubber::new(&used);
-        let response = web::send(
+        let config = self.config(&ctx, &compiled.allow_nets);
+        let response = web::send_with(
+            &config,
             &ctx,
             compiled.method.into(),
             &url,

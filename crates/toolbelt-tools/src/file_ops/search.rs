@@ -522,12 +522,15 @@ impl Query {
         pattern: Option<&Pattern>,
         stop: &CancellationToken,
     ) -> Result<Walk, ToolError> {
+        let workspace = self.workspace.clone();
         let walker = WalkBuilder::new(dir)
             .hidden(!self.hidden)
             .follow_links(false)
             // Honour .gitignore even when the workspace is not a git checkout.
             .require_git(false)
             .sort_by_file_name(std::cmp::Ord::cmp)
+            // The host's own data (a misplaced database folder) is never listed or read.
+            .filter_entry(move |e| !workspace.is_reserved(e.path()))
             .build();
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))

@@ -173,6 +173,20 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     }
 }
 
+/// Cloud instance metadata endpoints (AWS, GCP, Azure, OpenStack at 169.254.169.254, AWS's
+/// IPv6 fd00:ec2::254, Alibaba's 100.100.100.200).
+fn is_metadata(ip: IpAddr) -> bool {
+    const V4: [Ipv4Addr; 2] = [
+        Ipv4Addr::new(169, 254, 169, 254),
+        Ipv4Addr::new(100, 100, 100, 200),
+    ];
+    const V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
+    match canonical(ip) {
+        IpAddr::V4(v4) => V4.contains(&v4),
+        IpAddr::V6(v6) => v6 == V6 || embedded_v4(v6).is_some_and(|v4| V4.contains(&v4)),
+    }
+}
+
 /// Hosts and ranges opened despite being forbidden by default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AllowList {
@@ -190,10 +204,30 @@ impl AllowList {
         self.nets.iter().any(|n| n.contains(ip))
     }
 
+    /// Whether a cloud metadata address is opened by name: the address itself as a host, or
+    /// a range holding only it (`169.254.169.254/32`). A wider range or a host name does not
+    /// open it, so allow-listing `169.254.0.0/16` or an internal name that resolves there
+    /// (DNS rebinding) never reaches the instance's credentials.
+    fn names_exactly(&self, ip: IpAddr) -> bool {
+        let literal = ip.to_string();
+        self.hosts
+            .iter()
+            .any(|h| h.trim_matches(['[', ']']).eq_ignore_ascii_case(&literal))
+            || self
+                .nets
+                .iter()
+                .any(|n| n.0.prefix_len() == n.0.max_prefix_len() && n.contains(ip))
+    }
+
     /// `Err(reason)` when `ip` may not be reached from `host`.
     pub(crate) fn check(&self, host: &str, ip: IpAddr) -> Result<(), String> {
         match forbidden_reason(ip) {
             None => Ok(()),
+            Some(_) if is_metadata(ip) && !self.names_exactly(ip) => Err(format!(
+                "{ip} is a cloud metadata address; it is refused unless allow-listed by \
+                 itself (as a host `{ip}` or the range `{ip}/{}`)",
+                if ip.is_ipv4() { 32 } else { 128 }
+            )),
             Some(_) if self.allows_host(host) || self.allows_ip(ip) => Ok(()),
             Some(reason) => {
                 let what = if host.trim_matches(['[', ']']) == ip.to_string() {

@@ -337,3 +337,86 @@ async fn a_command_tool_runs_in_the_workspace_sandbox() {
         .unwrap_err();
     assert!(err.to_string().contains("exited with status"), "{err}");
 }
+
+#[tokio::test]
+async fn a_tool_reaches_an_internal_address_only_through_its_own_or_the_hosts_allow_list() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("internal"))
+        .mount(&server)
+        .await;
+    let plain = build(
+        "plain",
+        json!({"http": {"url": server.uri()}}),
+        Secrets::default(),
+    )
+    .unwrap();
+    let opened = build(
+        "opened",
+        json!({"http": {"url": server.uri(), "allow_nets": ["127.0.0.1"]}}),
+        Secrets::default(),
+    )
+    .unwrap();
+    // No allow-list anywhere: the guard refuses loopback.
+    let refused = plain.call(json!({}), ToolContext::new()).await.unwrap_err();
+    assert!(matches!(refused, ToolError::Denied { .. }), "{refused:?}");
+    // The tool's own allow-list opens it, twice (the second call reuses its client).
+    for _ in 0..2 {
+        let out = opened.call(json!({}), ToolContext::new()).await.unwrap();
+        assert_eq!(out.text, "internal");
+    }
+    // The host's allow-list opens it for every tool.
+    let out = plain.call(json!({}), local()).await.unwrap();
+    assert_eq!(out.text, "internal");
+}
+
+#[test]
+fn a_bad_allow_list_entry_is_named() {
+    let err = build(
+        "bad",
+        json!({"http": {"url": "https://example.com", "allow_nets": ["10.0.0.0/8", "10.0.0.0/99"]}}),
+        Secrets::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("http.allow_nets[1]"), "{err}");
+    let err = build(
+        "bad",
+        json!({"http": {"url": "https://example.com", "allow_hosts": ["a b"]}}),
+        Secrets::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("http.allow_hosts[0]"), "{err}");
+}
+
+#[tokio::test]
+async fn a_metadata_address_opens_only_when_named_itself() {
+    let tool = |nets: Value, hosts: Value| {
+        build(
+            "meta",
+            json!({"http": {"url": "http://169.254.169.254/latest/meta-data/",
+                "allow_nets": nets, "allow_hosts": hosts, "timeout_ms": 200}}),
+            Secrets::default(),
+        )
+        .unwrap()
+    };
+    for (nets, hosts) in [
+        (json!(["169.254.0.0/16"]), json!([])),
+        (json!(["0.0.0.0/0"]), json!(["metadata.internal"])),
+    ] {
+        let err = tool(nets, hosts)
+            .call(json!({}), ToolContext::new())
+            .await
+            .unwrap_err();
+        let ToolError::Denied { reason } = &err else {
+            panic!("{err:?}")
+        };
+        assert!(reason.contains("cloud metadata address"), "{reason}");
+    }
+    // Named exactly, the guard lets it through (nothing listens here: a connection error or a
+    // timeout, not a refusal by the guard).
+    let err = tool(json!(["169.254.169.254/32"]), json!([]))
+        .call(json!({}), ToolContext::new())
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("cloud metadata address"), "{err}");
+}

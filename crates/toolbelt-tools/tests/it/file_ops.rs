@@ -310,3 +310,50 @@ async fn tools_without_a_workspace_say_what_the_host_must_do() {
     );
     let _ = Workspace::current_dir().unwrap();
 }
+
+#[tokio::test]
+async fn reserved_paths_are_never_read_written_or_searched() {
+    // A host whose data directory ended up inside the workspace keeps the file tools out.
+    let fx = Fx::with(|cfg| {
+        let root = cfg.workspace().root().to_path_buf();
+        BuiltinConfig::new(
+            cfg.workspace()
+                .clone()
+                .with_reserved([root.join(".toolbelt"), root.join("secrets.env")]),
+        )
+    });
+    fx.write(".toolbelt/admin.token", "tb_secret_token\n");
+    fx.write("secrets.env", "API=hunter2\n");
+    fx.write("notes.txt", "tb_secret_token is not here\n");
+    for (tool, args) in [
+        ("file_read", json!({"path": ".toolbelt/admin.token"})),
+        ("file_read", json!({"path": "secrets.env"})),
+        (
+            "file_read",
+            json!({"path": "./.toolbelt/../.toolbelt/admin.token"}),
+        ),
+        (
+            "file_write",
+            json!({"path": ".toolbelt/toolbelt.db", "content": "x"}),
+        ),
+        ("list_dir", json!({"path": ".toolbelt"})),
+    ] {
+        let err = fx.err(tool, args.clone()).await.to_string();
+        assert!(
+            err.contains("holds the server's own data"),
+            "{tool} {args}: {err}"
+        );
+    }
+    let found = fx
+        .ok(
+            "file_search",
+            json!({"pattern": "tb_secret_token|hunter2", "hidden": true}),
+        )
+        .await;
+    assert!(found.contains("notes.txt"), "{found}");
+    assert!(
+        !found.contains("admin.token") && !found.contains("hunter2"),
+        "{found}"
+    );
+    assert_eq!(fx.read(".toolbelt/admin.token"), "tb_secret_token\n");
+}

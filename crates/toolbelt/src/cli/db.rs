@@ -7,25 +7,43 @@ use toolbelt_core::Registry;
 use toolbelt_store::Store;
 
 /// Where the database is; shared by every subcommand that uses it.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct DbArgs {
-    /// `sqlite://PATH` (created on first use) or `postgres://USER@HOST/DB`.
+    /// `sqlite://PATH` (created on first use) or `postgres://USER@HOST/DB` [default:
+    /// toolbelt.db in the data directory: $TOOLBELT_DATA, else $XDG_DATA_HOME/toolbelt,
+    /// else ~/.local/share/toolbelt; the server uses the same one]
     #[arg(
         long = "database-url",
         env = "TOOLBELT_DATABASE_URL",
-        default_value = "sqlite://toolbelt.db",
         value_name = "URL"
     )]
-    pub(crate) url: String,
+    pub(crate) url: Option<String>,
 }
 
 impl DbArgs {
-    /// Opens the store (applying pending migrations); memory recalls rank by meaning too when
-    /// the multilingual model is found.
+    /// This URL.
+    pub(crate) fn with_url(url: impl Into<String>) -> Self {
+        Self {
+            url: Some(url.into()),
+        }
+    }
+
+    /// The URL given, or the default database in the data directory.
+    pub(crate) fn url(&self) -> anyhow::Result<String> {
+        match &self.url {
+            Some(url) => Ok(url.clone()),
+            None => Ok(toolbelt_host::paths::default_database_url()?),
+        }
+    }
+
+    /// Opens the store (applying pending migrations, creating a SQLite file's directory);
+    /// memory recalls rank by meaning too when the multilingual model is found.
     pub(crate) async fn open(&self) -> anyhow::Result<Store> {
-        let store = Store::open(&self.url)
+        let url = self.url()?;
+        toolbelt_host::paths::prepare_database(&url)?;
+        let store = Store::open(&url)
             .await
-            .with_context(|| format!("could not open the database {}", redact_url(&self.url)))?;
+            .with_context(|| format!("could not open the database {}", redact_url(&url)))?;
         if let Some(embedder) = super::models::memory_embedder() {
             store.set_memory_embedder(embedder);
         }
@@ -63,7 +81,7 @@ pub(crate) async fn run(cmd: DbCommand) -> anyhow::Result<ExitCode> {
             let version = store.migrate().await?;
             println!(
                 "database {} at schema version {version} ({})",
-                redact_url(&args.db.url),
+                redact_url(&args.db.url()?),
                 store.engine().as_str()
             );
             if !args.no_sync {

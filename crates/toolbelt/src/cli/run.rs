@@ -284,7 +284,14 @@ async fn drive(
 ) -> anyhow::Result<ExitCode> {
     let name = agent.name().to_owned();
     let terminal = Arc::new(Terminal::new());
-    let workspace = Workspace::current_dir().context("opening the current directory")?;
+    // The file tools never touch the database or the secrets file, should they lie here.
+    let mut kept = toolbelt_host::paths::KeptData::new().secrets_file_from_env();
+    if let Ok(url) = args.db.url() {
+        kept = kept.database(url);
+    }
+    let workspace = Workspace::current_dir()
+        .context("opening the current directory")?
+        .with_reserved(kept.reserved_paths());
     let info = AgentInfo::new(&name)
         .with_description(description)
         .with_model(model)

@@ -16,7 +16,9 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (default 127.0.0.1:7878; env TOOLBELT_ADDR).
     #[arg(long)]
     addr: Option<SocketAddr>,
-    /// Database URL (default sqlite://toolbelt.db; env TOOLBELT_DATABASE_URL).
+    /// Database URL (default: toolbelt.db in the data directory, $TOOLBELT_DATA, else
+    /// $XDG_DATA_HOME/toolbelt, else ~/.local/share/toolbelt; env TOOLBELT_DATABASE_URL).
+    /// A SQLite file must lie outside the workspace.
     #[arg(long)]
     database_url: Option<String>,
     /// No authentication: allowed on a loopback address only.
@@ -36,6 +38,14 @@ pub(crate) struct ServeArgs {
     /// another instance on the same database is told where the run lives.
     #[arg(long, value_name = "URL")]
     public_url: Option<String>,
+    /// An internal host name HTTP tools may reach although the SSRF guard refuses private and
+    /// loopback addresses (repeatable; added to `allow_hosts` and `TOOLBELT_ALLOW_HOSTS`).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// An internal address range HTTP tools may reach (`10.0.4.0/24`; repeatable; added to
+    /// `allow_nets` and `TOOLBELT_ALLOW_NETS`).
+    #[arg(long = "allow-net", value_name = "CIDR")]
+    allow_nets: Vec<String>,
     /// Export spans over OTLP/HTTP to this base URL (traces go to URL/v1/traces; default:
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
     #[arg(long, value_name = "URL")]
@@ -90,12 +100,32 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = args.workspace {
         config.workspace = dir;
     }
+    config.allow_hosts.extend(args.allow_hosts);
+    config.allow_nets.extend(args.allow_nets);
     if let Some(f) = args.log_format {
         config.log_format = match f {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,
         };
     }
+    // The database, the secrets file and a configuration holding clear-text tokens stay out
+    // of the workspace: the file and shell tools (and so a model) could read them there.
+    let mut kept = toolbelt_host::paths::KeptData::new()
+        .database(config.database_url.clone())
+        .secrets_file_from_env();
+    let config_file = args
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("toolbelt.toml"));
+    if config.tokens.iter().any(|t| t.token.is_some()) && config_file.exists() {
+        kept = kept.file(
+            "the configuration file (it holds tokens in clear)",
+            config_file,
+        );
+    }
+    kept.check_outside(&config.workspace)
+        .context("refusing to start")?;
+    toolbelt_host::paths::prepare_database(&config.database_url)?;
     let compiled = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
     let db = toolbelt_server::database::open(&config.database_url, compiled, "toolbelt serve")
         .await
@@ -141,6 +171,18 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
     );
     println!("docs: http://{addr}/api/v1/docs/");
+    if !config.allow_hosts.is_empty() || !config.allow_nets.is_empty() {
+        println!(
+            "HTTP tools may reach these internal hosts: {}",
+            config
+                .allow_hosts
+                .iter()
+                .chain(&config.allow_nets)
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     #[cfg(feature = "multilingual-embed")]
     let encoder_task =
         encoder.map(|(encoder, slot)| tokio::spawn(attach_encoder(encoder, slot, state.clone())));

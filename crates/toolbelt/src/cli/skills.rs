@@ -86,7 +86,7 @@ impl SkillsSource {
     async fn load(&self) -> anyhow::Result<(SkillSet, String)> {
         match &self.db {
             Some(url) => {
-                let store = DbArgs { url: url.clone() }.open().await?;
+                let store = DbArgs::with_url(url.clone()).open().await?;
                 let skills = stored_skills(&store).await;
                 store.close().await;
                 Ok((skills?, "the database".to_owned()))

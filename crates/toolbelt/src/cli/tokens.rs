@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
+use super::db::DbArgs;
+
 /// `toolbelt tokens ...`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum TokensCommand {
@@ -31,21 +33,16 @@ pub(crate) enum TokensCommand {
     },
 }
 
-#[derive(Debug, clap::Args)]
-pub(crate) struct DbArgs {
-    /// Database URL.
-    #[arg(
-        long,
-        env = "TOOLBELT_DATABASE_URL",
-        default_value = "sqlite://toolbelt.db"
-    )]
-    database_url: String,
-}
-
+/// Opens the store without the memory model (tokens need none).
 async fn open(db: &DbArgs) -> anyhow::Result<toolbelt_store::Store> {
-    toolbelt_store::Store::open(&db.database_url)
-        .await
-        .with_context(|| format!("opening the database {}", db.database_url))
+    let url = db.url()?;
+    toolbelt_host::paths::prepare_database(&url)?;
+    toolbelt_store::Store::open(&url).await.with_context(|| {
+        format!(
+            "opening the database {}",
+            toolbelt_store::redacted_url(&url)
+        )
+    })
 }
 
 pub(crate) async fn run(cmd: TokensCommand) -> anyhow::Result<ExitCode> {

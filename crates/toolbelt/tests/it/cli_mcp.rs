@@ -388,6 +388,8 @@ fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
     std::fs::write(dir.path().join("a.txt"), "from the server\n").unwrap();
     let addr = free_addr();
     let db = format!("sqlite://{}", dir.path().join("t.db").display());
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
     // `--dev` on loopback: no token (the token checks are the server crate's tests).
     let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args([
@@ -399,7 +401,7 @@ fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
             &db,
             "--workspace",
         ])
-        .arg(dir.path())
+        .arg(&work)
         .current_dir(dir.path())
         .env("TOOLBELT_MEMORY_EMBEDDER", "off")
         .stdout(Stdio::null())

@@ -86,6 +86,8 @@ pub(crate) fn toolbelt_run(dir: &Path, env: &[(&str, &str)], args: &[&str], stdi
             .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
+            // The run's own data directory (memory, routines), never the user's.
+            .env("TOOLBELT_DATA", dir.join(".toolbelt-data"))
             .envs(env.iter().copied())
             .current_dir(dir),
         stdin,

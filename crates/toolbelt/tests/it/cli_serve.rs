@@ -59,7 +59,11 @@ pub(crate) fn serve_on(dir: &Path, database: &str, args: &[&str]) -> (Child, u16
 /// Like [`serve_on`], with `env` set.
 fn serve_env(dir: &Path, database: &str, args: &[&str], env: &[(&str, &str)]) -> (Child, u16) {
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+    // The tools' workspace is a folder of its own: the database in `dir` must lie outside it.
+    let workspace = dir.join("work");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
+    command
         .envs(env.iter().copied())
         .args([
             "serve",
@@ -68,7 +72,11 @@ fn serve_env(dir: &Path, database: &str, args: &[&str], env: &[(&str, &str)]) ->
             "--database-url",
             database,
         ])
-        .args(args)
+        .args(args);
+    if !args.contains(&"--workspace") {
+        command.arg("--workspace").arg(&workspace);
+    }
+    let mut child = command
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -160,9 +168,16 @@ fn tokens_created_on_the_command_line_open_the_api() {
 #[test]
 fn it_refuses_to_listen_off_loopback_without_a_token_and_dev_off_loopback() {
     let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
-            .args(["serve", "--database-url", "sqlite://t.db"])
+            .args([
+                "serve",
+                "--database-url",
+                "sqlite://t.db",
+                "--workspace",
+                "work",
+            ])
             .args(args)
             .current_dir(dir.path())
             .output()
@@ -176,6 +191,50 @@ fn it_refuses_to_listen_off_loopback_without_a_token_and_dev_off_loopback() {
     assert!(!ok && err.contains("without authentication"), "{err}");
     let (ok, err) = run(&["--addr", "0.0.0.0:0", "--dev"]);
     assert!(!ok && err.contains("loopback"), "{err}");
+}
+
+#[test]
+fn it_refuses_to_start_with_its_data_inside_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // Off loopback without a token: were the data check gone, start-up would still fail, on
+    // the exposure check, and the assertions below would say so instead of the test hanging.
+    let run = |args: &[&str], env: &[(&str, &std::path::Path)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(["serve", "--addr", "0.0.0.0:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // The default workspace is the current directory, which holds the database here.
+    let err = run(&["--database-url", "sqlite://.toolbelt/toolbelt.db"], &[]);
+    assert!(
+        err.contains("refusing to start")
+            && err.contains("the database")
+            && err.contains("--workspace"),
+        "{err}"
+    );
+    // A secrets file in the workspace.
+    let db = format!("sqlite://{}", dir.path().join("t.db").display());
+    let err = run(
+        &["--database-url", &db, "--workspace", "work"],
+        &[("TOOLBELT_SECRETS_FILE", &work.join("secrets.env"))],
+    );
+    assert!(err.contains("the secrets file"), "{err}");
+    // The default data directory inside the workspace.
+    let err = run(
+        &["--workspace", "."],
+        &[("TOOLBELT_DATA", &dir.path().join("data"))],
+    );
+    assert!(err.contains("the database"), "{err}");
+    // Beside it, the data check passes and the exposure check speaks.
+    let err = run(&["--database-url", &db, "--workspace", "work"], &[]);
+    assert!(err.contains("without authentication"), "{err}");
 }
 
 #[cfg(not(feature = "otel"))]
