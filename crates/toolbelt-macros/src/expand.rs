@@ -96,6 +96,9 @@ pub(crate) fn expand(args: ToolArgs, mut item: ItemFn) -> syn::Result<TokenStrea
         const _: () = {
             #[derive(#core::__private::serde::Deserialize, #core::__private::schemars::JsonSchema)]
             #[serde(crate = #serde_crate)]
+            // An argument the tool does not take is an error naming it (the schema says
+            // `additionalProperties: false`), not silently ignored.
+            #[serde(deny_unknown_fields)]
             #[schemars(crate = #schemars_crate)]
             #[allow(non_camel_case_types, non_snake_case)]
             struct #args_ident {

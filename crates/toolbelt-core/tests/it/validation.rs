@@ -60,7 +60,7 @@ async fn missing_and_extra_properties_are_reported_at_the_root() {
     assert_eq!(
         found,
         [
-            " /additionalProperties: Additional properties are not allowed ('cc' was unexpected)",
+            " /additionalProperties: unknown argument `cc`; the arguments are `body`, `priority`, `to`",
             " /required: \"body\" is a required property",
         ]
     );

@@ -8,6 +8,7 @@ use toolbelt_macros::tool;
 
 // Mirrors the arguments of `write_note`; no doc comment, see `equivalence.rs`.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct NoteArgs {
     /// The note's text.
@@ -73,7 +74,9 @@ async fn hi() -> &'static str {
 fn description_key_flags_and_default_output_cap() {
     let expected = ToolSpec::builder("hi")
         .description("Says hi.")
-        .parameters(serde_json::json!({"type": "object", "properties": {}}))
+        .parameters(
+            serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        )
         .read_only()
         .parallel(false)
         .max_output(toolbelt_core::DEFAULT_MAX_OUTPUT_BYTES, Overflow::Fail)

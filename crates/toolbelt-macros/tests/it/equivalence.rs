@@ -26,6 +26,7 @@ async fn read_file(
 // The struct the other two definitions use: same fields, same docs, and no doc
 // comment of its own (it would become a root `description`).
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct ReadArgs {
     /// Path relative to the workspace root.
     path: String,

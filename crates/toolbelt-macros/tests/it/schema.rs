@@ -75,6 +75,7 @@ async fn plot(
 fn structs_vecs_and_parameter_docs() {
     let expected = json!({
         "type": "object",
+        "additionalProperties": false,
         "properties": {
             "start": point_schema("Where to start."),
             "route": {
@@ -124,6 +125,7 @@ fn unit_and_data_enums() {
     });
     let expected = json!({
         "type": "object",
+        "additionalProperties": false,
         "properties": {
             "speed": speed,
             "shape": {"description": "A shape to draw.", "oneOf": [circle, square]}
@@ -152,6 +154,7 @@ fn options_nested_structs_and_serde_defaults() {
     });
     let expected = json!({
         "type": "object",
+        "additionalProperties": false,
         "properties": {
             "label": {
                 "description": "A styled label.",
@@ -172,13 +175,14 @@ async fn ping() -> &'static str {
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct NoArgs {}
 
 #[test]
 fn no_parameters_is_an_object_schema() {
     assert_eq!(
         PingTool.spec().parameters,
-        json!({"type": "object", "properties": {}})
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
     );
     assert_eq!(PingTool.spec().parameters, schema_for::<NoArgs>());
 }
@@ -186,6 +190,7 @@ fn no_parameters_is_an_object_schema() {
 // The struct a hand-written tool would use for `plot` (no doc comment: it would
 // become a root `description`).
 #[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct PlotArgs {
     /// Where to start.
@@ -214,6 +219,7 @@ async fn search(
 fn serde_and_schemars_attributes_reach_the_field() {
     let expected = json!({
         "type": "object",
+        "additionalProperties": false,
         "properties": {
             "type": {"description": "What kind of item.", "type": "string"},
             "limit": {"type": "integer", "format": "uint8", "minimum": 1, "maximum": 50}

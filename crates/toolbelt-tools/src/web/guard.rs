@@ -223,11 +223,17 @@ impl AllowList {
     pub(crate) fn check(&self, host: &str, ip: IpAddr) -> Result<(), String> {
         match forbidden_reason(ip) {
             None => Ok(()),
-            Some(_) if is_metadata(ip) && !self.names_exactly(ip) => Err(format!(
-                "{ip} is a cloud metadata address; it is refused unless allow-listed by \
+            Some(_)
+                if is_metadata(ip)
+                    && (self.allows_host(host) || self.allows_ip(ip))
+                    && !self.names_exactly(ip) =>
+            {
+                Err(format!(
+                    "{ip} is a cloud metadata address; it is refused unless allow-listed by \
                  itself (as a host `{ip}` or the range `{ip}/{}`)",
-                if ip.is_ipv4() { 32 } else { 128 }
-            )),
+                    if ip.is_ipv4() { 32 } else { 128 }
+                ))
+            }
             Some(_) if self.allows_host(host) || self.allows_ip(ip) => Ok(()),
             Some(reason) => {
                 let what = if host.trim_matches(['[', ']']) == ip.to_string() {

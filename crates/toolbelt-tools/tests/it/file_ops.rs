@@ -347,7 +347,7 @@ async fn reserved_paths_are_never_read_written_or_searched() {
     let found = fx
         .ok(
             "file_search",
-            json!({"pattern": "tb_secret_token|hunter2", "hidden": true}),
+            json!({"pattern": "tb_secret_token|hunter2", "include_hidden": true}),
         )
         .await;
     assert!(found.contains("notes.txt"), "{found}");
