@@ -24,6 +24,7 @@ pub(crate) enum AgentsCommand {
     /// Remove a tool binding from an agent.
     Unbind(BindArgs),
     /// List stored agents.
+    #[command(visible_alias = "list")]
     Ls(LsArgs),
     /// Delete an agent and its bindings.
     Rm(RmArgs),

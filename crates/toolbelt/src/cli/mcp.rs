@@ -34,6 +34,7 @@ pub(crate) enum McpCommand {
     /// Store every server of an `mcpServers` file in the database.
     Import(super::mcp_stored::ImportArgs),
     /// List the stored MCP servers (--check connects to each and counts its tools).
+    #[command(visible_alias = "list")]
     Ls(super::mcp_stored::LsArgs),
     /// Remove a stored MCP server.
     Rm(super::mcp_stored::NameArgs),

@@ -10,6 +10,7 @@ use super::db::DbArgs;
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum MemoryCommand {
     /// List an agent's entries (and those other agents shared), newest first.
+    #[command(visible_alias = "list")]
     Ls(LsArgs),
     /// Search an agent's memory.
     Recall(RecallArgs),

@@ -15,6 +15,7 @@ use super::db::DbArgs;
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum RoutinesCommand {
     /// List routines with their schedule, state and next run.
+    #[command(visible_alias = "list")]
     Ls(LsArgs),
     /// Create a routine: a prompt an agent runs on a cron schedule or an interval.
     Create(CreateArgs),

@@ -15,6 +15,7 @@ use super::run::clip;
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum RunsCommand {
     /// List runs, newest first.
+    #[command(visible_alias = "list")]
     Ls(LsArgs),
     /// Print a run: status, input, answer, and its transcript.
     Show(ShowArgs),

@@ -15,6 +15,7 @@ use super::db::DbArgs;
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum SkillsCommand {
     /// List the skills: name and description (what routing sees).
+    #[command(visible_alias = "list")]
     Ls {
         #[command(flatten)]
         source: SkillsSource,

@@ -20,6 +20,7 @@ pub(crate) enum TokensCommand {
         db: DbArgs,
     },
     /// List tokens (names, scopes, dates; never secrets).
+    #[command(visible_alias = "list")]
     Ls {
         #[command(flatten)]
         db: DbArgs,

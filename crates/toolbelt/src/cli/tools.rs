@@ -25,6 +25,7 @@ const EXIT_USAGE: u8 = 2;
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum ToolsCommand {
     /// List every tool, grouped by tag, with its effect and approval default.
+    #[command(visible_alias = "ls")]
     List(ListArgs),
     /// Call one tool with JSON arguments and print its output.
     Call(CallArgs),

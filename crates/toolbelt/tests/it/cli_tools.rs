@@ -163,3 +163,22 @@ fn unknown_tools_get_suggestions() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn ls_and_list_both_work_for_every_noun() {
+    for noun in [
+        "tools", "agents", "runs", "routines", "memory", "skills", "tokens", "mcp",
+    ] {
+        for verb in ["ls", "list"] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+                .args([noun, verb, "--help"])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "toolbelt {noun} {verb}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
