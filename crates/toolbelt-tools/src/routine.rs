@@ -19,7 +19,9 @@ use toolbelt_persist::{
 };
 
 /// The routines the `routine` tool manages: a context extension around a
-/// [`RoutineStore`], with the agent new routines default to.
+/// [`RoutineStore`], for one agent. The tool sees, creates and changes only that agent's
+/// routines, and every routine it creates runs that agent: a model cannot schedule work for
+/// another agent or touch routines it does not own (the REST API, admin-only, manages all).
 #[derive(Clone)]
 pub struct Routines {
     store: Arc<dyn RoutineStore>,
@@ -37,8 +39,8 @@ impl fmt::Debug for Routines {
 }
 
 impl Routines {
-    /// `store`; routines created without `agent` run `default_agent`; cron without
-    /// `timezone` uses UTC.
+    /// `store`, seen as `agent`'s routines: the tool lists and changes only those, and the
+    /// routines it creates run `agent`. Cron without `timezone` uses UTC.
     pub fn new(store: Arc<dyn RoutineStore>, default_agent: impl Into<String>) -> Self {
         Self {
             store,
@@ -100,10 +102,29 @@ fn required<'a>(
         })
 }
 
+/// The calling agent's routine `name`, or "no routine named …": another agent's routine is
+/// answered exactly as a missing one.
+async fn own(routines: &Routines, name: &str) -> Result<(), ToolError> {
+    let all = routines.store().list().await?;
+    if all
+        .iter()
+        .any(|r| r.name == name && r.agent == routines.default_agent)
+    {
+        Ok(())
+    } else {
+        Err(toolbelt_persist::RoutineError::NotFound {
+            name: name.to_owned(),
+        }
+        .into())
+    }
+}
+
 /// Run a prompt on a schedule (定时, every morning, cron): create, list, pause, resume, delete or run a routine now.
 // One argument per schema property: a struct would hide them from `#[tool]`.
+// A routine runs this agent later, unattended, with its tools: every change is a person's
+// decision (approval), and the tool never names another agent.
 #[allow(clippy::too_many_arguments)]
-#[tool(tags("routine"), mutating, needs_approval = false)]
+#[tool(tags("routine"), mutating, needs_approval = true)]
 pub async fn routine(
     ctx: &ToolContext,
     /// create, list, pause, resume, delete or run_now.
@@ -118,8 +139,6 @@ pub async fn routine(
     timezone: Option<String>,
     /// create: run every this many seconds instead of a cron expression.
     every_seconds: Option<u64>,
-    /// create: the agent that runs the prompt (default: this agent).
-    agent: Option<String>,
     /// create: occurrences missed while the server was down: skip (default), run_once or run_all.
     missed: Option<MissedPolicy>,
 ) -> Result<ToolOutput, ToolError> {
@@ -131,7 +150,8 @@ pub async fn routine(
     let store = routines.store();
     let (text, value) = match action {
         RoutineAction::List => {
-            let all = store.list().await?;
+            let mut all = store.list().await?;
+            all.retain(|r| r.agent == routines.default_agent);
             let text = if all.is_empty() {
                 "no routines".to_owned()
             } else {
@@ -162,7 +182,7 @@ pub async fn routine(
             };
             let draft = RoutineDraft::new(
                 name.trim(),
-                agent.unwrap_or_else(|| routines.default_agent.clone()),
+                routines.default_agent.clone(),
                 prompt.trim(),
                 schedule,
             )
@@ -176,6 +196,7 @@ pub async fn routine(
         }
         RoutineAction::Pause | RoutineAction::Resume => {
             let name = required(name.as_ref(), "/name", "pause")?;
+            own(routines, name).await?;
             let info = store
                 .set_paused(name, action == RoutineAction::Pause)
                 .await?;
@@ -183,6 +204,7 @@ pub async fn routine(
         }
         RoutineAction::Delete => {
             let name = required(name.as_ref(), "/name", "delete")?;
+            own(routines, name).await?;
             store.delete(name).await?;
             (
                 format!("deleted routine `{name}`"),
@@ -191,6 +213,7 @@ pub async fn routine(
         }
         RoutineAction::RunNow => {
             let name = required(name.as_ref(), "/name", "run_now")?;
+            own(routines, name).await?;
             let info = store.run_now(name).await?;
             (
                 format!("routine `{name}` will run at the scheduler's next tick"),

@@ -54,10 +54,13 @@ fn t0() -> i64 {
     utc_ms(2026, 11, 22, 0, 0, 0).unwrap()
 }
 
+/// Calls the `routine` tool with every approval granted (the tool needs one: a person decides).
 async fn call(routines: &Routines, args: Value) -> Result<ToolOutput, ToolError> {
     let tools = Toolset::from_tools(builtin_tools().unwrap());
     let ctx = ToolContext::new().with(routines.clone());
-    Executor::new()
+    Executor::builder()
+        .policy(toolbelt_core::ApprovalPolicy::allow_all())
+        .build()
         .execute(&tools, ToolCall::new("c1", "routine", args), &ctx)
         .await
         .outcome
@@ -132,6 +135,69 @@ async fn the_tool_creates_lists_pauses_resumes_runs_and_deletes() {
         call(&routines, json!({"action": "delete", "name": "mail"})).await.unwrap();
         let out = call(&routines, json!({"action": "list"})).await.unwrap();
         assert_eq!(out.text, "no routines");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_tool_sees_and_changes_only_its_own_agents_routines_and_asks_first() {
+    each_engine(|store: Store| async move {
+        let clock = Arc::new(ManualClock::new(t0()));
+        let backend = Arc::new(StoreRoutines::with_clock(store.clone(), clock.clone()));
+        backend
+            .create(RoutineDraft::new(
+                "admin-report",
+                "reporter",
+                "send the weekly report",
+                Schedule::every(3600).unwrap(),
+            ))
+            .await
+            .unwrap();
+        let mine = Routines::new(backend.clone(), "assistant");
+        // Another agent's routine is answered as a missing one, for every action.
+        let out = call(&mine, json!({"action": "list"})).await.unwrap();
+        assert_eq!(out.text, "no routines");
+        for action in ["pause", "resume", "delete", "run_now"] {
+            let err = call(&mine, json!({"action": action, "name": "admin-report"}))
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("no routine named `admin-report`"), "{action}: {err}");
+        }
+        assert!(!backend.get("admin-report").await.unwrap().paused);
+        // The tool never names another agent: `agent` is not an argument.
+        let err = call(
+            &mine,
+            json!({"action": "create", "name": "x", "prompt": "p", "every_seconds": 60, "agent": "reporter"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown argument `agent`"), "{err}");
+        // What it creates runs its own agent.
+        let out = call(
+            &mine,
+            json!({"action": "create", "name": "x", "prompt": "p", "every_seconds": 60}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.json.unwrap()["agent"], "assistant");
+        // Without a person to approve, nothing is created.
+        let tools = Toolset::from_tools(builtin_tools().unwrap());
+        let ctx = ToolContext::new().with(mine.clone());
+        let refused = Executor::new()
+            .execute(
+                &tools,
+                ToolCall::new(
+                    "c2",
+                    "routine",
+                    json!({"action": "create", "name": "y", "prompt": "p", "every_seconds": 60}),
+                ),
+                &ctx,
+            )
+            .await
+            .outcome
+            .unwrap_err();
+        assert!(matches!(refused, ToolError::Denied { .. }), "{refused:?}");
+        assert!(backend.get("y").await.is_err());
     })
     .await;
 }

@@ -30,12 +30,23 @@ fn say(text: &str) -> String {
 }
 
 fn run(db: &Db, dir: &std::path::Path, url: &str, input: &str) -> std::process::Output {
+    run_answering(db, dir, url, input, "")
+}
+
+/// As [`run`], with `stdin` answering the terminal's approval questions.
+fn run_answering(
+    db: &Db,
+    dir: &std::path::Path,
+    url: &str,
+    input: &str,
+    stdin: &str,
+) -> std::process::Output {
     let env = [
         ("OPENAI_BASE_URL", url),
         ("TOOLBELT_MODEL", "m"),
         ("TOOLBELT_DATABASE_URL", db.url.as_str()),
     ];
-    let out = toolbelt_run(dir, &env, &[input], "");
+    let out = toolbelt_run(dir, &env, &[input], stdin);
     assert!(
         out.status.success(),
         "stderr: {}",
@@ -78,7 +89,8 @@ async fn toolbelt_run_schedules_a_routine_that_fires_at_nine_in_shanghai() {
             ),
             say("好的，每天早上九点提醒你看邮件。"),
         ]);
-        let out = run(&db, dir.path(), &url, "每天早上九点提醒我看邮件");
+        // The routine tool asks first: the person at the terminal approves.
+        let out = run_answering(&db, dir.path(), &url, "每天早上九点提醒我看邮件", "y\n");
         assert!(String::from_utf8_lossy(&out.stdout).contains("每天早上九点"));
         let bodies = model.join().unwrap();
         let offered: Vec<&str> = bodies[0]["tools"]

@@ -18,10 +18,16 @@ use toolbelt_tools::{Memory, MemoryScope, Routines, builtin_tools, utc_ms};
 
 use crate::cli_db::{drop_schema, stores};
 
+/// The assistant, with every approval granted (a person approving the `routine` call).
 fn agent(script: &ScriptedProvider) -> Agent {
     Agent::builder(script.provider())
         .name("assistant")
         .tools(Toolset::from_tools(builtin_tools().unwrap()))
+        .executor(
+            toolbelt_core::Executor::builder()
+                .policy(toolbelt_core::ApprovalPolicy::allow_all())
+                .build(),
+        )
         .build()
         .unwrap()
 }
