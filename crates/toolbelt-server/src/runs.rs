@@ -626,6 +626,9 @@ impl RunRegistry {
             "started",
             json!({"run_id": id, "agent": entry.agent, "input": start.input, "conversation_id": conversation_id}),
         );
+        // One log line per run start, wait, decision and end (the input is not logged: it may
+        // hold what a user would not want in a log file).
+        tracing::info!(run = %id, agent = %entry.agent, model = %start.model, "run started");
         let options = RunOptions::new()
             .with_cancellation(entry.cancel.clone())
             .with_history(start.history)
@@ -786,6 +789,7 @@ impl RunRegistry {
         self.persist(entry).await;
         RunEntry::set_waiting_from_pending(&mut entry.lock());
         lock(&self.inner.approvals).insert(view.id.clone(), Arc::clone(entry));
+        tracing::info!(run = %entry.id, agent = %entry.agent, approval = %view.id, tool = %view.tool, "run waits for an approval");
         entry.push("approval_requested", data);
     }
 
@@ -820,6 +824,15 @@ impl RunRegistry {
         }
         metrics::record_run(&entry.agent, status.as_str());
         let usage = UsageView::from(entry.lock().usage);
+        let ms = now_ms().saturating_sub(entry.created_at_ms);
+        match &error {
+            Some(error) => {
+                tracing::info!(run = %entry.id, agent = %entry.agent, status = status.as_str(), ms, tokens_in = usage.input_tokens, tokens_out = usage.output_tokens, %error, "run ended");
+            }
+            None => {
+                tracing::info!(run = %entry.id, agent = %entry.agent, status = status.as_str(), ms, tokens_in = usage.input_tokens, tokens_out = usage.output_tokens, "run ended");
+            }
+        }
         let kind = match status {
             RunStatus::Succeeded => "finished",
             RunStatus::Cancelled => "cancelled",
@@ -926,6 +939,7 @@ impl RunRegistry {
             ApprovalResponse::Reject(reason) => ("reject", Value::String(reason.clone())),
             _ => ("other", Value::Null),
         };
+        tracing::info!(run = %entry.id, agent = %entry.agent, approval = %id, decision, "approval answered");
         entry.push(
             "approval_resolved",
             json!({"approval_id": id, "decision": decision, "detail": extra}),
@@ -1225,6 +1239,7 @@ impl HumanChannel for RunQuestions {
                 run.lock().questions.insert(view.id.clone(), view.clone());
                 self.registry.persist(run).await;
                 RunEntry::set_waiting_from_pending(&mut run.lock());
+                tracing::info!(run = %run.id, agent = %run.agent, question = %view.id, "run waits for an answer");
                 run.push(
                     "question_asked",
                     serde_json::to_value(&view).unwrap_or(Value::Null),

@@ -13,6 +13,7 @@ mod cli_run_stored;
 mod cli_sandbox;
 mod cli_serve;
 #[cfg(all(feature = "otel", unix))]
+mod cli_serve_log;
 mod cli_serve_otel;
 mod cli_skills;
 mod cli_store;
