@@ -151,3 +151,32 @@ fn toolbelt_run_reads_the_skills_folder_without_a_database() {
     assert!(system.contains("<skill name=\"csv-report\">"), "{system}");
     assert!(system.contains("CSV-REPORT-STEPS"), "{system}");
 }
+
+#[test]
+fn the_example_skills_in_the_repository_load_and_route() {
+    let skills = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skills");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["skills", "ls", "--skills"])
+        .arg(&skills)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("release-notes") && text.contains("code-review"),
+        "{text}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["route", "--skills"])
+        .arg(&skills)
+        .arg("写一下这个版本的发布说明")
+        .env("TOOLBELT_NO_EMBEDDER", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("skills:   release-notes"), "{text}");
+}
