@@ -69,7 +69,8 @@ pub struct RunEvent {
     /// `started`, `routed`, `text_delta`, `model_turn`, `tool_call_started`,
     /// `approval_requested`, `approval_resolved`, `question_asked`, `question_answered`,
     /// `tool_progress` (`call_id`, `tool`, `progress`, `total`, `message`),
-    /// `tool_call_finished`, `tools_added`, `skills_added` (`skills`), `finished`, `failed`,
+    /// `tool_call_finished`, `call_merged` (`call`, `same_as`: a call repeated in one turn,
+    /// not run again), `tools_added`, `skills_added` (`skills`), `finished`, `failed`,
     /// `cancelled`.
     #[serde(rename = "type")]
     pub kind: String,
@@ -714,6 +715,12 @@ impl RunRegistry {
             AgentEvent::ToolCallFinished(result) => {
                 metrics::record_call(&result);
                 entry.push("tool_call_finished", call_result_json(&result));
+            }
+            AgentEvent::CallMerged { call, same_as } => {
+                entry.push(
+                    "call_merged",
+                    json!({"call": serde_json::to_value(&call).unwrap_or(Value::Null), "same_as": same_as}),
+                );
             }
             AgentEvent::ToolsAdded { by, tools } => {
                 entry.push("tools_added", json!({"by": by, "tools": tools}));

@@ -132,6 +132,9 @@ function renderEvent(ev) {
     case 'tool_progress':
       return h('li', { class: 'ev' }, badge('progress'), ' ', h('code', {}, d.tool),
         ` ${num(d.progress)}${d.total != null ? ` of ${num(d.total)}` : ''}${d.message ? `: ${d.message}` : ''}`);
+    case 'call_merged':
+      return h('li', { class: 'ev' }, badge('merged', 'info'), ' ', h('code', {}, d.call?.name),
+        ` repeated in the same turn: not run again, it shares the result of ${d.same_as}`);
     case 'tool_call_finished':
       return h('li', { class: 'ev' }, badge(d.ok ? 'result' : 'error', d.ok ? 'ok' : 'bad'), ' ', h('code', {}, d.call?.name), ` in ${ms(d.duration_ms)}`,
         pre(d.ok ? (d.output?.json ?? d.output?.text ?? '') : d.error?.message));

@@ -429,3 +429,50 @@ async fn shutdown_ends_open_event_streams_with_an_event() {
         "{events:?}"
     );
 }
+
+#[tokio::test]
+async fn a_call_repeated_in_one_turn_shows_as_merged_in_the_run_events() {
+    let model = FakeModel::start(vec![
+        crate::support::tool_calls(&[
+            ("c1", "echo", json!({"text": "pong"})),
+            ("c2", "echo", json!({"text": "pong"})),
+        ]),
+        text(&["pong"]),
+    ])
+    .await;
+    let s = TestServer::start(Some(&model.url)).await;
+    let run = json_of(
+        s.post("/api/v1/agents/helper/runs", RUNNER)
+            .json(&json!({"input": "echo pong twice"}))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let detail = json_of(
+        s.get(
+            &format!("/api/v1/runs/{}", run["id"].as_str().unwrap()),
+            READER,
+        )
+        .send()
+        .await
+        .unwrap(),
+        200,
+    )
+    .await;
+    let events = detail["events"].as_array().unwrap();
+    let merged: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "call_merged")
+        .collect();
+    assert_eq!(merged.len(), 1, "{events:?}");
+    assert_eq!(merged[0]["data"]["call"]["id"], "c2");
+    assert_eq!(merged[0]["data"]["same_as"], "c1");
+    let finished = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .count();
+    assert_eq!(finished, 1, "the echo ran once: {events:?}");
+}

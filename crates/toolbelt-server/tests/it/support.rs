@@ -297,6 +297,22 @@ pub(crate) fn tool_call(id: &str, name: &str, args: Value) -> String {
     )
 }
 
+/// A reply asking for several calls in one turn: (id, tool, arguments).
+pub(crate) fn tool_calls(calls: &[(&str, &str, Value)]) -> String {
+    let calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (id, name, args))| {
+            json!({"index": i, "id": id, "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}})
+        })
+        .collect();
+    sse(
+        &[json!({"role": "assistant", "tool_calls": calls})],
+        "tool_calls",
+    )
+}
+
 /// A reply with text.
 pub(crate) fn text(words: &[&str]) -> String {
     let deltas: Vec<Value> = words.iter().map(|w| json!({"content": w})).collect();
