@@ -9,6 +9,7 @@ pub mod paths;
 mod provider;
 mod router;
 mod skills;
+pub mod tool_file;
 
 pub use agents::{AgentFactory, AgentFactoryBuilder, BuiltAgent, ToolReport};
 pub use database::{Database, POLL_INTERVAL, load, open, open_store};

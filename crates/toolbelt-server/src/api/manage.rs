@@ -229,17 +229,51 @@ fn with_etag(status: StatusCode, tool: StoredTool) -> Response {
     response
 }
 
-/// Creates a declarative tool (HTTP or command).
+/// The draft a tool body describes, in either shape: the API's `{"spec", "definition"}`, or
+/// the CLI's tool file (`name`, `description`, `parameters`, and `http`, `command` or `agent` at
+/// the top level), so a file written for `toolbelt tools add -f` can be posted as it is.
+async fn body_draft(state: &AppState, body: &Value, by: &str) -> Result<ToolDraft, Problem> {
+    let bytes = serde_json::to_vec(body).map_err(Problem::internal)?;
+    if body.get("spec").is_some() || body.get("definition").is_some() {
+        return draft(crate::api::extract::parse_json::<ToolBody>(&bytes)?, by);
+    }
+    let file: toolbelt_host::tool_file::ToolFile = crate::api::extract::parse_json(&bytes)?;
+    let draft = file.to_draft(by).map_err(file_problem)?;
+    if let Some(live) = state.live() {
+        toolbelt_host::tool_file::check_agent_tool(live.store(), &draft)
+            .await
+            .map_err(file_problem)?;
+    }
+    Ok(draft)
+}
+
+/// A tool file's error, its field (`http.url`) as the JSON pointer of the body (`/http/url`).
+fn file_problem(error: StoreError) -> Problem {
+    match error {
+        StoreError::Invalid { field, reason } => {
+            let pointer = if field == "http/command/agent" {
+                String::new()
+            } else {
+                format!("/{}", field.replace(['.', '['], "/").replace(']', ""))
+            };
+            Problem::invalid_field(pointer, reason).with_code("invalid_definition")
+        }
+        other => store_problem(other),
+    }
+}
+
+/// Creates a declarative tool (HTTP or command), from the API's `{"spec", "definition"}` body
+/// or from a CLI tool file's shape (`name`, `description`, `parameters`, `http`/`command`/`agent`).
 #[utoipa::path(post, path = "/api/v1/tools", tag = "tools", request_body = ToolBody,
     responses((status = 201, body = StoredTool), (status = 409, body = ProblemDocument), (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn create_tool(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
-    ApiJson(body): ApiJson<ToolBody>,
+    ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let live = store_of(&state)?;
-    let draft = draft(body, &who.name)?;
+    let draft = body_draft(&state, &body, &who.name).await?;
     let record = live
         .store()
         .create_tool(&draft)
@@ -260,7 +294,7 @@ pub(crate) async fn update_tool(
     Extension(who): Extension<Principal>,
     Path(name): Path<String>,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<ToolBody>,
+    ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let live = store_of(&state)?;
     let Some(revision) = if_match(&headers)? else {
@@ -271,13 +305,18 @@ pub(crate) async fn update_tool(
         )
         .with_pointer("If-Match"));
     };
-    if body.spec.name.as_str() != name {
+    let draft = body_draft(&state, &body, &who.name).await?;
+    if draft.spec.name.as_str() != name {
+        let pointer = if body.get("spec").is_some() {
+            "/spec/name"
+        } else {
+            "/name"
+        };
         return Err(Problem::invalid_field(
-            "/spec/name",
+            pointer,
             format!("must be `{name}` (the tool in the URL); renaming is not supported"),
         ));
     }
-    let draft = draft(body, &who.name)?;
     let record = live
         .store()
         .update_tool(&draft, revision)

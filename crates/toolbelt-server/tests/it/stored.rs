@@ -639,3 +639,54 @@ async fn the_console_is_served_at_the_root_and_reveals_no_data() {
     assert_eq!(api.status(), 401, "the data still needs a token");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn the_api_takes_the_cli_tool_file_shape_too() {
+    on_both(|db| async move {
+        let s = TestServer::start_stored(&db, None).await;
+        // The shape `toolbelt tools add -f` reads, posted as it is.
+        let file = json!({
+            "name": "shout", "description": "Shout a text back", "tags": ["util"],
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "command": {"argv": ["echo", "{{text}}"]}, "effect": "read_only"
+        });
+        let created = json_of(s.post("/api/v1/tools", ADMIN).json(&file).send().await.unwrap(), 201).await;
+        assert_eq!(created["name"], "shout", "{created}");
+        let out = json_of(
+            s.post("/api/v1/tools/shout/call", RUNNER)
+                .json(&json!({"arguments": {"text": "hi"}}))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(out["text"].as_str().map(str::trim), Some("hi"), "{out}");
+        // Its errors name the field of that shape.
+        let mut bad = file.clone();
+        bad["name"] = json!("shout2");
+        bad["command"] = json!({"argv": ["echo", "{{nope}}"]});
+        let problem = problem_of(
+            s.post("/api/v1/tools", ADMIN).json(&bad).send().await.unwrap(),
+            422,
+            "invalid_definition",
+        )
+        .await;
+        assert!(
+            problem["errors"][0]["pointer"].as_str().unwrap().starts_with("/command/argv"),
+            "{problem}"
+        );
+        let mut unknown = file.clone();
+        unknown["name"] = json!("shout3");
+        unknown["colour"] = json!("red");
+        let problem = problem_of(
+            s.post("/api/v1/tools", ADMIN).json(&unknown).send().await.unwrap(),
+            422,
+            "invalid_field",
+        )
+        .await;
+        assert!(problem["detail"].as_str().unwrap().contains("colour"), "{problem}");
+        db
+    })
+    .await;
+}
