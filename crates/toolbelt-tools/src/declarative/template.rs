@@ -1,4 +1,8 @@
-//! `{{arg}}` / `{{secret.NAME}}` templates: parsed once, rendered per call.
+//! `{{arg}}` / `{{arg|path}}` / `{{secret.NAME}}` templates: parsed once, rendered per call.
+//!
+//! `{{arg|path}}` inserts a value as a path of several segments: each `/`-separated segment is
+//! encoded as `{{arg}}` would be and the slashes are kept (`rust-lang/rust` stays two
+//! segments); an empty, `.` or `..` segment is refused, so a value cannot climb the URL's path.
 
 use serde_json::Value;
 use toolbelt_core::ToolError;
@@ -11,6 +15,8 @@ use super::{DefinitionError, Secrets};
 pub(crate) enum Piece {
     Text(String),
     Arg(String),
+    /// `{{arg|path}}`.
+    PathArg(String),
     Secret(String),
 }
 
@@ -37,7 +43,25 @@ impl Template {
                 )
             })?;
             let name = after[..end].trim();
+            let (name, path) = match name.split_once('|') {
+                Some((name, "path")) => (name.trim(), true),
+                Some((name, filter)) => {
+                    return Err(DefinitionError::new(
+                        field,
+                        format!(
+                            "`{{{{{name}|{filter}}}}}`: `{filter}` is not a filter; the one filter is `path` (a value of several `/`-separated segments)"
+                        ),
+                    ));
+                }
+                None => (name, false),
+            };
             if let Some(secret) = name.strip_prefix("secret.") {
+                if path {
+                    return Err(DefinitionError::new(
+                        field,
+                        format!("`{{{{{name}|path}}}}`: a secret takes no filter"),
+                    ));
+                }
                 if !is_name(secret) {
                     return Err(DefinitionError::new(
                         field,
@@ -60,7 +84,11 @@ impl Template {
                         ),
                     ));
                 }
-                pieces.push(Piece::Arg(arg.to_owned()));
+                pieces.push(if path {
+                    Piece::PathArg(arg.to_owned())
+                } else {
+                    Piece::Arg(arg.to_owned())
+                });
             }
             rest = &after[end + 2..];
         }
@@ -82,7 +110,7 @@ impl Template {
     /// rendered value starting with `-` comes from the first of them that is not empty.
     pub(crate) fn leading_args(&self) -> impl Iterator<Item = &str> {
         self.pieces.iter().map_while(|p| match p {
-            Piece::Arg(name) => Some(name.as_str()),
+            Piece::Arg(name) | Piece::PathArg(name) => Some(name.as_str()),
             _ => None,
         })
     }
@@ -118,6 +146,22 @@ impl Template {
                 Piece::Text(text) => out.push_str(text),
                 Piece::Arg(name) => {
                     out.push_str(&encode(&arg_text(args.get(name))));
+                }
+                Piece::PathArg(name) => {
+                    let text = arg_text(args.get(name));
+                    let mut segments = Vec::new();
+                    for segment in text.split('/') {
+                        if matches!(segment, "" | "." | "..") {
+                            return Err(ToolError::invalid_argument(
+                                format!("/{name}"),
+                                format!(
+                                    "`{text}` is not a path of names: each `/`-separated part must be a name, not empty, `.` or `..`"
+                                ),
+                            ));
+                        }
+                        segments.push(encode(segment));
+                    }
+                    out.push_str(&segments.join("/"));
                 }
                 Piece::Secret(name) => {
                     let value = secrets
@@ -165,6 +209,43 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_path_argument_keeps_its_slashes_and_cannot_climb() {
+        let args = ["repo".to_owned()];
+        let t = Template::parse("https://x/repos/{{repo|path}}/issues", "http.url", &args).unwrap();
+        let secrets = Secrets::default();
+        let mut used = Vec::new();
+        let url = t
+            .render(
+                &json!({"repo": "rust-lang/rust"}),
+                &secrets,
+                url_component,
+                &mut used,
+            )
+            .unwrap();
+        assert_eq!(url, "https://x/repos/rust-lang/rust/issues");
+        let url = t
+            .render(
+                &json!({"repo": "a b/c?d"}),
+                &secrets,
+                url_component,
+                &mut used,
+            )
+            .unwrap();
+        assert_eq!(url, "https://x/repos/a%20b/c%3Fd/issues");
+        for bad in ["../admin", "a//b", "/etc", "a/./b"] {
+            let err = t
+                .render(&json!({"repo": bad}), &secrets, url_component, &mut used)
+                .unwrap_err();
+            assert!(err.to_string().contains("/repo"), "{bad}: {err}");
+        }
+        let err = Template::parse("https://x/{{repo|raw}}", "http.url", &args).unwrap_err();
+        assert!(
+            err.to_string().contains("the one filter is `path`"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn renders_args_and_secrets_and_names_unknown_args() {
