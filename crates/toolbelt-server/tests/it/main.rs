@@ -3,6 +3,7 @@
 
 mod api;
 mod host;
+mod import;
 mod instances;
 mod mcp;
 mod mcp_servers;
