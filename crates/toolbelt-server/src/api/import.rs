@@ -34,6 +34,10 @@ pub struct ImportBody {
     /// Where requests go, instead of the document's `servers`.
     #[serde(default)]
     pub base_url: Option<String>,
+    /// Where the document was read from: relative server URLs are taken relative to it
+    /// (nothing is fetched from it).
+    #[serde(default)]
+    pub source_url: Option<String>,
     /// Report what would change, writing nothing.
     #[serde(default)]
     pub dry_run: bool,
@@ -149,6 +153,9 @@ pub(crate) async fn import_openapi(
         .with_operations(body.operations);
     if let Some(url) = body.base_url {
         options = options.with_base_url(url);
+    }
+    if let Some(url) = body.source_url {
+        options = options.with_source_url(url);
     }
     // A large document takes a few hundred milliseconds to convert: off the async workers.
     let imported = tokio::task::spawn_blocking(move || convert(&text, &options))
