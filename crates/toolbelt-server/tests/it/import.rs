@@ -100,3 +100,44 @@ async fn a_document_that_cannot_be_imported_is_a_problem_naming_its_pointer() {
     s.stop().await;
     db.cleanup().await;
 }
+
+#[tokio::test]
+async fn imported_tools_are_routed_like_hand_written_ones() {
+    // The router sends a few ranked tools out of the 20; the one asked for is among them.
+    let db = TestDb::sqlite();
+    let s = TestServer::start_stored(&db, None).await;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../toolbelt-openapi/tests/data/petstore-3.1.json");
+    let document = std::fs::read_to_string(path).unwrap();
+    let report = import(&s, json!({"document": document, "prefix": "pets_"})).await;
+    assert_eq!(report["created"].as_array().unwrap().len(), 20, "{report}");
+    for (input, expected) in [
+        ("find a pet by its id", "pets_getPetById"),
+        ("log the user out of the system", "pets_logoutUser"),
+        ("place an order for a pet", "pets_placeOrder"),
+    ] {
+        let body = json!({"input": input, "tools": "pet,store,user"});
+        let routed = json_of(
+            s.post("/api/v1/route", crate::support::RUNNER)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(routed["toolset_size"], 20);
+        let sent: Vec<&str> = routed["decision"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert!(
+            sent.len() <= 5 && sent.contains(&expected),
+            "{input}: {routed}"
+        );
+    }
+    s.stop().await;
+    db.cleanup().await;
+}
