@@ -199,3 +199,16 @@ async fn an_imported_tool_calls_the_api_with_its_secret() {
     let out = handle.call(json!({"status": ["sold"]}), ctx).await.unwrap();
     assert_eq!(out.json, Some(json!([{"id": 7, "name": "Rex"}])));
 }
+
+#[test]
+fn a_yaml_document_gives_the_same_tools_as_its_json() {
+    let text = data("petstore-3.0.json");
+    let yaml = serde_norway::to_string(&serde_json::from_str::<serde_json::Value>(&text).unwrap())
+        .unwrap();
+    assert!(!yaml.trim_start().starts_with('{'));
+    let options = ImportOptions::default().with_prefix("p_");
+    assert_eq!(
+        convert(&yaml, &options).unwrap(),
+        convert(&text, &options).unwrap()
+    );
+}
