@@ -196,11 +196,17 @@ pub fn convert(text: &str, options: &ImportOptions) -> Result<Imported, ImportEr
             }
             if !options.operations.is_empty() {
                 let id = raw_op.get("operationId").and_then(Value::as_str);
-                let hit = options.operations.iter().find(|o| {
-                    Some(o.as_str()) == id || **o == name || o.eq_ignore_ascii_case(&label)
-                });
-                let Some(hit) = hit else { continue };
-                matched_ops.insert(hit.clone());
+                let hits: Vec<&String> = options
+                    .operations
+                    .iter()
+                    .filter(|o| {
+                        Some(o.as_str()) == id || **o == name || o.eq_ignore_ascii_case(&label)
+                    })
+                    .collect();
+                if hits.is_empty() {
+                    continue;
+                }
+                matched_ops.extend(hits.into_iter().cloned());
             }
             if let Some(first) = names.get(&name) {
                 skipped.push(Skipped {

@@ -97,7 +97,11 @@ fn tags_and_operations_select_and_unknown_ones_are_named() {
     );
     let by_op = petstore(
         "3.1",
-        &ImportOptions::default().with_operations(["getPetById", "DELETE /user/{username}"]),
+        &ImportOptions::default().with_operations([
+            "getPetById",
+            "GET /pet/{petId}",
+            "DELETE /user/{username}",
+        ]),
     );
     let names: Vec<&str> = by_op.tools.iter().map(|t| t.spec.name.as_str()).collect();
     assert_eq!(names, ["getPetById", "deleteUser"]);
