@@ -30,6 +30,9 @@ declare -A RULES=(
   [toolbelt-console]='reqwest|sqlx|rmcp|toolbelt-[a-z]+'
   # The host turns stored records into running things: no HTTP server, no front-end.
   [toolbelt-host]='axum|toolbelt-mcp|toolbelt-server|toolbelt-console|toolbelt'
+  # OpenAPI documents to stored HTTP tools: the tools' definitions and the store, no server,
+  # no MCP, no model; it fetches nothing (the CLI reads a document by URL) (ADR 0054).
+  [toolbelt-openapi]='axum|rmcp|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-mcp|toolbelt-host|toolbelt-server|toolbelt-console|toolbelt'
   [toolbelt-server]='toolbelt'
   # The binary sits on top of everything.
   [toolbelt]='^$'

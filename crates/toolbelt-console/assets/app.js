@@ -11,6 +11,7 @@ const routes = [
   [/^#?\/?$/, () => import('./pages/overview.js').then((m) => m.overview)],
   [/^#\/tools$/, () => import('./pages/tools.js').then((m) => m.toolList)],
   [/^#\/tools\/new$/, () => import('./pages/tools.js').then((m) => m.toolEditor)],
+  [/^#\/tools\/import$/, () => import('./pages/import.js').then((m) => m.importPage)],
   [/^#\/tools\/([^/]+)\/edit$/, () => import('./pages/tools.js').then((m) => m.toolEditor)],
   [/^#\/tools\/([^/]+)$/, () => import('./pages/tools.js').then((m) => m.toolPage)],
   [/^#\/agents$/, () => import('./pages/agents.js').then((m) => m.agentList)],

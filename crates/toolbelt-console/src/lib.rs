@@ -40,6 +40,7 @@ static ASSETS: &[Asset] = &[
     asset!("pages/agents.js", JS),
     asset!("pages/runs.js", JS),
     asset!("pages/overview.js", JS),
+    asset!("pages/import.js", JS),
     asset!("vendor/uPlot.esm.js", JS),
     asset!("vendor/uPlot.min.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod config;
 pub mod extract;
 pub mod health;
+pub mod import;
 pub mod manage;
 pub mod mcp_servers;
 pub mod route;
@@ -88,6 +89,7 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(config::get_config))
         .routes(routes!(agents::validate_agent))
         .routes(routes!(manage::create_tool))
+        .routes(routes!(import::import_openapi))
         .routes(routes!(agents::create_agent))
         .routes(routes!(agents::update_agent, agents::delete_agent))
         .routes(routes!(agents::bind_tool, agents::unbind_tool))

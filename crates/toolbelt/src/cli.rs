@@ -2,6 +2,7 @@
 
 mod agents;
 mod db;
+mod import;
 mod mcp;
 mod mcp_stored;
 mod memory;

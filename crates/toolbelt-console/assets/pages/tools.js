@@ -76,7 +76,7 @@ export async function toolList(main) {
   more.addEventListener('click', () => { shown += PAGE; draw(); });
 
   clear(main,
-    h('div', { class: 'page-head' }, h('h1', {}, 'Tools'), h('a', { class: 'button', href: '#/tools/new' }, 'New tool')),
+    h('div', { class: 'page-head' }, h('h1', {}, 'Tools'), h('div', {}, h('a', { class: 'button', href: '#/tools/new' }, 'New tool'), ' ', h('a', { class: 'button', href: '#/tools/import' }, 'Import OpenAPI'))),
     h('form', { class: 'filters', role: 'search', onsubmit: (e) => e.preventDefault() },
       field('Search', q), field('Group', group), field('Kind', kind), field('Source', source),
       field('Enabled', enabled), field('Availability', avail)),

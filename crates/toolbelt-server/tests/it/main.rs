@@ -4,6 +4,7 @@
 mod api;
 mod config;
 mod host;
+mod import;
 mod instances;
 mod mcp;
 mod mcp_servers;

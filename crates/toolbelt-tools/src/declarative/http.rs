@@ -9,7 +9,7 @@ use serde_json_path::JsonPath;
 use toolbelt_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::scrub::Scrubber;
-use super::template::{Template, url_component, verbatim};
+use super::template::{Template, arg_text, url_component, verbatim};
 use super::{DefinitionError, Secrets, declared_args, mutating_unless};
 use crate::web::{self, HttpConfig, HttpMethod, IpNet, Redirects};
 
@@ -21,6 +21,7 @@ const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 /// http:
 ///   method: GET
 ///   url: "https://api.github.com/repos/{{owner}}/{{repo}}/issues/{{number}}"
+///   query: {per_page: "{{per_page}}"}
 ///   headers: {Authorization: "Bearer {{secret.GITHUB_TOKEN}}"}
 ///   extract: "$.title"
 ///   timeout_ms: 10000
@@ -38,6 +39,11 @@ pub struct HttpDef {
     pub method: String,
     /// URL template; argument values are percent-encoded.
     pub url: String,
+    /// Query parameter templates, appended to the URL after those it has. A parameter whose
+    /// value renders empty (an optional argument left out) is not sent; a template that is
+    /// exactly `{{arg}}` given an array sends the parameter once per item.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub query: BTreeMap<String, String>,
     /// Header templates.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -75,6 +81,7 @@ fn default_method() -> String {
 struct Compiled {
     method: HttpMethod,
     url: Template,
+    query: Vec<(String, Template)>,
     headers: Vec<(String, Template)>,
     body: Option<Value>,
     body_templates: BTreeMap<String, Template>,
@@ -106,6 +113,24 @@ impl HttpDef {
                 "http.url",
                 "secrets may not go in the URL (it is logged by servers and proxies); send them in a header",
             ));
+        }
+        let mut query = Vec::new();
+        for (name, value) in &self.query {
+            let field = format!("http.query.{name}");
+            if name.is_empty() {
+                return Err(DefinitionError::new(
+                    field,
+                    "a query parameter needs a name",
+                ));
+            }
+            let template = Template::parse(value, &field, &args)?;
+            if template.secrets().next().is_some() {
+                return Err(DefinitionError::new(
+                    field,
+                    "secrets may not go in the query (it is part of the URL, logged by servers and proxies); send them in a header",
+                ));
+            }
+            query.push((name.clone(), template));
         }
         let mut headers = Vec::new();
         for (name, value) in &self.headers {
@@ -162,6 +187,7 @@ impl HttpDef {
         Ok(Compiled {
             method,
             url,
+            query,
             headers,
             body: self.body.clone(),
             body_templates,
@@ -265,9 +291,10 @@ impl HttpTool {
             .compile(&self.spec)
             .map_err(|e| ToolError::failed(e.to_string()))?;
         let mut used = Vec::new();
-        let url = compiled
+        let mut url = compiled
             .url
             .render(&args, &self.secrets, url_component, &mut used)?;
+        append_query(&mut url, &compiled.query, &args, &self.secrets, &mut used)?;
         let mut headers = BTreeMap::new();
         for (name, template) in &compiled.headers {
             headers.insert(
@@ -352,6 +379,39 @@ impl HttpTool {
         };
         Ok(ToolOutput::json(value))
     }
+}
+
+/// Appends `name=value` pairs to `url` (after a `?` or `&` as it needs), leaving out those
+/// that render empty and repeating a parameter for each item of an array argument.
+fn append_query(
+    url: &mut String,
+    query: &[(String, Template)],
+    args: &Value,
+    secrets: &Secrets,
+    used: &mut Vec<String>,
+) -> Result<(), ToolError> {
+    let mut pairs = Vec::new();
+    for (name, template) in query {
+        let items = template
+            .sole_arg()
+            .and_then(|arg| args.get(arg))
+            .and_then(Value::as_array);
+        if let Some(items) = items {
+            for item in items {
+                pairs.push((name, arg_text(Some(item))));
+            }
+            continue;
+        }
+        pairs.push((name, template.render(args, secrets, verbatim, used)?));
+    }
+    for (name, value) in pairs.into_iter().filter(|(_, v)| !v.is_empty()) {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        url.push(sep);
+        url.push_str(&url_component(name));
+        url.push('=');
+        url.push_str(&url_component(&value));
+    }
+    Ok(())
 }
 
 /// Headers reqwest treats as credentials; a request with one stays within its origin too.

@@ -61,6 +61,43 @@ async fn an_http_tool_fills_the_template_sends_the_secret_and_extracts() {
 }
 
 #[tokio::test]
+async fn query_parameters_left_out_are_not_sent_and_arrays_repeat() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&server)
+        .await;
+    let tool = build(
+        "search",
+        json!({"http": {
+            "url": format!("{}/search?fixed=1", server.uri()),
+            "query": {"repo": "{{repo}}", "n": "{{n}}", "file": "{{files}}"}
+        }}),
+        Secrets::default(),
+    )
+    .unwrap();
+    tool.call(json!({"repo": "a&b", "files": ["x", "y z"]}), local())
+        .await
+        .unwrap();
+    let sent = server.received_requests().await.unwrap();
+    assert_eq!(
+        sent[0].url.query(),
+        Some("fixed=1&file=x&file=y%20z&repo=a%26b")
+    );
+    let err = build(
+        "leak",
+        json!({"http": {"url": "https://x", "query": {"k": "{{secret.K}}"}}}),
+        Secrets::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.starts_with("invalid http.query.k: secrets may not go in the query"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn a_post_body_keeps_argument_types_and_errors_hide_secrets() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))

@@ -1,4 +1,5 @@
-//! `toolbelt tools add|update|rm|enable|disable|show|versions|rollback|why`: tools in the database.
+//! `toolbelt tools add|update|rm|enable|disable|show|versions|rollback|why|import`: tools in the
+//! database.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -34,6 +35,9 @@ pub(crate) enum StoredToolsCommand {
     Rollback(RollbackArgs),
     /// Say whether an agent may use a tool, and if not, why.
     Why(WhyArgs),
+    /// Store tools made from a document (`import openapi FILE|URL`).
+    #[command(subcommand)]
+    Import(super::import::ImportCommand),
 }
 
 /// A definition file.
@@ -299,6 +303,7 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
             println!("rolled back {}", summary(&tool));
         }
         StoredToolsCommand::Why(args) => return why(args).await,
+        StoredToolsCommand::Import(cmd) => return super::import::run(cmd).await,
     }
     Ok(ExitCode::SUCCESS)
 }
