@@ -110,25 +110,15 @@ async fn a_cross_site_text_plain_post_cannot_bind_a_tool() {
 async fn a_body_less_post_needs_a_custom_header_or_json() {
     on_both(|db| async move {
         let s = TestServer::start_stored_with(&db, dev).await;
-        let disable = format!("{}/api/v1/tools/echo/disable", s.url);
-        let r = s.http.post(&disable).send().await.unwrap();
-        problem_of(r, 415, "unsupported_media_type").await;
-        let r = s
-            .http
-            .post(&disable)
-            .header("x-requested-with", "toolbelt")
-            .send()
-            .await
-            .unwrap();
-        assert_ne!(r.status().as_u16(), 415, "{}", db.engine);
-        let r = s
-            .http
-            .post(&disable)
-            .header("content-type", "application/json")
-            .send()
-            .await
-            .unwrap();
-        assert_ne!(r.status().as_u16(), 415, "{}", db.engine);
+        let tool = json!({"spec": {"name": "shout", "description": "Echo", "parameters": {"type": "object"}},
+            "definition": {"command": {"argv": ["echo", "hi"], "read_only": true}}});
+        json_of(s.http.post(format!("{}/api/v1/tools", s.url)).json(&tool).send().await.unwrap(), 201).await;
+        let post = |action: &str| s.http.post(format!("{}/api/v1/tools/shout/{action}", s.url));
+        problem_of(post("disable").send().await.unwrap(), 415, "unsupported_media_type").await;
+        let stored = json_of(s.http.get(format!("{}/api/v1/tools/shout/stored", s.url)).send().await.unwrap(), 200).await;
+        assert_eq!(stored["enabled"], json!(true), "{} {stored}", db.engine);
+        json_of(post("disable").header("x-requested-with", "t").send().await.unwrap(), 200).await;
+        json_of(post("enable").header("content-type", "application/json").send().await.unwrap(), 200).await;
         db
     })
     .await;
