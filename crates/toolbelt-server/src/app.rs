@@ -142,10 +142,12 @@ async fn record_http(State(_): State<AppState>, req: Request, next: Next) -> Res
 
 /// Serves `state` on `listener` until `shutdown` resolves, then stops gracefully:
 /// SSE streams get a `shutdown` event, requests in flight finish, runs are cancelled
-/// and given 5 s to end.
+/// and given 5 s to end. Connections that have not sent their request headers within
+/// `header_read_timeout_secs` are closed.
 ///
 /// # Errors
-/// The listener's I/O error.
+/// None so far: accept failures are logged and retried; the `Result` leaves room for
+/// listener set-up errors.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -166,11 +168,39 @@ pub async fn serve(
     let run_log = state.run_log.clone();
     let header_timeout = state.config.header_read_timeout_secs;
     let app = app(state);
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing requests in flight");
+        token.cancel();
+    };
+    let header_timeout = (header_timeout > 0).then(|| Duration::from_secs(header_timeout));
+    serve_router(listener, app, header_timeout, signal).await?;
+    runs.cancel_all();
+    let _ = tokio::time::timeout(Duration::from_secs(5), runs.wait_idle()).await;
+    if let Some(log) = run_log {
+        let _ = log.flush().await;
+    }
+    Ok(())
+}
+
+/// Serves `router` on `listener` (HTTP/1 and HTTP/2, each request carrying the peer's
+/// [`ConnectInfo`]) until `shutdown` resolves, then waits for open connections to finish.
+/// An HTTP/1 connection that has not sent a request's headers within `header_read_timeout`
+/// is closed (`None`: no limit), which `axum::serve` cannot do.
+///
+/// # Errors
+/// None so far: accept failures are logged and retried.
+pub async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    header_read_timeout: Option<Duration>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let mut builder = ConnectionBuilder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout((header_timeout > 0).then(|| Duration::from_secs(header_timeout)));
+        .header_read_timeout(header_read_timeout);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -186,11 +216,11 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let router = app.clone();
+        let app = router.clone();
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let mut req = req.map(Body::new);
             req.extensions_mut().insert(ConnectInfo(peer));
-            router.clone().oneshot(req)
+            app.clone().oneshot(req)
         });
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
@@ -203,13 +233,6 @@ pub async fn serve(
         });
     }
     drop(listener);
-    tracing::info!("shutting down: finishing requests in flight");
-    token.cancel();
     graceful.shutdown().await;
-    runs.cancel_all();
-    let _ = tokio::time::timeout(Duration::from_secs(5), runs.wait_idle()).await;
-    if let Some(log) = run_log {
-        let _ = log.flush().await;
-    }
     Ok(())
 }

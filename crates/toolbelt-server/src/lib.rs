@@ -36,7 +36,7 @@ mod runs;
 mod state;
 
 pub use agents::{AgentDef, ProviderDef};
-pub use app::{app, serve};
+pub use app::{app, serve, serve_router};
 pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, InstanceRef, Problem, ProblemDocument};

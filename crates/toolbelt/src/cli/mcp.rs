@@ -253,11 +253,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 app = app.layer(axum::middleware::from_fn_with_state(tokens, require_run));
             }
             eprintln!("serving MCP (streamable HTTP) at http://{local}/mcp");
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await?;
+            // The server's loop: it closes connections that never finish their headers.
+            toolbelt_server::serve_router(listener, app, Some(Duration::from_secs(10)), async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
         }
     }
     Ok(ExitCode::SUCCESS)
