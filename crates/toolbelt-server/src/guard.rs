@@ -306,6 +306,20 @@ mod tests {
     }
 
     #[test]
+    fn a_wildcard_host_list_turns_the_check_off_except_in_dev_mode() {
+        let get = |g: &Guard| {
+            let h = headers(&[("host", "attacker.example")]);
+            code(g.check(&Method::GET, &Uri::from_static("/"), &h))
+        };
+        assert_eq!(get(&guard(|c| c.allowed_hosts = vec!["*".into()])), "ok");
+        let dev = guard(|c| {
+            c.dev = true;
+            c.allowed_hosts = vec!["*".into()];
+        });
+        assert_eq!(get(&dev), "host_not_allowed");
+    }
+
+    #[test]
     fn a_same_origin_page_may_post_and_a_listed_one_too() {
         let g = guard(|c| c.cors_origins = vec!["https://ui.example".into()]);
         let post = |origin: &str| {
