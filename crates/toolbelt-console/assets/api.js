@@ -30,7 +30,9 @@ export class ApiError extends Error {
 }
 
 function headers(extra = {}) {
-  const h = { accept: 'application/json', ...extra };
+  // `x-requested-with` marks the console's requests as scripted: the server refuses a
+  // body-less POST without it (or a token), which is what a cross-site form would send.
+  const h = { accept: 'application/json', 'x-requested-with': 'toolbelt-console', ...extra };
   const t = token();
   if (t) h.authorization = `Bearer ${t}`;
   return h;

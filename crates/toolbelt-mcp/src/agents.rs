@@ -9,12 +9,12 @@ use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use toolbelt_core::BoxFuture;
 
 use crate::server::{McpServer, McpServerHandler};
+use crate::sessions::{CappedSessions, SessionCount};
 
-type Service = StreamableHttpService<McpServerHandler, LocalSessionManager>;
+type Service = StreamableHttpService<McpServerHandler, CappedSessions>;
 type Resolve = dyn Fn(String, Export) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync;
 
 /// Which export of an agent's tools a request is for.
@@ -51,6 +51,7 @@ impl AgentEndpoint {
 struct Agents {
     resolve: Box<Resolve>,
     allowed_hosts: Option<Vec<String>>,
+    sessions: Arc<SessionCount>,
     services: Mutex<HashMap<(String, Export), (String, Service)>>,
 }
 
@@ -69,9 +70,23 @@ pub fn agents_router<F>(resolve: F, allowed_hosts: Option<Vec<String>>) -> axum:
 where
     F: Fn(String, Export) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync + 'static,
 {
+    agents_router_with_limit(resolve, allowed_hosts, usize::MAX)
+}
+
+/// [`agents_router`] with at most `max_sessions` MCP sessions open at once over every agent:
+/// a request that would open one more is answered `503 Service Unavailable` saying so.
+pub fn agents_router_with_limit<F>(
+    resolve: F,
+    allowed_hosts: Option<Vec<String>>,
+    max_sessions: usize,
+) -> axum::Router
+where
+    F: Fn(String, Export) -> BoxFuture<'static, Option<AgentEndpoint>> + Send + Sync + 'static,
+{
     let state = Arc::new(Agents {
         resolve: Box::new(resolve),
         allowed_hosts,
+        sessions: SessionCount::new(max_sessions),
         services: Mutex::new(HashMap::new()),
     });
     axum::Router::new()
@@ -102,6 +117,17 @@ async fn handle(agents: Arc<Agents>, agent: String, export: Export, request: Req
         .ok()
         .and_then(|s| s.get(&key).cloned());
     let in_session = request.headers().contains_key("mcp-session-id");
+    if !in_session && request.method() == axum::http::Method::POST && agents.sessions.is_full() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many MCP sessions are open (the cap is {}); close one (DELETE with its \
+                 Mcp-Session-Id) or try again later",
+                agents.sessions.max()
+            ),
+        )
+            .into_response();
+    }
     let service = match cached {
         Some((_, service)) if in_session => Some(service),
         cached => match (agents.resolve)(agent.clone(), export).await {
@@ -109,7 +135,9 @@ async fn handle(agents: Arc<Agents>, agent: String, export: Export, request: Req
             Some(endpoint) => match cached {
                 Some((revision, service)) if revision == endpoint.revision => Some(service),
                 _ => {
-                    let service = endpoint.server.http_service(agents.allowed_hosts.clone());
+                    let service = endpoint
+                        .server
+                        .capped_http_service(agents.allowed_hosts.clone(), agents.sessions.clone());
                     if let Ok(mut services) = agents.services.lock() {
                         services.insert(key, (endpoint.revision, service.clone()));
                     }

@@ -7,8 +7,9 @@ mod config;
 mod convert;
 mod error;
 mod server;
+mod sessions;
 
-pub use agents::{AgentEndpoint, Export, agents_router};
+pub use agents::{AgentEndpoint, Export, agents_router, agents_router_with_limit};
 pub use client::{Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ServerStatus};
 pub use config::{McpConfig, McpServerConfig, Transport};
 pub use convert::{

@@ -306,6 +306,25 @@ impl McpServer {
         )
     }
 
+    /// [`Self::http_service`] whose sessions count against `sessions`, shared with other
+    /// endpoints.
+    pub(crate) fn capped_http_service(
+        &self,
+        allowed_hosts: Option<Vec<String>>,
+        sessions: Arc<crate::sessions::SessionCount>,
+    ) -> StreamableHttpService<McpServerHandler, crate::sessions::CappedSessions> {
+        let server = self.clone();
+        let mut config = StreamableHttpServerConfig::default();
+        if let Some(hosts) = allowed_hosts {
+            config.allowed_hosts = hosts;
+        }
+        StreamableHttpService::new(
+            move || Ok(server.handler()),
+            Arc::new(crate::sessions::CappedSessions::new(sessions)),
+            config,
+        )
+    }
+
     /// An axum router answering MCP at its root (`nest_service` it under
     /// `/mcp/{agent}`); token checks are the host's middleware. A session `DELETE` is answered
     /// `204 No Content` (rmcp says `202`, which clients such as the Python SDK report as a

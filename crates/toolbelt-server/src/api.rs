@@ -73,8 +73,20 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(mcp_servers::list_mcp_servers))
         .routes(routes!(mcp_servers::get_mcp_server))
         .routes(routes!(skills::list_skills))
-        .routes(routes!(skills::get_skill))
-        .route_layer(from_fn_with_state(state.clone(), require_read));
+        .routes(routes!(skills::get_skill));
+    // `/metrics` names tools, agents and models: it needs a token unless configured open.
+    let (read, open) = if state.config.metrics_public {
+        (
+            read,
+            OpenApiRouter::new().routes(routes!(health::metrics_text)),
+        )
+    } else {
+        (
+            read.routes(routes!(health::metrics_text)),
+            OpenApiRouter::new(),
+        )
+    };
+    let read = read.route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))
         .routes(routes!(route::route))
@@ -108,10 +120,9 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
             mcp_servers::delete_mcp_server
         ))
         .route_layer(from_fn_with_state(state.clone(), require_admin));
-    let open = OpenApiRouter::new()
+    let open = open
         .routes(routes!(health::healthz))
-        .routes(routes!(health::readyz))
-        .routes(routes!(health::metrics_text));
+        .routes(routes!(health::readyz));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(read)
         .merge(run)

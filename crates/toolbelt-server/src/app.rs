@@ -1,56 +1,29 @@
 //! [`app`] and [`serve`]: the layered router and the server loop with graceful shutdown.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::Body;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder as ConnectionBuilder;
+use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tower::ServiceBuilder;
-use tower_governor::GovernorLayer;
-use tower_governor::governor::GovernorConfigBuilder;
-use tower_governor::key_extractor::KeyExtractor;
+use tower::{ServiceBuilder, ServiceExt as _};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::TraceLayer;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::api;
-use crate::auth::hash_token;
-use crate::metrics;
+use crate::guard::{self, Guard};
 use crate::problem::Problem;
 use crate::state::AppState;
-
-/// Rate-limit key: the token's hash, or the client address without a token.
-#[derive(Debug, Clone, Copy)]
-struct TokenKey;
-
-impl KeyExtractor for TokenKey {
-    type Key = String;
-
-    fn extract<T>(
-        &self,
-        req: &axum::http::Request<T>,
-    ) -> Result<Self::Key, tower_governor::GovernorError> {
-        if let Some(auth) = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-        {
-            return Ok(format!("t:{}", hash_token(auth)));
-        }
-        let peer = req
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip().to_string())
-            .unwrap_or_default();
-        Ok(format!("ip:{peer}"))
-    }
-}
+use crate::{api, metrics, rate_limit};
 
 /// The whole application: API, OpenAPI document, docs page, and every layer.
 pub fn app(state: AppState) -> Router {
@@ -72,32 +45,7 @@ pub fn app(state: AppState) -> Router {
                 }))
                 .timeout(Duration::from_secs(config.request_timeout_secs.max(1))),
         );
-    if let Some(period_ns) = 1_000_000_000_u64.checked_div(config.rate_limit_per_second) {
-        let period_ns = period_ns.max(1);
-        if let Some(governor) = GovernorConfigBuilder::default()
-            .per_nanosecond(period_ns)
-            .burst_size(config.rate_limit_burst.max(1))
-            .key_extractor(TokenKey)
-            .finish()
-        {
-            router = router.layer(GovernorLayer::new(governor).error_handler(|e| {
-                let wait = match &e {
-                    tower_governor::GovernorError::TooManyRequests { wait_time, .. } => *wait_time,
-                    _ => 1,
-                };
-                let mut response = Problem::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limited",
-                    format!("too many requests for this token; retry in {wait} s"),
-                )
-                .into_response();
-                if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
-                    response.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-                response
-            }));
-        }
-    }
+    router = rate_limit::layer(router, &state);
     let state_for_mcp = state.clone();
     let mut router = router
         .layer(from_fn_with_state(state.clone(), record_http))
@@ -110,18 +58,14 @@ pub fn app(state: AppState) -> Router {
         router = router.merge(crate::mcp::router(&state_for_mcp));
     }
     if !config.cors_origins.is_empty() {
-        let origins: Vec<HeaderValue> = config
-            .cors_origins
-            .iter()
-            .filter_map(|o| HeaderValue::from_str(o).ok())
-            .collect();
-        router = router.layer(
-            CorsLayer::new()
-                .allow_origin(AllowOrigin::list(origins))
-                .allow_methods(tower_http::cors::Any)
-                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]),
-        );
+        router = router.layer(cors(&config.cors_origins));
     }
+    // Outside CORS, so that a preflight is answered only for an allowed host and every
+    // request is checked before any route sees it.
+    let router = router.layer(from_fn_with_state(
+        Guard::from_config(&config),
+        guard::check,
+    ));
     router.layer(
         TraceLayer::new_for_http()
             .make_span_with(http_span)
@@ -129,6 +73,32 @@ pub fn app(state: AppState) -> Router {
                 span.record("http.response.status_code", response.status().as_u16());
             }),
     )
+}
+
+/// The CORS layer for `origins`; `*` allows any origin (without credentials: the API takes
+/// tokens in a header, never cookies).
+fn cors(origins: &[String]) -> CorsLayer {
+    let allow = if origins.iter().any(|o| o.trim() == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| {
+            let value = HeaderValue::from_str(o.trim().trim_end_matches('/')).ok();
+            if value.is_none() {
+                tracing::warn!(origin = %o, "cors_origins: not a valid origin; ignored");
+            }
+            value
+        }))
+    };
+    CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods(tower_http::cors::Any)
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::ACCEPT,
+            header::IF_MATCH,
+            HeaderName::from_static(guard::REQUESTED_WITH),
+        ])
 }
 
 /// One span per request, named like OpenTelemetry's HTTP server spans (`POST /api/v1/tools/{name}/call`).
@@ -172,10 +142,12 @@ async fn record_http(State(_): State<AppState>, req: Request, next: Next) -> Res
 
 /// Serves `state` on `listener` until `shutdown` resolves, then stops gracefully:
 /// SSE streams get a `shutdown` event, requests in flight finish, runs are cancelled
-/// and given 5 s to end.
+/// and given 5 s to end. Connections that have not sent their request headers within
+/// `header_read_timeout_secs` are closed.
 ///
 /// # Errors
-/// The listener's I/O error.
+/// None so far: accept failures are logged and retried; the `Result` leaves room for
+/// listener set-up errors.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -194,22 +166,73 @@ pub async fn serve(
     let token = state.shutdown.clone();
     let runs = state.runs.clone();
     let run_log = state.run_log.clone();
+    let header_timeout = state.config.header_read_timeout_secs;
     let app = app(state);
     let signal = async move {
         shutdown.await;
         tracing::info!("shutting down: finishing requests in flight");
         token.cancel();
     };
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(signal)
-    .await?;
+    let header_timeout = (header_timeout > 0).then(|| Duration::from_secs(header_timeout));
+    serve_router(listener, app, header_timeout, signal).await?;
     runs.cancel_all();
     let _ = tokio::time::timeout(Duration::from_secs(5), runs.wait_idle()).await;
     if let Some(log) = run_log {
         let _ = log.flush().await;
     }
+    Ok(())
+}
+
+/// Serves `router` on `listener` (HTTP/1 and HTTP/2, each request carrying the peer's
+/// [`ConnectInfo`]) until `shutdown` resolves, then waits for open connections to finish.
+/// An HTTP/1 connection that has not sent a request's headers within `header_read_timeout`
+/// is closed (`None`: no limit), which `axum::serve` cannot do.
+///
+/// # Errors
+/// None so far: accept failures are logged and retried.
+pub async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    header_read_timeout: Option<Duration>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut builder = ConnectionBuilder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: wait rather than spin.
+                    tracing::warn!(%error, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let app = router.clone();
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let mut req = req.map(Body::new);
+            req.extensions_mut().insert(ConnectInfo(peer));
+            app.clone().oneshot(req)
+        });
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::trace!(%error, %peer, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
     Ok(())
 }

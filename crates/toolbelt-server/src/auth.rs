@@ -212,17 +212,12 @@ impl TokenBook {
                 "this endpoint needs `Authorization: Bearer <token>`",
             ));
         };
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                unauthorized(
-                    "invalid_token",
-                    "the Authorization header must be `Bearer <token>`",
-                )
-            })?;
+        let token = bearer_token(value).ok_or_else(|| {
+            unauthorized(
+                "invalid_token",
+                "the Authorization header must be `Bearer <token>`",
+            )
+        })?;
         let hash = hash_token(token);
         if let Some(p) = self
             .by_hash
@@ -271,6 +266,39 @@ impl TokenBook {
             .insert(hash, (principal.clone(), std::time::Instant::now()));
         Ok(principal)
     }
+
+    /// The hash of the token in the `Authorization` value `header` when the token is known
+    /// (configured, or verified against the store within [`STORE_TOKEN_TTL`]); what the rate
+    /// limiter keys a token's budget on. `None` for an unknown, malformed or missing token,
+    /// and in development mode.
+    pub(crate) fn known_hash(&self, header: &str) -> Option<String> {
+        if self.dev {
+            return None;
+        }
+        let hash = hash_token(bearer_token(header)?);
+        let configured = self
+            .by_hash
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(&hash);
+        let verified = || {
+            self.verified
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&hash)
+                .is_some_and(|(_, at)| at.elapsed() < STORE_TOKEN_TTL)
+        };
+        (configured || verified()).then_some(hash)
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` value: the scheme in any case, any
+/// whitespace around the token (so one token has one spelling for the rate limiter too).
+fn bearer_token(value: &str) -> Option<&str> {
+    let value = value.trim();
+    let (scheme, token) = value.split_once(|c: char| c.is_ascii_whitespace())?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 fn unauthorized(code: &str, detail: &str) -> Problem {

@@ -89,9 +89,22 @@ pub struct ServerConfig {
     /// that an approval sent to another instance is told where to go (default: `http://` and
     /// the bound address; set it when listening on `0.0.0.0` or behind a proxy).
     pub public_url: Option<String>,
-    /// Host names MCP clients reach this server by, besides the loopback names and `addr`
-    /// (the MCP endpoint refuses other `Host` headers: the DNS-rebinding guard).
+    /// Older name of `allowed_hosts`, still accepted: both lists are used.
     pub mcp_hosts: Vec<String>,
+    /// Host names (optionally `name:port`) clients reach this server by, besides the loopback
+    /// names, `addr` and the host of `public_url`; every route refuses other `Host` headers
+    /// (the DNS-rebinding guard). `"*"` turns the check off (behind a proxy that checks
+    /// `Host`; ignored in `dev` mode).
+    pub allowed_hosts: Vec<String>,
+    /// Serve `/metrics` without a token; by default it needs the `read` scope.
+    pub metrics_public: bool,
+    /// Longest a client may take to send a request's headers, in seconds (slow-header
+    /// connections are closed); 0 turns the limit off.
+    pub header_read_timeout_secs: u64,
+    /// Most MCP sessions open at once, over every agent; a new session beyond it is refused.
+    pub max_mcp_sessions: usize,
+    /// Largest `input` of a run (`POST /agents/{id}/runs`, `POST /runs/{id}/continue`), in bytes.
+    pub max_run_input_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -119,6 +132,11 @@ impl Default for ServerConfig {
             mcp: true,
             mcp_hosts: Vec::new(),
             public_url: None,
+            allowed_hosts: Vec::new(),
+            metrics_public: false,
+            header_read_timeout_secs: 10,
+            max_mcp_sessions: 1000,
+            max_run_input_bytes: 64 * 1024,
         }
     }
 }
@@ -196,6 +214,10 @@ impl ServerConfig {
                 "console",
                 "mcp",
                 "public_url",
+                "metrics_public",
+                "header_read_timeout_secs",
+                "max_mcp_sessions",
+                "max_run_input_bytes",
             ]))
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))?;
@@ -311,6 +333,11 @@ impl std::fmt::Debug for ServerConfig {
             .field("mcp", &self.mcp)
             .field("public_url", &self.public_url)
             .field("mcp_hosts", &self.mcp_hosts)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("metrics_public", &self.metrics_public)
+            .field("header_read_timeout_secs", &self.header_read_timeout_secs)
+            .field("max_mcp_sessions", &self.max_mcp_sessions)
+            .field("max_run_input_bytes", &self.max_run_input_bytes)
             .finish()
     }
 }

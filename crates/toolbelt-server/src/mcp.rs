@@ -19,38 +19,29 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use toolbelt_core::{ExecEvent, Executor, Toolset};
 
-use toolbelt_mcp::{AgentEndpoint, Export, McpServer, agents_router};
+use toolbelt_mcp::{AgentEndpoint, Export, McpServer, agents_router_with_limit};
 use toolbelt_router::SearchTools;
 
 use crate::agents::AgentDef;
 
 use crate::auth::require_run;
-use crate::config::ServerConfig;
+use crate::guard::AllowedHosts;
 use crate::state::AppState;
 
 /// The `/mcp/{agent}` routes.
 pub(crate) fn router(state: &AppState) -> axum::Router {
     let resolver = state.clone();
-    agents_router(
+    // The server-wide guard checks `Host` first; rmcp's own check gets the same list.
+    let hosts = AllowedHosts::from_config(&state.config).for_rmcp();
+    agents_router_with_limit(
         move |agent, export| {
             let state = resolver.clone();
             Box::pin(async move { endpoint(&state, &agent, export).await })
         },
-        Some(allowed_hosts(&state.config)),
+        Some(hosts),
+        state.config.max_mcp_sessions,
     )
     .layer(from_fn_with_state(state.clone(), require_run))
-}
-
-/// Host names the endpoint answers to: loopback, the listening address, and `mcp_hosts`.
-fn allowed_hosts(config: &ServerConfig) -> Vec<String> {
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    hosts.push(config.addr.ip().to_string());
-    hosts.push(config.addr.to_string());
-    hosts.extend(config.mcp_hosts.iter().cloned());
-    hosts
 }
 
 /// Counts each call the agent's MCP executor finishes in the metrics and writes it to the run

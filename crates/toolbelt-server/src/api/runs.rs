@@ -38,9 +38,20 @@ fn wants_sse(headers: &HeaderMap) -> bool {
         .is_some_and(|a| a.contains("text/event-stream"))
 }
 
-fn check_input(input: &str) -> Result<(), Problem> {
+fn check_input(input: &str, max_bytes: usize) -> Result<(), Problem> {
     if input.trim().is_empty() {
         return Err(Problem::invalid_field("/input", "the input is empty"));
+    }
+    if input.len() > max_bytes {
+        return Err(Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "input_too_large",
+            format!(
+                "/input: {} bytes is more than a run takes ({max_bytes} bytes, max_run_input_bytes)",
+                input.len()
+            ),
+        )
+        .with_pointer("/input"));
     }
     Ok(())
 }
@@ -80,7 +91,7 @@ pub(crate) async fn start_run(
     headers: HeaderMap,
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
-    check_input(&body.input)?;
+    check_input(&body.input, state.config.max_run_input_bytes)?;
     let built = state.agents.build_named(&id).await.map_err(host_problem)?;
     let start = RunStart {
         input: body.input,
@@ -106,7 +117,7 @@ pub(crate) async fn continue_run(
     headers: HeaderMap,
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
-    check_input(&body.input)?;
+    check_input(&body.input, state.config.max_run_input_bytes)?;
     let detail = state.runs.detail(&id).await?;
     if !detail.run.status.is_terminal() {
         return Err(Problem::conflict(

@@ -283,8 +283,7 @@ async fn health_metrics_and_openapi_are_served() {
         .await
         .unwrap();
     let metrics = s
-        .http
-        .get(format!("{}/metrics", s.url))
+        .get("/metrics", READER)
         .send()
         .await
         .unwrap()

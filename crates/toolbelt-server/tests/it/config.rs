@@ -49,7 +49,7 @@ async fn an_http_tool_reaches_an_internal_service_only_when_the_server_allow_lis
             closed.abort();
 
             // The same database, a server that allow-lists 127.0.0.1.
-            let open = TestServer::start_stored_with(&db, None, |c| {
+            let open = TestServer::start_stored_with(&db, |c| {
                 c.allow_nets = vec!["127.0.0.1/32".to_owned()];
             })
             .await;

@@ -103,7 +103,7 @@ async fn each_agent_serves_its_tools_over_mcp_with_tokens() {
         }
 
         // And in the Prometheus metrics (the denied approval included).
-        let metrics = s.http.get(format!("{}/metrics", s.url)).send().await.unwrap().text().await.unwrap();
+        let metrics = s.get("/metrics", READER).send().await.unwrap().text().await.unwrap();
         assert!(
             metrics.contains("toolbelt_tool_calls_total{tool=\"delete_file\",outcome=\"denied\"}"),
             "{metrics}"

@@ -70,10 +70,22 @@ impl TestServer {
         Self::start_on(db, model_url, true).await
     }
 
-    /// As [`TestServer::start_stored`], with the configuration edited first.
+    /// A server over a database with `edit` applied to its configuration.
     pub(crate) async fn start_stored_with(
         db: &TestDb,
+        edit: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        Self::start_on_with(db, None, false, edit).await
+    }
+
+    async fn start_on(db: &TestDb, model_url: Option<&str>, scheduled: bool) -> Self {
+        Self::start_on_with(db, model_url, scheduled, |_| {}).await
+    }
+
+    async fn start_on_with(
+        db: &TestDb,
         model_url: Option<&str>,
+        scheduled: bool,
         edit: impl FnOnce(&mut ServerConfig),
     ) -> Self {
         let store = db.open().await;
@@ -81,18 +93,7 @@ impl TestServer {
         let opened = toolbelt_server::database::open_store(store, compiled, "test")
             .await
             .unwrap();
-        let mut server = Self::start_inner(model_url, edit, Some(&opened), false).await;
-        server.watch = Some(opened.watch().unwrap());
-        server
-    }
-
-    async fn start_on(db: &TestDb, model_url: Option<&str>, scheduled: bool) -> Self {
-        let store = db.open().await;
-        let compiled = vec![echo(), noop(), delete_file()];
-        let opened = toolbelt_server::database::open_store(store, compiled, "test")
-            .await
-            .unwrap();
-        let mut server = Self::start_inner(model_url, |_| {}, Some(&opened), scheduled).await;
+        let mut server = Self::start_inner(model_url, edit, Some(&opened), scheduled).await;
         server.watch = Some(opened.watch().unwrap());
         server
     }

@@ -16,6 +16,7 @@ use serde_json::json;
 use toolbelt_core::{ApprovalPolicy, Effect, Executor, Registry, Selection};
 use toolbelt_mcp::{McpClient, McpConfig, McpServer};
 use toolbelt_router::{HybridRouter, KeywordRouter, LexicalRouter, SearchTools};
+use toolbelt_server::{ConfigToken, Scope, TokenBook};
 use toolbelt_tools::{BuiltinConfig, Workspace};
 
 /// How long `toolbelt mcp tools` and `--mcp-config` wait for each server to start.
@@ -69,6 +70,18 @@ pub(crate) struct ServeArgs {
     /// With --routed: tools one search returns when the client gives no `limit` (1-20).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=20))]
     search_limit: u8,
+    /// With --http: accept `Authorization: Bearer <token>` where the token is this
+    /// environment variable's value.
+    #[arg(long, value_name = "VAR", requires = "http")]
+    token_env: Option<String>,
+    /// With --http: also accept the unrevoked tokens of this database (`toolbelt tokens
+    /// create ... --scope run`), like `toolbelt serve`.
+    #[arg(long, value_name = "URL", requires = "http")]
+    database_url: Option<String>,
+    /// With --http: another host name clients reach the server by (the `Host` check refuses
+    /// names not listed; loopback names and the bound address always pass). Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME", requires = "http")]
+    allow_hosts: Vec<String>,
 }
 
 /// Arguments of `toolbelt mcp tools`.
@@ -217,27 +230,95 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     match &args.http {
         None => server.serve_stdio().await?,
         Some(addr) => {
+            let tokens = http_tokens(&args).await?;
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding {addr}"))?;
             let local = listener.local_addr()?;
-            let hosts = vec![
+            if !local.ip().is_loopback() && !tokens.has_any_token().await? {
+                anyhow::bail!(
+                    "refusing to serve MCP on {local} without authentication: give \
+                     --token-env VAR or --database-url with a stored token, or listen on 127.0.0.1"
+                );
+            }
+            let mut hosts = vec![
                 "localhost".to_owned(),
                 "127.0.0.1".to_owned(),
                 "::1".to_owned(),
                 local.ip().to_string(),
                 local.to_string(),
             ];
-            let app = axum::Router::new().nest_service("/mcp", server.router(Some(hosts)));
+            hosts.extend(args.allow_hosts.iter().cloned());
+            let mut app = axum::Router::new().nest_service("/mcp", server.router(Some(hosts)));
+            if tokens.has_any_token().await? {
+                app = app.layer(axum::middleware::from_fn_with_state(tokens, require_run));
+            }
             eprintln!("serving MCP (streamable HTTP) at http://{local}/mcp");
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await?;
+            // The server's loop: it closes connections that never finish their headers.
+            toolbelt_server::serve_router(listener, app, Some(Duration::from_secs(10)), async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tokens `--http` accepts: `--token-env`'s value and `--database-url`'s stored tokens.
+async fn http_tokens(args: &ServeArgs) -> anyhow::Result<TokenBook> {
+    let mut configured = Vec::new();
+    if let Some(var) = &args.token_env {
+        let token = std::env::var(var)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .with_context(|| format!("--token-env {var}: the variable is unset or empty"))?;
+        configured.push(ConfigToken {
+            name: var.clone(),
+            sha256: None,
+            token: Some(token.trim().to_owned()),
+            scopes: vec![Scope::Run],
+        });
+    }
+    let mut book = TokenBook::from_config(&configured).context("--token-env")?;
+    if let Some(url) = &args.database_url {
+        let store = toolbelt_store::Store::open(url).await.with_context(|| {
+            format!(
+                "--database-url: could not open {}",
+                toolbelt_store::redacted_url(url)
+            )
+        })?;
+        book = book.with_store(store);
+    }
+    Ok(book)
+}
+
+/// Middleware of `--http` with tokens: the request needs a token with the `run` scope.
+async fn require_run(
+    axum::extract::State(tokens): axum::extract::State<TokenBook>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let header = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match tokens.authenticate(header).await {
+        Ok(who) if who.scopes.iter().any(|s| s.grants(Scope::Run)) => next.run(request).await,
+        Ok(who) => (
+            axum::http::StatusCode::FORBIDDEN,
+            format!("the token `{}` lacks the `run` scope", who.name),
+        )
+            .into_response(),
+        Err(problem) => {
+            let mut response = problem.into_response();
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+            response
+        }
+    }
 }
 
 /// The router behind `--routed`'s `search_tools`: words, concepts and keyword groups, plus the

@@ -145,7 +145,12 @@ impl Api {
         if !call.query.is_empty() {
             url.query_pairs_mut().extend_pairs(&call.query);
         }
-        let mut request = self.http.request(call.method.clone(), url.clone());
+        // The server refuses a body-less POST without a token, JSON or this header (what a
+        // cross-site form cannot send), e.g. against `toolbelt serve --dev`.
+        let mut request = self
+            .http
+            .request(call.method.clone(), url.clone())
+            .header("x-requested-with", "toolbelt-cli");
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }

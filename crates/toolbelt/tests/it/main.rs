@@ -4,6 +4,7 @@ mod cli_client;
 mod cli_db;
 mod cli_import;
 mod cli_mcp;
+mod cli_mcp_auth;
 mod cli_mcp_stored;
 mod cli_memory_routines;
 mod cli_route;
