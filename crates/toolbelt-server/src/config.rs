@@ -69,12 +69,12 @@ pub struct ServerConfig {
     /// Directory the file, shell and git tools are confined to.
     pub workspace: PathBuf,
     /// Internal host names that HTTP tools may reach although the SSRF guard refuses private
-    /// and loopback addresses (`billing.internal`; env `TOOLBELT_ALLOW_HOSTS`, comma-separated;
+    /// and loopback addresses (`billing.internal`; env `TOOLBELT_OUTBOUND_HOSTS`, comma-separated;
     /// `--allow-host`). A cloud metadata address opens only when named itself.
-    pub allow_hosts: Vec<String>,
+    pub outbound_hosts: Vec<String>,
     /// Internal address ranges that HTTP tools may reach (`10.0.4.0/24`, `10.0.4.7`; env
-    /// `TOOLBELT_ALLOW_NETS`, comma-separated; `--allow-net`).
-    pub allow_nets: Vec<String>,
+    /// `TOOLBELT_OUTBOUND_NETS`, comma-separated; `--allow-net`).
+    pub outbound_nets: Vec<String>,
     /// Tokens from the configuration (in addition to stored ones).
     pub tokens: Vec<ConfigToken>,
     /// Agents known to the server.
@@ -123,8 +123,8 @@ impl Default for ServerConfig {
             cors_origins: Vec::new(),
             log_format: LogFormat::Text,
             workspace: PathBuf::from("."),
-            allow_hosts: Vec::new(),
-            allow_nets: Vec::new(),
+            outbound_hosts: Vec::new(),
+            outbound_nets: Vec::new(),
             tokens: Vec::new(),
             agents: vec![AgentDef::default_agent()],
             run_wait_secs: 20,
@@ -168,10 +168,10 @@ pub enum ConfigError {
         /// The value given.
         url: String,
     },
-    /// An `allow_hosts` or `allow_nets` entry does not parse.
+    /// An `outbound_hosts` or `outbound_nets` entry does not parse.
     #[error("{key}[{index}]: {reason}")]
     BadAllowList {
-        /// `allow_hosts` or `allow_nets`.
+        /// `outbound_hosts` or `outbound_nets`.
         key: &'static str,
         /// Its position.
         index: usize,
@@ -223,8 +223,8 @@ impl ServerConfig {
             .map_err(|e| ConfigError::Load(Box::new(e)))?;
         // Lists from the environment, comma-separated (added to the file's).
         for (var, list) in [
-            ("TOOLBELT_ALLOW_HOSTS", &mut config.allow_hosts),
-            ("TOOLBELT_ALLOW_NETS", &mut config.allow_nets),
+            ("TOOLBELT_OUTBOUND_HOSTS", &mut config.outbound_hosts),
+            ("TOOLBELT_OUTBOUND_NETS", &mut config.outbound_nets),
         ] {
             if let Ok(value) = std::env::var(var) {
                 list.extend(
@@ -245,7 +245,7 @@ impl ServerConfig {
     /// [`ConfigError::BadAllowList`] naming the entry that does not parse.
     pub fn http_config(&self) -> Result<toolbelt_tools::HttpConfig, ConfigError> {
         let mut http = toolbelt_tools::HttpConfig::new();
-        for (index, host) in self.allow_hosts.iter().enumerate() {
+        for (index, host) in self.outbound_hosts.iter().enumerate() {
             let bare = host.trim_matches(['[', ']']);
             if bare.is_empty()
                 || !bare
@@ -253,16 +253,16 @@ impl ServerConfig {
                     .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
             {
                 return Err(ConfigError::BadAllowList {
-                    key: "allow_hosts",
+                    key: "outbound_hosts",
                     index,
                     reason: format!("`{host}` is not a host name or an IP address"),
                 });
             }
             http = http.allow_host(host.clone());
         }
-        for (index, net) in self.allow_nets.iter().enumerate() {
+        for (index, net) in self.outbound_nets.iter().enumerate() {
             http = http.allow_net(net).map_err(|e| ConfigError::BadAllowList {
-                key: "allow_nets",
+                key: "outbound_nets",
                 index,
                 reason: e.to_string(),
             })?;
@@ -324,8 +324,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("cors_origins", &self.cors_origins)
             .field("log_format", &self.log_format)
             .field("workspace", &self.workspace)
-            .field("allow_hosts", &self.allow_hosts)
-            .field("allow_nets", &self.allow_nets)
+            .field("outbound_hosts", &self.outbound_hosts)
+            .field("outbound_nets", &self.outbound_nets)
             .field("tokens", &self.tokens)
             .field("agents", &self.agents)
             .field("run_wait_secs", &self.run_wait_secs)

@@ -21,9 +21,9 @@ pub struct ServerSettings {
     /// The directory the file, shell and git tools are confined to.
     pub workspace: String,
     /// Internal host names HTTP tools may reach despite the SSRF guard.
-    pub allow_hosts: Vec<String>,
+    pub outbound_hosts: Vec<String>,
     /// Internal address ranges HTTP tools may reach despite the SSRF guard.
-    pub allow_nets: Vec<String>,
+    pub outbound_nets: Vec<String>,
     /// Largest request body, in bytes.
     pub body_limit_bytes: usize,
     /// Seconds a request may take to produce its response head.
@@ -60,8 +60,8 @@ pub(crate) async fn get_config(State(state): State<AppState>) -> Json<ServerSett
         dev: c.dev,
         database: toolbelt_store::redacted_url(&c.database_url),
         workspace: c.workspace.display().to_string(),
-        allow_hosts: c.allow_hosts.clone(),
-        allow_nets: c.allow_nets.clone(),
+        outbound_hosts: c.outbound_hosts.clone(),
+        outbound_nets: c.outbound_nets.clone(),
         body_limit_bytes: c.body_limit_bytes,
         request_timeout_secs: c.request_timeout_secs,
         rate_limit_per_second: c.rate_limit_per_second,

@@ -50,7 +50,7 @@ async fn an_http_tool_reaches_an_internal_service_only_when_the_server_allow_lis
 
             // The same database, a server that allow-lists 127.0.0.1.
             let open = TestServer::start_stored_with(&db, |c| {
-                c.allow_nets = vec!["127.0.0.1/32".to_owned()];
+                c.outbound_nets = vec!["127.0.0.1/32".to_owned()];
             })
             .await;
             let out = json_of(
@@ -67,8 +67,8 @@ async fn an_http_tool_reaches_an_internal_service_only_when_the_server_allow_lis
             // The admin sees the allow-list; a read token may not.
             let settings =
                 json_of(open.get("/api/v1/config", ADMIN).send().await.unwrap(), 200).await;
-            assert_eq!(settings["allow_nets"], json!(["127.0.0.1/32"]));
-            assert_eq!(settings["allow_hosts"], json!([]));
+            assert_eq!(settings["outbound_nets"], json!(["127.0.0.1/32"]));
+            assert_eq!(settings["outbound_hosts"], json!([]));
             assert!(settings["sandbox"].as_str().is_some(), "{settings}");
             let denied = open.get("/api/v1/config", READER).send().await.unwrap();
             assert_eq!(denied.status(), 403);
@@ -82,7 +82,7 @@ async fn an_http_tool_reaches_an_internal_service_only_when_the_server_allow_lis
 async fn the_config_never_shows_a_password_or_a_token() {
     let s = TestServer::start_with(None, |c| {
         c.database_url = "postgres://app:s3cret@db.internal/toolbelt".to_owned();
-        c.allow_hosts = vec!["billing.internal".to_owned()];
+        c.outbound_hosts = vec!["billing.internal".to_owned()];
     })
     .await;
     let res = s.get("/api/v1/config", ADMIN).send().await.unwrap();
@@ -94,11 +94,11 @@ async fn the_config_never_shows_a_password_or_a_token() {
 #[tokio::test]
 async fn a_bad_allow_list_entry_is_named_at_start_up() {
     let mut config = toolbelt_server::ServerConfig::default();
-    config.allow_nets = vec!["10.0.0.0/8".to_owned(), "10.0.0.0/99".to_owned()];
+    config.outbound_nets = vec!["10.0.0.0/8".to_owned(), "10.0.0.0/99".to_owned()];
     let err = config.http_config().unwrap_err().to_string();
-    assert!(err.starts_with("allow_nets[1]: "), "{err}");
-    config.allow_nets.clear();
-    config.allow_hosts = vec!["bad host".to_owned()];
+    assert!(err.starts_with("outbound_nets[1]: "), "{err}");
+    config.outbound_nets.clear();
+    config.outbound_hosts = vec!["bad host".to_owned()];
     let err = config.http_config().unwrap_err().to_string();
-    assert!(err.starts_with("allow_hosts[0]: "), "{err}");
+    assert!(err.starts_with("outbound_hosts[0]: "), "{err}");
 }

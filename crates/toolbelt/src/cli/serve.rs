@@ -39,13 +39,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     public_url: Option<String>,
     /// An internal host name HTTP tools may reach although the SSRF guard refuses private and
-    /// loopback addresses (repeatable; added to `allow_hosts` and `TOOLBELT_ALLOW_HOSTS`).
-    #[arg(long = "allow-host", value_name = "HOST")]
-    allow_hosts: Vec<String>,
+    /// loopback addresses (repeatable; added to `outbound_hosts` and `TOOLBELT_OUTBOUND_HOSTS`).
+    #[arg(long = "outbound-host", value_name = "HOST")]
+    outbound_hosts: Vec<String>,
     /// An internal address range HTTP tools may reach (`10.0.4.0/24`; repeatable; added to
-    /// `allow_nets` and `TOOLBELT_ALLOW_NETS`).
-    #[arg(long = "allow-net", value_name = "CIDR")]
-    allow_nets: Vec<String>,
+    /// `outbound_nets` and `TOOLBELT_OUTBOUND_NETS`).
+    #[arg(long = "outbound-net", value_name = "CIDR")]
+    outbound_nets: Vec<String>,
     /// Export spans over OTLP/HTTP to this base URL (traces go to URL/v1/traces; default:
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
     #[arg(long, value_name = "URL")]
@@ -100,8 +100,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = args.workspace {
         config.workspace = dir;
     }
-    config.allow_hosts.extend(args.allow_hosts);
-    config.allow_nets.extend(args.allow_nets);
+    config.outbound_hosts.extend(args.outbound_hosts);
+    config.outbound_nets.extend(args.outbound_nets);
     if let Some(f) = args.log_format {
         config.log_format = match f {
             LogFormatArg::Text => LogFormat::Text,
@@ -171,13 +171,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
     );
     println!("docs: http://{addr}/api/v1/docs/");
-    if !config.allow_hosts.is_empty() || !config.allow_nets.is_empty() {
+    if !config.outbound_hosts.is_empty() || !config.outbound_nets.is_empty() {
         println!(
             "HTTP tools may reach these internal hosts: {}",
             config
-                .allow_hosts
+                .outbound_hosts
                 .iter()
-                .chain(&config.allow_nets)
+                .chain(&config.outbound_nets)
                 .map(String::as_str)
                 .collect::<Vec<_>>()
                 .join(", ")
