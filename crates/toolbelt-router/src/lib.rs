@@ -5,6 +5,7 @@ mod catalog;
 mod decision;
 mod embedding;
 mod error;
+mod fit;
 mod hybrid;
 mod index;
 mod keyword;
@@ -27,7 +28,7 @@ pub use decision::{BoundedFallback, RouteDecision, RouteOutcome, RouteRequest, S
 pub use embedding::OpenAiEmbedder;
 #[cfg(feature = "multilingual-embed")]
 pub use embedding::UseEmbedder;
-pub use embedding::{Embedder, EmbeddingRouter};
+pub use embedding::{Embedder, EmbeddingRouter, ToolView};
 #[cfg(feature = "local-embed")]
 pub use embedding::{LocalEmbedError, LocalEmbedder};
 pub use error::RouteError;

@@ -76,6 +76,22 @@ impl ToolText {
         s
     }
 
+    /// `name: description`, the name in words: what a tool is for, without its parameters
+    /// (a second embedding view beside [`ToolText::joined`]).
+    pub fn name_description(&self) -> String {
+        format!("{}: {}", self.name.replace('_', " "), self.description)
+    }
+
+    /// [`ToolText::joined`] followed by the parameter descriptions and enum values.
+    pub fn full(&self) -> String {
+        let mut s = self.joined();
+        if !self.parameter_descriptions.is_empty() {
+            s.push('\n');
+            s.push_str(&self.parameter_descriptions.join("; "));
+        }
+        s
+    }
+
     /// A stable 64-bit fingerprint (FNV-1a) of every field, for change detection and caches.
     pub fn fingerprint(&self) -> u64 {
         let mut h = Fnv::default();

@@ -4,8 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pretty_assertions::assert_eq;
-use toolbelt_core::{BoxFuture, Toolset};
-use toolbelt_router::{AnyRouter, Embedder, EmbeddingRouter, RouteError};
+use serde_json::json;
+use toolbelt_core::{BoxFuture, ToolHandle, ToolSpec, Toolset};
+use toolbelt_router::{AnyRouter, CatalogTool, Embedder, EmbeddingRouter, RouteError, ToolView};
 
 use crate::{block_on, request, tool};
 
@@ -294,4 +295,31 @@ fn the_same_view_is_prepared_once_and_another_view_gets_its_own_vectors() {
     let after = block_on(router.prepare(&changed)).unwrap();
     assert_eq!(counter.0.load(Ordering::SeqCst), 3);
     assert_ne!(after[0].1, first[0].1);
+}
+
+#[test]
+fn views_embed_each_tool_text_once_and_rank_one_list_each() {
+    let counter = Markers::default();
+    let router = EmbeddingRouter::new(counter.clone())
+        .with_views([ToolView::Joined, ToolView::NameDescription]);
+    // The parameter names hold "code": only the joined view sees it.
+    let spec = ToolSpec::builder("deploy")
+        .description("money")
+        .parameters(json!({"type": "object", "properties": {"code_ref": {"type": "string"}}}))
+        .build()
+        .unwrap();
+    let deploy = ToolHandle::new(CatalogTool::new(spec)).unwrap();
+    let tools = Toolset::from_tools([tool("weather", "sky sky", "w"), deploy]);
+    let views = block_on(router.rank_views(&tools, "code", 2)).unwrap();
+    assert_eq!(
+        counter.0.load(Ordering::SeqCst),
+        4 + 1,
+        "two texts per tool, one query"
+    );
+    let best: Vec<&str> = views.iter().map(|v| v[0].name.as_str()).collect();
+    assert_eq!(best, ["deploy", "deploy"]);
+    assert!(views[0][0].score > views[1][0].score, "{views:?}");
+    // `rank` scores a tool by its best view.
+    let hits = block_on(router.rank(&tools, "code", 1)).unwrap();
+    assert_eq!(hits[0].score, views[0][0].score);
 }

@@ -321,3 +321,49 @@ fn an_elliptical_turn_is_embedded_with_the_previous_one_and_batches_embed_it_ahe
         ranking.tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
 }
+
+/// A catalog tool with these parameters, all required.
+fn with_params(
+    name: &str,
+    description: &str,
+    params: serde_json::Value,
+) -> toolbelt_core::ToolHandle {
+    let required: Vec<String> = params
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let spec = toolbelt_core::ToolSpec::builder(name)
+        .description(description)
+        .parameters(
+            serde_json::json!({"type": "object", "properties": params, "required": required}),
+        )
+        .build()
+        .unwrap();
+    toolbelt_core::ToolHandle::new(toolbelt_router::CatalogTool::new(spec)).unwrap()
+}
+
+#[test]
+fn a_tool_needing_numbers_the_request_lacks_ranks_below_its_near_duplicate() {
+    let coordinates = with_params(
+        "weather_by_coordinates",
+        "Current weather for a place",
+        serde_json::json!({"latitude": {"type": "number"}, "longitude": {"type": "number"}}),
+    );
+    let city = with_params(
+        "weather_by_city",
+        "Current weather for a place",
+        serde_json::json!({"city": {"type": "string"}}),
+    );
+    let tools = toolbelt_core::Toolset::from_tools([coordinates, city]);
+    let rank = |weight: f32, input: &str| {
+        let router =
+            HybridRouter::default().with_config(HybridConfig::default().with_value_weight(weight));
+        block_on(router.rank(&tools, input, 2)).tools[0]
+            .name
+            .clone()
+    };
+    // The words favour the coordinates tool; the request has no numbers for it.
+    let input = "current weather by coordinates for the place Lyon";
+    assert_eq!(rank(0.0, input), "weather_by_coordinates");
+    assert_eq!(rank(1.0, input), "weather_by_city");
+}

@@ -143,9 +143,21 @@ pub(crate) struct RouteArgs {
     /// The embedding model reads Chinese, Japanese and Korean too (otherwise mostly-CJK input skips the embedding signal).
     #[arg(long)]
     embedder_multilingual: bool,
-    /// Weight of the embedding ranking in the hybrid router (lexical and keyword weigh 1; 1.5 was best on the eval dev split).
-    #[arg(long, value_name = "W", default_value_t = 1.5)]
-    embedding_weight: f32,
+    /// Weight of the embedding ranking in the hybrid router, shared by its views (lexical and
+    /// keyword weigh 1; default: `HybridConfig::default()`, see docs/ROUTING.md).
+    #[arg(long, value_name = "W")]
+    embedding_weight: Option<f32>,
+    /// How the hybrid router fuses its rankings: `zscore` (default), `scores` (best-normalised) or `rrf`.
+    #[arg(long, value_name = "HOW")]
+    fusion: Option<String>,
+    /// The texts of each tool the (MiniLM) embedding compares the request with, comma-separated:
+    /// `joined`, `name-description`, `full` (default `joined,name-description`).
+    #[arg(long, value_name = "VIEWS", value_delimiter = ',')]
+    embedding_views: Vec<String>,
+    /// Weight of the value fit in the hybrid router (a request's numbers, dates, addresses and
+    /// enum values against each tool's required parameters; 0 turns it off).
+    #[arg(long, value_name = "W")]
+    value_weight: Option<f32>,
     /// Also route to the tools of the MCP servers in this `mcpServers` JSON file.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
@@ -305,8 +317,20 @@ fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> 
     let embedder = toolbelt_router::LocalEmbedder::from_dir(&dir)
         .with_context(|| format!("embedding model {}", dir.display()))?
         .with_multilingual(args.embedder_multilingual);
+    let mut views = Vec::new();
+    for name in &args.embedding_views {
+        views.push(toolbelt_router::ToolView::parse(name).with_context(|| {
+            format!("--embedding-views: `{name}` is not one of joined, name-description, full")
+        })?);
+    }
+    if views.is_empty() && args.router == RouterName::Hybrid {
+        views = vec![
+            toolbelt_router::ToolView::Joined,
+            toolbelt_router::ToolView::NameDescription,
+        ];
+    }
     Ok(Some(with_cache_and_progress(
-        EmbeddingRouter::new(embedder),
+        EmbeddingRouter::new(embedder).with_views(views),
         args,
     )))
 }
@@ -392,11 +416,10 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             _ => router,
         }
     };
-    // The hybrid router adds MiniLM only when asked (--embedder-dir): with USE-multilingual it
-    // cost 4 times the time per query for no consistent gain (docs/ROUTING.md).
+    // The hybrid router ranks English (non-CJK) input with MiniLM and CJK input with
+    // USE-multilingual, each where its model is found (docs/ROUTING.md).
     let embedding = match args.router {
-        RouterName::Hybrid if args.embedder_dir.is_some() => local_embedding(args)?,
-        RouterName::Embedding => local_embedding(args)?,
+        RouterName::Hybrid | RouterName::Embedding => local_embedding(args)?,
         _ => None,
     };
     let multilingual = match args.router {
@@ -413,7 +436,30 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             err,
             "note: no embedding model found (scripts/fetch-model.sh fetches them into target/models); routing without embeddings"
         )?;
+    } else if args.router == RouterName::Hybrid {
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "router: hybrid, BM25{}{}",
+            if embedding.is_some() {
+                " + MiniLM (non-CJK input)"
+            } else {
+                ""
+            },
+            match (&embedding, &multilingual) {
+                (Some(_), Some(_)) => " + USE-multilingual (CJK input)",
+                (None, Some(_)) => " + USE-multilingual",
+                _ => "",
+            }
+        )?;
     }
+    let fusion = match args.fusion.as_deref() {
+        None => None,
+        Some("zscore") => Some(toolbelt_router::Fusion::ZScore),
+        Some("scores") => Some(toolbelt_router::Fusion::Scores),
+        Some("rrf") => Some(toolbelt_router::Fusion::Rrf { k: 60.0 }),
+        Some(other) => bail!("--fusion {other:?} is not one of zscore, scores, rrf"),
+    };
     Ok(match args.router {
         RouterName::Bm25 => Built::Other(AnyRouter::new(lexical(config).with_top_k(top_k))),
         RouterName::Bm25Plain => Built::Other(AnyRouter::new(
@@ -443,6 +489,8 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
             }
             let defaults = HybridConfig::default();
             let hybrid_config = HybridConfig::default()
+                .with_fusion(fusion.unwrap_or(defaults.fusion))
+                .with_value_weight(args.value_weight.unwrap_or(defaults.value_weight))
                 .with_multilingual_weights(
                     args.multilingual_weight
                         .unwrap_or(defaults.multilingual_weight),
@@ -458,7 +506,7 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
                 .with_weights(
                     defaults.lexical_weight,
                     defaults.keyword_weight,
-                    args.embedding_weight,
+                    args.embedding_weight.unwrap_or(defaults.embedding_weight),
                 );
             let mut router = HybridRouter::new(lexical(config)).with_config(hybrid_config);
             if let Some(groups) = groups {
