@@ -34,8 +34,9 @@ pub enum Fusion {
     /// lexical ranking does not list scores 0 there. Signals on different scales (BM25,
     /// cosines, keyword hits) then count alike without weights set by hand for a catalog;
     /// a ranking whose scores are all equal adds nothing. A request no embedding ranked
-    /// (no model, or a model that does not read its script) is fused as with
-    /// [`Fusion::Scores`]: the adaptive cut and the keyword groups' weight were set for that.
+    /// (no model, or a model that does not read its script), and any request of a router
+    /// without the MiniLM embedding (USE alone), is fused as with [`Fusion::Scores`]: the
+    /// adaptive cut and the keyword groups' weight were set for that.
     ZScore,
 }
 
@@ -587,7 +588,7 @@ impl HybridRouter {
         // A first (or changed) toolset is indexed on the blocking pool.
         self.lexical.prepare_async(toolset).await;
         // Z-scores need every tool's score for their mean and spread.
-        let n = if cfg.fusion == Fusion::ZScore {
+        let n = if cfg.fusion == Fusion::ZScore && self.has_minilm() {
             toolset.len().max(cfg.candidates).max(k)
         } else {
             cfg.candidates.max(k)
@@ -671,7 +672,11 @@ impl HybridRouter {
         }
         rankings.push((&context, context_weight));
         rankings.push((&learned, cfg.learned_weight));
-        let dense = embedding.iter().chain(&multilingual).any(|v| !v.is_empty());
+        // Z-score fusion was measured with MiniLM beside USE (ADR 0053). A router with USE
+        // alone (the server's and `toolbelt run`'s until they load MiniLM) keeps the
+        // best-normalised fusion its weights and adaptive cut were set for.
+        let dense =
+            self.has_minilm() && embedding.iter().chain(&multilingual).any(|v| !v.is_empty());
         let mut fused = self.fuse(&rankings, toolset.len(), dense);
         self.add_value_fit(toolset, input, &mut fused, dense);
         fused.truncate(k);
@@ -800,6 +805,16 @@ impl HybridRouter {
         } else {
             Vec::new()
         }
+    }
+
+    /// Whether the MiniLM embedding ranks here (configured, or its slot filled): z-score
+    /// fusion applies only then.
+    fn has_minilm(&self) -> bool {
+        self.embedding.is_some()
+            || self
+                .embedding_slot
+                .as_ref()
+                .is_some_and(|slot| slot.get().is_some())
     }
 
     /// One ranking from several; `tools` is the toolset's size (for z-scores), `dense`

@@ -68,7 +68,7 @@ fn dangerous_tools_need_approval_by_default() {
         ("http_request", true, true),
         ("memory_forget", true, false),
         ("memory_store", true, false),
-        ("routine", true, false),
+        ("routine", true, true),
         ("shell_exec", true, true),
         ("todo_add", true, false),
         ("todo_update", true, false),
