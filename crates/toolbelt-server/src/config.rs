@@ -246,19 +246,13 @@ impl ServerConfig {
     pub fn http_config(&self) -> Result<toolbelt_tools::HttpConfig, ConfigError> {
         let mut http = toolbelt_tools::HttpConfig::new();
         for (index, host) in self.outbound_hosts.iter().enumerate() {
-            let bare = host.trim_matches(['[', ']']);
-            if bare.is_empty()
-                || !bare
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
-            {
-                return Err(ConfigError::BadAllowList {
+            http = http
+                .try_allow_host(host)
+                .map_err(|reason| ConfigError::BadAllowList {
                     key: "outbound_hosts",
                     index,
-                    reason: format!("`{host}` is not a host name or an IP address"),
-                });
-            }
-            http = http.allow_host(host.clone());
+                    reason,
+                })?;
         }
         for (index, net) in self.outbound_nets.iter().enumerate() {
             http = http.allow_net(net).map_err(|e| ConfigError::BadAllowList {

@@ -75,6 +75,23 @@ impl HttpConfig {
         Self::default()
     }
 
+    /// As [`HttpConfig::allow_host`], refusing what is not a host name or an IP address (an
+    /// entry from a configuration file or a tool definition).
+    ///
+    /// # Errors
+    /// The reason, naming the entry.
+    pub fn try_allow_host(self, host: &str) -> Result<Self, String> {
+        let bare = host.trim_matches(['[', ']']);
+        if bare.is_empty()
+            || !bare
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
+        {
+            return Err(format!("`{host}` is not a host name or an IP address"));
+        }
+        Ok(self.allow_host(host))
+    }
+
     /// Opens a host name (`localhost`, `intranet.example`): whatever it resolves to is allowed.
     #[must_use]
     pub fn allow_host(mut self, host: impl Into<String>) -> Self {

@@ -162,17 +162,9 @@ impl HttpDef {
             return Err(DefinitionError::new("http.timeout_ms", "must be 1 or more"));
         }
         for (i, host) in self.allow_hosts.iter().enumerate() {
-            let bare = host.trim_matches(['[', ']']);
-            if bare.is_empty()
-                || !bare
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
-            {
-                return Err(DefinitionError::new(
-                    format!("http.allow_hosts[{i}]"),
-                    format!("`{host}` is not a host name or an IP address"),
-                ));
-            }
+            HttpConfig::new()
+                .try_allow_host(host)
+                .map_err(|reason| DefinitionError::new(format!("http.allow_hosts[{i}]"), reason))?;
         }
         let allow_nets = self
             .allow_nets
