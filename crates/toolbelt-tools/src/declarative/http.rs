@@ -1,5 +1,6 @@
 //! [`HttpTool`]: an HTTP request template sent through the web group's SSRF guard.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -258,8 +259,11 @@ impl HttpTool {
     }
 
     /// The configuration to send with: the host's, plus this tool's allow-list when it has one.
-    fn config(&self, ctx: &ToolContext, nets: &[IpNet]) -> HttpConfig {
-        let base = ctx.get::<HttpConfig>().cloned().unwrap_or_default();
+    fn config<'c>(&self, ctx: &'c ToolContext, nets: &[IpNet]) -> Cow<'c, HttpConfig> {
+        let base = match ctx.get::<HttpConfig>() {
+            Some(base) => Cow::Borrowed(base),
+            None => Cow::Owned(HttpConfig::default()),
+        };
         if self.def.allow_hosts.is_empty() && nets.is_empty() {
             return base;
         }
@@ -270,11 +274,11 @@ impl HttpTool {
         if let Some((from, own)) = cached.as_ref()
             && from.same_allow_list(&base)
         {
-            return own.clone();
+            return Cow::Owned(own.clone());
         }
         let own = base.with_allowed(&self.def.allow_hosts, nets);
-        *cached = Some((base, own.clone()));
-        own
+        *cached = Some((base.into_owned(), own.clone()));
+        Cow::Owned(own)
     }
 
     async fn send(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
