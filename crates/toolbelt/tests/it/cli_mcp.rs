@@ -385,11 +385,11 @@ fn reexported_mcp_tools_keep_images_and_structured_content() {
 fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.txt"), "from the server\n").unwrap();
     let addr = free_addr();
     let db = format!("sqlite://{}", dir.path().join("t.db").display());
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("a.txt"), "from the server\n").unwrap();
     // `--dev` on loopback: no token (the token checks are the server crate's tests).
     let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args([
