@@ -27,7 +27,8 @@ pub struct McpServerBody {
     /// Whether to connect to it (default true).
     #[serde(default)]
     pub enabled: Option<bool>,
-    /// The revision being replaced; required to change an existing server.
+    /// The revision being replaced: the change is refused (412) when another came first.
+    /// Without it an existing server's configuration is replaced as it is.
     #[serde(default)]
     pub revision: Option<i64>,
 }
@@ -126,7 +127,8 @@ pub(crate) async fn get_mcp_server(
     Ok(Json(view(&state, record).await))
 }
 
-/// Creates an MCP server (201) or replaces its configuration (200, with `revision`). The
+/// Creates an MCP server (201) or replaces its configuration (200). With `revision` only that
+/// revision is replaced (412 when it is not the current one); without, whatever is stored. The
 /// server connects to it at once and imports its tools.
 #[utoipa::path(put, path = "/api/v1/mcp-servers/{name}", tag = "mcp", request_body = McpServerBody,
     params(("name" = String, Path, description = "Server name: letters, digits, `_` and `-`")),
@@ -164,9 +166,19 @@ pub(crate) async fn put_mcp_server(
             message: p.message,
         }])
     })?;
-    let created = body.revision.is_none();
+    // PUT replaces: without a revision the current one is replaced, whatever it is; with one,
+    // only that revision (412 when another change came first).
+    let revision = match body.revision {
+        Some(revision) => Some(revision),
+        None => match store.get_mcp_server(&name).await {
+            Ok(current) => Some(current.revision),
+            Err(toolbelt_store::StoreError::NotFound { .. }) => None,
+            Err(e) => return Err(store_problem(e)),
+        },
+    };
+    let created = revision.is_none();
     let mut record = store
-        .put_mcp_server(&name, &body.config, body.revision)
+        .put_mcp_server(&name, &body.config, revision)
         .await
         .map_err(|e| store_problem(e).with_code_if("already_exists", "mcp_server_exists"))?;
     if let Some(enabled) = body.enabled

@@ -87,8 +87,10 @@ async fn a_stored_mcp_server_is_connected_called_disabled_and_deleted() {
             )
             .await;
             assert!(echoed.to_string().contains("stored and served"), "{echoed}");
-            // Creating it twice is a conflict; a changed config needs the revision.
-            problem_of(put(json!({"config": config})).await.unwrap(), 409, "mcp_server_exists").await;
+            // PUT again replaces it (200, a new revision); a stale revision is refused.
+            let replaced = json_of(put(json!({"config": config})).await.unwrap(), 200).await;
+            assert_eq!(replaced["revision"], 2, "{replaced}");
+            problem_of(put(json!({"config": config, "revision": 1})).await.unwrap(), 412, "revision_mismatch").await;
             // Bad configurations are refused naming the field, and nothing changes.
             let bad = problem_of(
                 put(json!({"config": {"url": "ftp://example.test"}, "revision": 1})).await.unwrap(),
