@@ -1,8 +1,10 @@
 //! Importing the server's own OpenAPI document into itself, and calling the imported
 //! `list_tools` over real HTTP.
 //!
-//! The call goes through the library with loopback allowed: the server's own HTTP tools
-//! refuse loopback addresses (SSRF guard) and it has no allow-list to open them yet.
+//! Here the call goes through the library with loopback allowed; the same round trip through a
+//! running `toolbelt serve --outbound-net 127.0.0.1/32` (the secret from its environment, the
+//! call through `POST /api/v1/tools/{name}/call`) is the CLI's test
+//! `cli_import::the_servers_own_api_is_imported_listed_and_called_through_the_server`.
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};

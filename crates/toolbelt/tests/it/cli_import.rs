@@ -95,3 +95,78 @@ async fn a_document_is_imported_then_a_changed_one_versions_only_its_change() {
         "{bad}"
     );
 }
+
+/// The README's walk-through: a service's OpenAPI document (here the server's own API) is
+/// imported through the server, its internal host allow-listed with `--outbound-net`, the new
+/// tools listed with `tools ls --server` and one called with `tools call --server`.
+#[test]
+fn the_servers_own_api_is_imported_listed_and_called_through_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let admin = ok(&toolbelt(
+        &db,
+        &["tokens", "create", "importer", "--scope", "admin"],
+    ));
+    let admin = admin.trim();
+    let (mut server, port) = crate::cli_serve::serve_env(
+        dir.path(),
+        &db,
+        &["--outbound-net", "127.0.0.1/32"],
+        &[
+            ("TOOLBELT_NO_EMBEDDER", "1"),
+            ("TOOLBELT_SECRET_TB_BEARER", admin),
+        ],
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    let remote = |args: &[&str]| {
+        crate::run_with_stdin(
+            Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+                .env("TOOLBELT_SERVER", &base)
+                .env("TOOLBELT_TOKEN", admin)
+                .env_remove("TOOLBELT_DATABASE_URL")
+                .args(args),
+            "",
+        )
+    };
+    let document = format!("{base}/api/v1/openapi.json");
+    let imported = ok(&remote(&[
+        "tools",
+        "import",
+        "openapi",
+        &document,
+        "--prefix",
+        "tb_",
+        "--base-url",
+        &base,
+    ]));
+    assert!(imported.contains(" created"), "{imported}");
+    let listed = ok(&remote(&[
+        "tools",
+        "ls",
+        "--source",
+        "http",
+        "-q",
+        "tb_list_tools",
+    ]));
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("  tb_list_tools "))
+        .unwrap_or_default();
+    assert!(line.contains(" http  read-only  auto  "), "{listed}");
+    let called = ok(&remote(&[
+        "tools",
+        "call",
+        "tb_list_tools",
+        r#"{"q": "file_read", "source": "compiled"}"#,
+    ]));
+    let page: Value = serde_json::from_str(&called).unwrap();
+    let names: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["file_read"], "{called}");
+    server.kill().unwrap();
+    let _ = server.wait();
+}
