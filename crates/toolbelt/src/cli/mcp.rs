@@ -17,7 +17,7 @@ use toolbelt_core::{ApprovalPolicy, Effect, Executor, Registry, Selection};
 use toolbelt_mcp::{McpClient, McpConfig, McpServer};
 use toolbelt_router::{HybridRouter, KeywordRouter, LexicalRouter, SearchTools};
 use toolbelt_server::{ConfigToken, Scope, TokenBook};
-use toolbelt_tools::{BuiltinConfig, Workspace};
+use toolbelt_tools::{BuiltinConfig, Memory, MemoryScope, Routines, Workspace};
 
 /// How long `toolbelt mcp tools` and `--mcp-config` wait for each server to start.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,10 +74,21 @@ pub(crate) struct ServeArgs {
     /// environment variable's value.
     #[arg(long, value_name = "VAR", requires = "http")]
     token_env: Option<String>,
-    /// With --http: also accept the unrevoked tokens of this database (`toolbelt tokens
-    /// create ... --scope run`), like `toolbelt serve`.
-    #[arg(long, value_name = "URL", requires = "http")]
+    /// Keep the memory (`memory_*` tools) and the routines (`routine` tool) in this database,
+    /// as the agent `--agent` (`toolbelt serve` on the same database runs the routines); with
+    /// --http, also accept its unrevoked tokens (`toolbelt tokens create ... --scope run`).
+    /// Without it those tools are not served.
+    #[arg(long, value_name = "URL")]
     database_url: Option<String>,
+    /// With --database-url: whose memory the client reads and writes, and the agent its
+    /// routines run.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "default",
+        requires = "database_url"
+    )]
+    agent: String,
     /// With --http: another host name clients reach the server by (the `Host` check refuses
     /// names not listed; loopback names and the bound address always pass). Repeatable.
     #[arg(long = "allow-host", value_name = "NAME", requires = "http")]
@@ -131,8 +142,36 @@ pub(crate) async fn import(
     Ok(clients)
 }
 
+/// The built-in tools' configuration of `mcp serve`: the workspace and, with a database, the
+/// memory of `agent` and routines that run it.
+fn builtins(
+    workspace: Workspace,
+    store: Option<&toolbelt_store::Store>,
+    agent: &str,
+) -> BuiltinConfig {
+    let config = BuiltinConfig::new(workspace);
+    match store {
+        Some(store) => config
+            .with_memory(Memory::new(
+                Arc::new(store.memory()),
+                MemoryScope::agent(agent),
+            ))
+            .with_routines(Routines::new(Arc::new(store.routines()), agent)),
+        None => config,
+    }
+}
+
+/// The tools of [`NEEDS_AN_AGENT_HOST`] a database provides (`--database-url`).
+const FROM_THE_DATABASE: &[&str] = &[
+    "memory_store",
+    "memory_recall",
+    "memory_forget",
+    "memory_list",
+    "routine",
+];
+
 /// Built-in tools that need what only an agent's host provides, and what that is: `toolbelt
-/// mcp serve` has none of it, so it does not offer them.
+/// mcp serve` does not offer them, except memory and routines with `--database-url`.
 const NEEDS_AN_AGENT_HOST: &[(&str, &str)] = &[
     ("self_info", "a running agent to describe"),
     ("config", "a server configuration to show"),
@@ -144,22 +183,28 @@ const NEEDS_AN_AGENT_HOST: &[(&str, &str)] = &[
     ("routine", "a scheduler to run routines"),
 ];
 
-/// Takes the tools `toolbelt mcp serve` cannot run out of `registry`; an explicit `--groups`
-/// that names one of them is refused, saying why.
-fn hide_host_only_tools(registry: &Registry, groups: Option<&str>) -> anyhow::Result<()> {
+/// Takes the tools `toolbelt mcp serve` cannot run out of `registry` (memory and routines stay
+/// when `with_store`); an explicit `--groups` that names one of them is refused, saying why.
+fn hide_host_only_tools(
+    registry: &Registry,
+    groups: Option<&str>,
+    with_store: bool,
+) -> anyhow::Result<()> {
+    let hidden = |name: &str| !(with_store && FROM_THE_DATABASE.contains(&name));
     if let Some(groups) = groups.filter(|g| g.trim() != "*") {
         let chosen = registry
             .resolve(&Selection::parse(groups).context("--groups")?)
             .context("--groups")?;
         let refused: Vec<String> = NEEDS_AN_AGENT_HOST
             .iter()
-            .filter(|(name, _)| chosen.contains(name))
+            .filter(|(name, _)| hidden(name) && chosen.contains(name))
             .map(|(name, what)| format!("`{name}` needs {what}"))
             .collect();
         if !refused.is_empty() {
             anyhow::bail!(
                 "`toolbelt mcp serve` cannot serve these tools: {}; agents get them from \
-                 `toolbelt serve` or `toolbelt run`. Leave them out of --groups",
+                 `toolbelt serve` or `toolbelt run` (memory and routines: give --database-url). \
+                 Leave them out of --groups",
                 refused.join(", ")
             );
         }
@@ -167,7 +212,7 @@ fn hide_host_only_tools(registry: &Registry, groups: Option<&str>) -> anyhow::Re
     let present: Vec<&str> = NEEDS_AN_AGENT_HOST
         .iter()
         .map(|(name, _)| *name)
-        .filter(|name| registry.contains(name))
+        .filter(|name| hidden(name) && registry.contains(name))
         .collect();
     registry
         .remove_tools(present)
@@ -181,8 +226,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => import(&registry, path).await?,
         None => Vec::new(),
     };
+    let store = match &args.database_url {
+        Some(url) => {
+            toolbelt_host::paths::prepare_database(url)?;
+            let store = toolbelt_store::Store::open(url).await.with_context(|| {
+                format!(
+                    "--database-url: could not open {}",
+                    toolbelt_store::redacted_url(url)
+                )
+            })?;
+            // Recall ranks by meaning too when the multilingual model is found, as elsewhere.
+            if let Some(embedder) = super::models::memory_embedder() {
+                store.set_memory_embedder(embedder);
+            }
+            Some(store)
+        }
+        None => None,
+    };
     // After the import, so that --groups may name the imported servers' tags.
-    hide_host_only_tools(&registry, args.groups.as_deref())?;
+    hide_host_only_tools(&registry, args.groups.as_deref(), store.is_some())?;
     let selection = args
         .groups
         .as_deref()
@@ -202,12 +264,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => Workspace::current_dir(),
     }
     .context("opening the workspace root")?;
+    // The file tools never touch the database or the secrets file, should they lie here.
+    let mut kept = toolbelt_host::paths::KeptData::new().secrets_file_from_env();
+    if let Some(url) = &args.database_url {
+        kept = kept.database(url.clone());
+    }
+    let workspace = workspace.with_reserved(kept.reserved_paths());
     let server = McpServer::from_registry(
         registry,
         selection,
         Executor::builder().policy(policy).build(),
     )
-    .with_extensions(BuiltinConfig::new(workspace).extensions())
+    .with_extensions(builtins(workspace, store.as_ref(), &args.agent).extensions())
     .with_unavailable(move |name| {
         // A tool of an imported server that went down: say so rather than "unknown tool".
         clients
@@ -230,7 +298,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     match &args.http {
         None => server.serve_stdio().await?,
         Some(addr) => {
-            let tokens = http_tokens(&args).await?;
+            let tokens = http_tokens(&args, store.as_ref()).await?;
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding {addr}"))?;
@@ -265,7 +333,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The tokens `--http` accepts: `--token-env`'s value and `--database-url`'s stored tokens.
-async fn http_tokens(args: &ServeArgs) -> anyhow::Result<TokenBook> {
+async fn http_tokens(
+    args: &ServeArgs,
+    store: Option<&toolbelt_store::Store>,
+) -> anyhow::Result<TokenBook> {
     let mut configured = Vec::new();
     if let Some(var) = &args.token_env {
         let token = std::env::var(var)
@@ -280,14 +351,8 @@ async fn http_tokens(args: &ServeArgs) -> anyhow::Result<TokenBook> {
         });
     }
     let mut book = TokenBook::from_config(&configured).context("--token-env")?;
-    if let Some(url) = &args.database_url {
-        let store = toolbelt_store::Store::open(url).await.with_context(|| {
-            format!(
-                "--database-url: could not open {}",
-                toolbelt_store::redacted_url(url)
-            )
-        })?;
-        book = book.with_store(store);
+    if let Some(store) = store {
+        book = book.with_store(store.clone());
     }
     Ok(book)
 }

@@ -493,7 +493,71 @@ fn mcp_serve_offers_no_tool_it_cannot_run_and_refuses_to_be_asked_for_one() {
     assert!(!out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        "error: `toolbelt mcp serve` cannot serve these tools: `memory_store` needs an agent's memory, `memory_recall` needs an agent's memory, `memory_forget` needs an agent's memory, `memory_list` needs an agent's memory; agents get them from `toolbelt serve` or `toolbelt run`. Leave them out of --groups"
+        "error: `toolbelt mcp serve` cannot serve these tools: `memory_store` needs an agent's memory, `memory_recall` needs an agent's memory, `memory_forget` needs an agent's memory, `memory_list` needs an agent's memory; agents get them from `toolbelt serve` or `toolbelt run` (memory and routines: give --database-url). Leave them out of --groups"
+    );
+}
+
+#[test]
+fn mcp_serve_with_a_database_serves_an_agents_memory() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let db = format!("sqlite://{}", dir.path().join("m.db").display());
+    let calls = json!([
+        ["memory_store", {"text": "The user prefers short answers"}],
+        ["memory_list", {}]
+    ]);
+    let report = py_client(
+        &python,
+        "legacy",
+        "none",
+        &[
+            "stdio",
+            bin,
+            "mcp",
+            "serve",
+            "--groups",
+            "memory,routine",
+            "--database-url",
+            &db,
+            "--agent",
+            "helper",
+        ],
+        calls,
+        dir.path(),
+    );
+    let mut names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "memory_forget",
+            "memory_list",
+            "memory_recall",
+            "memory_store",
+            "routine"
+        ]
+    );
+    let results = texts(&report);
+    assert!(!results[0].1 && !results[1].1, "{results:?}");
+    assert!(
+        results[1].0.contains("The user prefers short answers"),
+        "{results:?}"
+    );
+    // The memory is the agent's, in the database: the CLI reads it there.
+    let listed = Command::new(bin)
+        .args(["memory", "ls", "--agent", "helper", "--database-url", &db])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("The user prefers short answers"),
+        "{listed}"
     );
 }
 
