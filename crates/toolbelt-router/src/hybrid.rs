@@ -131,6 +131,15 @@ pub struct HybridConfig {
     /// ("now do the same for staging", "英伟达呢？") says too little alone, and its
     /// embedding then ranks whatever is nearest to a few words.
     pub join_unsure_turns: bool,
+    /// Tools a request about the workspace always gets (default none: the rule is off).
+    /// With some, a request that names a file, folder, directory, project or repository (in
+    /// English or Chinese, or a file name such as `data.csv`) gets those of them in the
+    /// toolset when none is ranked, in place of the lowest-ranked others, and is never
+    /// answered without tools; a keyword group holding one of them then makes the router
+    /// sure only for such a request or with two of its keywords ("write a poem" is not a
+    /// file to write). `toolbelt run` sets `file_search`, `list_dir` and `file_read` for
+    /// small models.
+    pub workspace_tools: Vec<String>,
     /// Weight of the value fit (default 0.5): among the best [`HybridConfig::candidates`],
     /// a tool whose required parameters ask for a kind of value the request lacks (a
     /// number, a date, an e-mail address) loses up to this much, and one whose enum
@@ -169,6 +178,7 @@ impl Default for HybridConfig {
             embedding_confidence: true,
             join_unsure_turns: true,
             value_weight: 0.5,
+            workspace_tools: Vec::new(),
         }
     }
 }
@@ -267,6 +277,17 @@ impl HybridConfig {
     #[must_use]
     pub fn with_embedding_confidence(mut self, on: bool) -> Self {
         self.embedding_confidence = on;
+        self
+    }
+
+    /// Sets the tools a request about the workspace always gets (see
+    /// [`HybridConfig::workspace_tools`]; empty turns the rule off).
+    #[must_use]
+    pub fn with_workspace_tools<S: Into<String>>(
+        mut self,
+        tools: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.workspace_tools = tools.into_iter().map(Into::into).collect();
         self
     }
 
@@ -599,6 +620,7 @@ impl HybridRouter {
             mut reason,
             groups,
             keyword,
+            keyword_sure,
             joined,
         } = self.plan(toolset, input, recent, n);
         let embedded = joined.as_deref().unwrap_or(input);
@@ -684,7 +706,7 @@ impl HybridRouter {
             tools: fused,
             groups,
             confident: lexical_ok
-                || !keyword.is_empty()
+                || keyword_sure
                 || (cfg.embedding_confidence && (embedding_ok || multilingual_ok))
                 || !learned.is_empty(),
             reason,
@@ -733,11 +755,23 @@ impl HybridRouter {
             && (!lexical_ok || (short_follow_up && coverage.is_some_and(|c| c.words < 2)));
         let mut groups = Vec::new();
         let mut keyword = Vec::new();
+        let mut keyword_sure = false;
+        // The workspace rule: a group of workspace tools needs a workspace word or two hits.
+        let guarded = !cfg.workspace_tools.is_empty() && !crate::keyword::mentions_workspace(input);
         if let Some(router) = &self.keyword {
             for (group, hits) in router.matching_groups(input) {
                 let tools = KeywordRouter::group_tools(group, toolset);
                 if tools.is_empty() {
                     continue;
+                }
+                let workspace_group = tools.iter().any(|t| cfg.workspace_tools.contains(t));
+                if guarded && workspace_group && hits < 2 {
+                    reason.push_str(&format!(
+                        "; keyword {} alone does not name the workspace",
+                        group.name
+                    ));
+                } else {
+                    keyword_sure = true;
                 }
                 groups.push(group.name.clone());
                 for name in tools {
@@ -776,6 +810,7 @@ impl HybridRouter {
             reason,
             groups,
             keyword,
+            keyword_sure,
             joined,
         }
     }
@@ -978,6 +1013,9 @@ impl HybridRouter {
                 }
             }
         }
+        if !empty {
+            self.add_workspace_tools(request, &mut tools, &mut reason);
+        }
         self.add_extras(request, &mut tools);
         if tools.is_empty() && !ranking.confident && cfg.low_confidence == LowConfidence::NoTools {
             return RouteDecision::direct("hybrid", format!("{reason}: answering without tools"));
@@ -985,6 +1023,42 @@ impl HybridRouter {
         let mut d = RouteDecision::tools("hybrid", tools, reason);
         d.groups = ranking.groups;
         d
+    }
+
+    /// The workspace rule ([`HybridConfig::workspace_tools`]): a request that names the
+    /// workspace and got none of those tools gets the ones in the toolset, in place of the
+    /// lowest-ranked others beyond `max_k`.
+    fn add_workspace_tools(
+        &self,
+        request: &RouteRequest,
+        tools: &mut Vec<ScoredTool>,
+        reason: &mut String,
+    ) {
+        let cfg = &self.config;
+        if cfg.workspace_tools.is_empty()
+            || tools.iter().any(|t| cfg.workspace_tools.contains(&t.name))
+            || !crate::keyword::mentions_workspace(&request.input)
+        {
+            return;
+        }
+        let add: Vec<&String> = cfg
+            .workspace_tools
+            .iter()
+            .filter(|t| request.toolset.contains(t))
+            .collect();
+        if add.is_empty() {
+            return;
+        }
+        tools.truncate(cfg.max_k.saturating_sub(add.len()));
+        let names: Vec<&str> = add.iter().map(|t| t.as_str()).collect();
+        reason.push_str(&format!(
+            "; the request names the workspace: sent {}",
+            names.join(", ")
+        ));
+        tools.extend(add.into_iter().map(|name| ScoredTool {
+            name: name.clone(),
+            score: 0.0,
+        }));
     }
 
     /// Adds pinned tools, tools used earlier, and small groups of chosen tools.
@@ -1043,6 +1117,8 @@ struct Plan {
     reason: String,
     groups: Vec<String>,
     keyword: Vec<ScoredTool>,
+    /// Whether a keyword group makes the router sure (see [`HybridConfig::workspace_tools`]).
+    keyword_sure: bool,
     joined: Option<String>,
 }
 

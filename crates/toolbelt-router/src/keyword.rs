@@ -239,6 +239,35 @@ const FILE_EXTENSIONS: &[&str] = &[
 
 /// `text` (lower-case) with every file name (a path-like run ending in
 /// `.ext` with a known extension) replaced by the word `file`.
+/// Words that name the workspace (lower case): its files, folders and project, in English
+/// and Chinese. A file name (`data.csv`) counts too.
+const WORKSPACE_WORDS: &[&str] = &[
+    "file",
+    "folder",
+    "directory",
+    "directories",
+    "dir",
+    "project",
+    "repo",
+    "repository",
+    "codebase",
+    "workspace",
+    "文件",
+    "目录",
+    "项目",
+    "仓库",
+    "代码库",
+    "工作区",
+];
+
+/// Whether `input` names the workspace: a word of [`WORKSPACE_WORDS`] or a file name.
+pub(crate) fn mentions_workspace(input: &str) -> bool {
+    let lowered = mask_file_names(&input.to_lowercase());
+    WORKSPACE_WORDS
+        .iter()
+        .any(|w| contains_keyword(&lowered, w))
+}
+
 fn mask_file_names(text: &str) -> String {
     let path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.' | '~');
     let mut out = String::with_capacity(text.len());

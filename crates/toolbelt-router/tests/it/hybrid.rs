@@ -367,3 +367,57 @@ fn a_tool_needing_numbers_the_request_lacks_ranks_below_its_near_duplicate() {
     assert_eq!(rank(0.0, input), "weather_by_coordinates");
     assert_eq!(rank(1.0, input), "weather_by_city");
 }
+
+/// The router `toolbelt run` builds for a small model (ADR 0046): no tools when unsure, two
+/// shared words for lexical confidence, the encoder never sure on its own, the workspace rule.
+fn small_model_router() -> AnyRouter {
+    AnyRouter::new(
+        HybridRouter::standard().with_config(
+            HybridConfig::default()
+                .with_k_range(1, 4)
+                .with_low_confidence(LowConfidence::NoTools)
+                .with_min_lexical_words(2)
+                .with_embedding_confidence(false)
+                .with_workspace_tools(["file_search", "list_dir", "file_read"]),
+        ),
+    )
+}
+
+#[test]
+fn explicit_workspace_questions_get_the_file_tools_even_for_small_models() {
+    let router = small_model_router();
+    let tools = builtins();
+    let file_tools = ["file_read", "file_search", "list_dir", "file_write", "file_edit"];
+    let mut wrong = Vec::new();
+    for input in [
+        "Which file in this folder mentions the word invoice?",
+        "How many rows does data.csv have?",
+        "List the markdown files in docs",
+        "Count the lines of main.py",
+        "Search the project for TODO comments",
+        "Find where the function parse_config is defined",
+        "What's in the notes folder?",
+        "Which files are in the src directory?",
+        "这个文件夹里哪个文件提到了发票？",
+        "统计一下 data.csv 有多少行",
+        "列出 docs 目录下的文件",
+    ] {
+        let d = block_on(router.route_or_fallback(&request(input, &tools)));
+        if d.outcome != RouteOutcome::Tools
+            || !d.tool_names().iter().any(|t| file_tools.contains(&t.as_str()))
+        {
+            wrong.push(format!("{input}: {:?} ({})", d.tool_names(), d.reason));
+        }
+    }
+    for input in [
+        "What is the capital of France? Answer in one word.",
+        "Tell me a joke about cats",
+        "写一首关于秋天的诗",
+    ] {
+        let d = block_on(router.route_or_fallback(&request(input, &tools)));
+        if d.outcome != RouteOutcome::Direct {
+            wrong.push(format!("{input}: {:?} ({})", d.tool_names(), d.reason));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -550,10 +550,12 @@ fn hybrid_router(
         .with_k_range(defaults.min_k.min(max_tools), defaults.max_k.min(max_tools));
     if !profile.tools_when_unsure {
         // One rare word shared with a description is not a reason to offer tools.
+        // An explicit question about the workspace's files always gets the file tools.
         config = config
             .with_low_confidence(LowConfidence::NoTools)
             .with_min_lexical_words(2)
-            .with_embedding_confidence(false);
+            .with_embedding_confidence(false)
+            .with_workspace_tools(["file_search", "list_dir", "file_read"]);
     } else if toolset > max_tools {
         config = config.with_low_confidence(LowConfidence::TopK(max_tools));
     }
