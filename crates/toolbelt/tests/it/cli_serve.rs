@@ -57,7 +57,12 @@ pub(crate) fn serve_on(dir: &Path, database: &str, args: &[&str]) -> (Child, u16
 }
 
 /// Like [`serve_on`], with `env` set.
-fn serve_env(dir: &Path, database: &str, args: &[&str], env: &[(&str, &str)]) -> (Child, u16) {
+pub(crate) fn serve_env(
+    dir: &Path,
+    database: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, u16) {
     let port = free_port();
     // The tools' workspace is a folder of its own: the database in `dir` must lie outside it.
     let workspace = dir.join("work");
