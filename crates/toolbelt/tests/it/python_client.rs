@@ -167,6 +167,10 @@ fn expected() -> Value {
         "waiting": {"status": "waiting", "pending": [["stamp", {"text": "hello"}]], "listed": true},
         "approved": true,
         "run": {"status": "succeeded", "answer": "Stamped.",
-            "tool_results": [["stamp", "stamped hello\n", false]], "events": null}
+            "tool_results": [["stamp", "stamped hello\n", false]], "events": null},
+        "reads": ["AgentDef", "StoredAgent", "ToolAvailability", "ToolSpec", "StoredTool",
+            "VersionView", "RunPage"],
+        "agent_def": {"tools": "tool:stamp", "approval_default": null},
+        "runs_listed": [true]
     })
 }

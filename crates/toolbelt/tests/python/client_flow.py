@@ -12,10 +12,10 @@ import sys
 import time
 
 from toolbelt_client import AuthenticatedClient
-from toolbelt_client.api.agents import bind_tool, create_agent
+from toolbelt_client.api.agents import agent_tools, bind_tool, create_agent, get_agent, get_stored_agent
 from toolbelt_client.api.approvals import list_approvals, resolve_approval
-from toolbelt_client.api.runs import get_run, start_run
-from toolbelt_client.api.tools import create_tool
+from toolbelt_client.api.runs import get_run, list_runs, start_run
+from toolbelt_client.api.tools import create_tool, get_stored, get_tool, versions
 from toolbelt_client.models import (
     AgentDraft,
     ApprovalBody,
@@ -110,6 +110,19 @@ def main(base_url: str, token: str) -> None:
         "tool_results": [(m.name, m.content, m.is_error) for m in tool_messages],
         "events": [e.type_ for e in run.events],
     }
+    # Every read of what the flow made parses into its model.
+    reads = [
+        get_agent.sync(id="clerk", client=client),
+        get_stored_agent.sync(id="clerk", client=client),
+        agent_tools.sync(id="clerk", client=client)[0],
+        get_tool.sync(name="stamp", client=client),
+        get_stored.sync(name="stamp", client=client),
+        versions.sync(name="stamp", client=client)[0],
+        list_runs.sync(client=client, agent="clerk"),
+    ]
+    report["reads"] = [type(r).__name__ for r in reads]
+    report["agent_def"] = {"tools": reads[0].tools, "approval_default": reads[0].approval.default}
+    report["runs_listed"] = [r.id == started.id for r in reads[6].items]
     print(json.dumps(report))
 
 
