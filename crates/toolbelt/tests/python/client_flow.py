@@ -12,7 +12,13 @@ import sys
 import time
 
 from toolbelt_client import AuthenticatedClient
-from toolbelt_client.api.agents import agent_tools, bind_tool, create_agent, get_agent, get_stored_agent
+from toolbelt_client.api.agents import (
+    agent_tools,
+    bind_tool,
+    create_agent,
+    get_agent,
+    get_stored_agent,
+)
 from toolbelt_client.api.approvals import list_approvals, resolve_approval
 from toolbelt_client.api.runs import get_run, list_runs, start_run
 from toolbelt_client.api.tools import create_tool, get_stored, get_tool, versions
@@ -59,8 +65,16 @@ def main(base_url: str, token: str) -> None:
     )
     # The definition makes it mutating in any case; the spec says so too, so the store shows it.
     policy = ToolPolicy(effect=Effect.MUTATING, needs_approval=True)
-    spec = ToolSpec(name="stamp", description="Prints a stamp with the text", parameters=parameters, policy=policy)
-    body = ToolBody(spec=spec, definition=CommandDefinition(command=CommandDef(argv=["echo", "stamped {{text}}"])))
+    spec = ToolSpec(
+        name="stamp",
+        description="Prints a stamp with the text",
+        parameters=parameters,
+        policy=policy,
+    )
+    body = ToolBody(
+        spec=spec,
+        definition=CommandDefinition(command=CommandDef(argv=["echo", "stamped {{text}}"])),
+    )
     tool = expect(create_tool.sync_detailed(client=client, body=body), 201, StoredTool)
     report["tool"] = {
         "name": tool.name,
@@ -72,9 +86,17 @@ def main(base_url: str, token: str) -> None:
     }
 
     # An agent with no tools of its own; the router sends every tool it has.
-    draft = AgentDraft(name="clerk", system_prompt="Stamp what you are asked to.", router=RouterSettings(strategy="none"))
+    draft = AgentDraft(
+        name="clerk",
+        system_prompt="Stamp what you are asked to.",
+        router=RouterSettings(strategy="none"),
+    )
     agent = expect(create_agent.sync_detailed(client=client, body=draft), 201, StoredAgent)
-    bound = expect(bind_tool.sync_detailed(id=agent.name, tool=tool.name, client=client, body=BindBody()), 200, StoredAgent)
+    bound = expect(
+        bind_tool.sync_detailed(id=agent.name, tool=tool.name, client=client, body=BindBody()),
+        200,
+        StoredAgent,
+    )
     report["agent"] = {
         "name": bound.name,
         "kind": bound.kind,
@@ -82,7 +104,11 @@ def main(base_url: str, token: str) -> None:
         "tools": [b.tool for b in bound.tools],
     }
 
-    started = expect(start_run.sync_detailed(id=agent.name, client=client, body=RunBody(input_="stamp hello")), 202, RunView)
+    started = expect(
+        start_run.sync_detailed(id=agent.name, client=client, body=RunBody(input_="stamp hello")),
+        202,
+        RunView,
+    )
     waiting = list_approvals.sync(client=client)
     if not all(isinstance(a, ApprovalView) for a in waiting):
         raise SystemExit(f"approvals are not ApprovalView: {waiting!r}")
@@ -92,7 +118,9 @@ def main(base_url: str, token: str) -> None:
         "listed": [a.id for a in waiting] == [a.id for a in started.pending_approvals],
     }
 
-    decided = resolve_approval.sync(id=waiting[0].id, client=client, body=ApprovalBody(decision=ApprovalDecision.APPROVE))
+    decided = resolve_approval.sync(
+        id=waiting[0].id, client=client, body=ApprovalBody(decision=ApprovalDecision.APPROVE)
+    )
     report["approved"] = isinstance(decided, ApprovalView) and decided.run_id == started.id
 
     deadline = time.monotonic() + 30
