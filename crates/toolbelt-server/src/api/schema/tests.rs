@@ -90,3 +90,16 @@ fn messages_of_every_role_read_back() {
         round_trip::<MessageSchema>(&message);
     }
 }
+
+#[test]
+fn stored_definitions_include_agent_tools() {
+    use toolbelt_host::tool_file::ToolFile;
+    let file: ToolFile = serde_json::from_value(
+        json!({"name": "ask_helper", "description": "d", "agent": {"agent": "helper"}}),
+    )
+    .unwrap();
+    let definition = file.to_draft("test").unwrap().definition.unwrap();
+    round_trip::<StoredDefinitionSchema>(&definition);
+    let twin: StoredDefinitionSchema = serde_json::from_value(definition).unwrap();
+    assert!(matches!(twin, StoredDefinitionSchema::Agent(_)), "{twin:?}");
+}
