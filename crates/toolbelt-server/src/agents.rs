@@ -49,7 +49,7 @@ pub struct AgentDef {
     pub max_iterations: u32,
     /// Which calls need a person's approval (`default`, `tools`, `tags`: `allow` / `ask` / `deny`).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::api::schema::ApprovalPolicySchema)]
     pub approval: ApprovalPolicy,
 }
 

@@ -10,6 +10,7 @@ pub mod mcp_servers;
 pub mod route;
 pub mod routines;
 pub mod runs;
+pub mod schema;
 pub mod skills;
 pub mod stats;
 pub mod tools;
@@ -123,12 +124,46 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
     let open = open
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz));
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(read)
         .merge(run)
         .merge(admin)
         .merge(open)
-        .split_for_parts()
+        .split_for_parts();
+    describe_responses(&mut doc);
+    (router, doc)
+}
+
+/// Gives every response without a description its status's reason phrase (`Not Found`).
+///
+/// OpenAPI 3.1 requires a description on each response and utoipa leaves it out when the
+/// annotation has none; generators refuse such documents (openapi-python-client drops them).
+fn describe_responses(doc: &mut utoipa::openapi::OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ];
+        for operation in operations.into_iter().flatten() {
+            for (status, response) in &mut operation.responses.responses {
+                if let utoipa::openapi::RefOr::T(response) = response
+                    && response.description.is_empty()
+                {
+                    response.description = StatusCode::from_bytes(status.as_bytes())
+                        .ok()
+                        .and_then(|s| s.canonical_reason())
+                        .unwrap_or("Response")
+                        .to_owned();
+                }
+            }
+        }
+    }
 }
 
 /// Answer for paths that do not exist.

@@ -166,7 +166,7 @@ pub struct RunDetail {
     #[serde(flatten)]
     pub run: RunView,
     /// The conversation as the model saw it last (no system prompt).
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<crate::api::schema::MessageSchema>)]
     pub messages: Vec<Message>,
     /// Every event so far.
     pub events: Vec<RunEvent>,

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use crate::agents::{AgentDef, host_problem};
 use crate::api::extract::ApiJson;
 use crate::api::manage::{if_match, store_problem};
+use crate::api::schema::{AgentDraftSchema, AgentRecordSchema};
 use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
@@ -120,8 +121,8 @@ fn stored_response(
 
 /// Creates a stored agent (`name`, `kind`, `labels`, `system_prompt`, `provider`, `model`,
 /// `options`, `router`, `selection`, `pins`, `tools`).
-#[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = Object,
-    responses((status = 201, description = "The stored agent", body = Object), (status = 409, body = ProblemDocument),
+#[utoipa::path(post, path = "/api/v1/agents", tag = "agents", request_body = AgentDraftSchema,
+    responses((status = 201, description = "The stored agent", body = AgentRecordSchema), (status = 409, body = ProblemDocument),
         (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn create_agent(
@@ -138,9 +139,9 @@ pub(crate) async fn create_agent(
 }
 
 /// Replaces a stored agent. Needs `If-Match: "<revision>"`.
-#[utoipa::path(put, path = "/api/v1/agents/{id}", tag = "agents", request_body = Object,
+#[utoipa::path(put, path = "/api/v1/agents/{id}", tag = "agents", request_body = AgentDraftSchema,
     params(("id" = String, Path, description = "Agent id"), ("If-Match" = String, Header, description = "The revision read")),
-    responses((status = 200, body = Object), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument),
+    responses((status = 200, body = AgentRecordSchema), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument),
         (status = 428, body = ProblemDocument), (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn update_agent(
@@ -175,7 +176,7 @@ pub(crate) async fn update_agent(
 /// The stored agent with its revision as `ETag`.
 #[utoipa::path(get, path = "/api/v1/agents/{id}/stored", tag = "agents",
     params(("id" = String, Path, description = "Agent id")),
-    responses((status = 200, body = Object), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+    responses((status = 200, body = AgentRecordSchema), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn get_stored_agent(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -214,8 +215,8 @@ pub struct BindBody {
 /// Binds a tool to a stored agent (`add_tool`); persists at once.
 #[utoipa::path(post, path = "/api/v1/agents/{id}/tools/{tool}", tag = "agents",
     params(("id" = String, Path, description = "Agent id"), ("tool" = String, Path, description = "Tool name")),
-    request_body(content = Option<BindBody>, description = "Optional version pin"),
-    responses((status = 200, body = Object), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument),
+    request_body(content = BindBody, description = "A version pin, or `{}` (or no body) to follow the current version"),
+    responses((status = 200, body = AgentRecordSchema), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument),
         (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn bind_tool(
@@ -244,7 +245,7 @@ pub(crate) async fn bind_tool(
 /// Unbinds a tool from a stored agent (`remove_tool`); persists at once.
 #[utoipa::path(delete, path = "/api/v1/agents/{id}/tools/{tool}", tag = "agents",
     params(("id" = String, Path, description = "Agent id"), ("tool" = String, Path, description = "Tool name")),
-    responses((status = 200, body = Object), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument)),
+    responses((status = 200, body = AgentRecordSchema), (status = 404, body = ProblemDocument), (status = 412, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn unbind_tool(
     State(state): State<AppState>,

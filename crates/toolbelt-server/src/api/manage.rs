@@ -17,6 +17,9 @@ use toolbelt_tools::declarative::Definition;
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
+use crate::api::schema::{
+    AvailabilitySchema, DefinitionSchema, StoredDefinitionSchema, ToolSpecSchema,
+};
 use crate::auth::Principal;
 use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
 use crate::state::AppState;
@@ -102,15 +105,15 @@ pub struct StoredTool {
     /// Last change, Unix milliseconds.
     pub updated_at: i64,
     /// The current spec.
-    #[schema(value_type = Object)]
+    #[schema(value_type = ToolSpecSchema)]
     pub spec: Value,
-    /// The declarative definition.
-    #[schema(value_type = Option<Object>)]
+    /// The definition of a declarative or agent tool; null for a compiled one.
+    #[schema(value_type = Option<StoredDefinitionSchema>)]
     pub definition: Option<Value>,
-    /// Who may use the tool, and when (`agent_kinds`, `agent_labels`, `requires`,
+    /// Who may use the tool, and when (`agent_kinds`, `agent_labels`, `capabilities`,
     /// `conditions`); absent when anyone may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = AvailabilitySchema)]
     pub availability: Option<Value>,
 }
 
@@ -139,18 +142,18 @@ impl From<ToolRecord> for StoredTool {
 #[serde(deny_unknown_fields)]
 pub struct ToolBody {
     /// `name`, `description`, `parameters` (JSON Schema), `tags`, `timeout_ms`, `policy`, ...
-    #[schema(value_type = Object)]
+    #[schema(value_type = ToolSpecSchema)]
     pub spec: ToolSpec,
     /// `{"http": {...}}` or `{"command": {...}}`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = DefinitionSchema)]
     pub definition: Value,
     /// Why it changed.
     #[serde(default)]
     pub note: Option<String>,
-    /// Who may use the tool, and when (`agent_kinds`, `agent_labels`, `requires`,
+    /// Who may use the tool, and when (`agent_kinds`, `agent_labels`, `capabilities`,
     /// `conditions`); absent keeps the stored rules (none on create).
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<AvailabilitySchema>)]
     pub availability: Option<Availability>,
 }
 
@@ -347,10 +350,10 @@ pub struct VersionView {
     /// Content hash of the version (spec and definition): equal hashes, equal versions.
     pub spec_hash: String,
     /// The spec of that version.
-    #[schema(value_type = Object)]
+    #[schema(value_type = ToolSpecSchema)]
     pub spec: Value,
     /// Its definition.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<StoredDefinitionSchema>)]
     pub definition: Option<Value>,
     /// Who made it.
     pub changed_by: String,

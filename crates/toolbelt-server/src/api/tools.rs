@@ -166,7 +166,7 @@ pub(crate) fn find_tool(
 /// A tool's full definition.
 #[utoipa::path(get, path = "/api/v1/tools/{name}", tag = "tools",
     params(("name" = String, Path, description = "Tool name")),
-    responses((status = 200, description = "The tool's spec", body = Object), (status = 404, body = ProblemDocument)),
+    responses((status = 200, description = "The tool's spec", body = crate::api::schema::ToolSpecSchema), (status = 404, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn get_tool(
     State(state): State<AppState>,

@@ -319,6 +319,69 @@ async fn health_metrics_and_openapi_are_served() {
     assert!(docs.text().await.unwrap().contains("swagger"));
 }
 
+/// The `$ref` a JSON body of `op`'s `status` response (or request, with `status` "request")
+/// points to.
+fn body_ref(doc: &Value, path: &str, method: &str, status: &str) -> String {
+    let op = &doc["paths"][path][method];
+    let body = if status == "request" {
+        &op["requestBody"]
+    } else {
+        &op["responses"][status]
+    };
+    body["content"]["application/json"]["schema"]["$ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{method} {path} {status}: {body}"))
+        .trim_start_matches("#/components/schemas/")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_openapi_document_types_agents_tools_runs_and_approvals() {
+    let s = TestServer::start(None).await;
+    let url = format!("{}/api/v1/openapi.json", s.url);
+    let doc = json_of(s.http.get(url).send().await.unwrap(), 200).await;
+    let refs: Vec<String> = [
+        ("/api/v1/agents", "post", "request"),
+        ("/api/v1/agents", "post", "201"),
+        ("/api/v1/agents/{id}/tools/{tool}", "post", "200"),
+        ("/api/v1/agents/{id}/stored", "get", "200"),
+        ("/api/v1/tools", "post", "request"),
+        ("/api/v1/tools/{name}", "get", "200"),
+        ("/api/v1/runs/{id}", "get", "200"),
+        ("/api/v1/approvals/{id}", "post", "request"),
+    ]
+    .iter()
+    .map(|(path, method, status)| body_ref(&doc, path, method, status))
+    .collect();
+    let expected = ["AgentDraft", "StoredAgent", "StoredAgent", "StoredAgent"];
+    let expected = [
+        &expected[..],
+        &["ToolBody", "ToolSpec", "RunDetail", "ApprovalBody"],
+    ]
+    .concat();
+    assert_eq!(refs, expected);
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["StoredTool"]["properties"]["spec"]["$ref"],
+        "#/components/schemas/ToolSpec"
+    );
+    assert_eq!(
+        schemas["AgentDef"]["properties"]["approval"]["$ref"],
+        "#/components/schemas/ApprovalPolicy"
+    );
+    // OpenAPI requires a description on every response; generators drop the ones without.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for (status, response) in op["responses"].as_object().into_iter().flatten() {
+                let described = response["description"]
+                    .as_str()
+                    .is_some_and(|d| !d.is_empty());
+                assert!(described, "{method} {path} {status}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn unknown_routes_and_methods_are_problems() {
     let s = TestServer::start(None).await;

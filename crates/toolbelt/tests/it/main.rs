@@ -21,6 +21,7 @@ mod cli_skills;
 mod cli_store;
 mod cli_tools;
 mod memory_routines;
+mod python_client;
 mod tool_file;
 
 use std::io::Write;
