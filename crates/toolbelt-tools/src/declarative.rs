@@ -77,6 +77,17 @@ impl Definition {
         }
     }
 
+    /// `spec` with the policy the built tool will have: mutating, not parallel and needing
+    /// approval unless the definition declares itself free of side effects (`read_only`, or an
+    /// HTTP `GET`/`HEAD`). A host stores this spec, so what it lists is what runs.
+    #[must_use]
+    pub fn effective_spec(&self, spec: ToolSpec) -> ToolSpec {
+        match self {
+            Self::Http(def) => mutating_unless(spec, !def.mutating_by_default() || def.read_only),
+            Self::Command(def) => mutating_unless(spec, def.read_only),
+        }
+    }
+
     /// Validates and builds the tool.
     ///
     /// # Errors

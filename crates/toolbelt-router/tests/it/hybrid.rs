@@ -387,7 +387,13 @@ fn small_model_router() -> AnyRouter {
 fn explicit_workspace_questions_get_the_file_tools_even_for_small_models() {
     let router = small_model_router();
     let tools = builtins();
-    let file_tools = ["file_read", "file_search", "list_dir", "file_write", "file_edit"];
+    let file_tools = [
+        "file_read",
+        "file_search",
+        "list_dir",
+        "file_write",
+        "file_edit",
+    ];
     let mut wrong = Vec::new();
     for input in [
         "Which file in this folder mentions the word invoice?",
@@ -404,7 +410,10 @@ fn explicit_workspace_questions_get_the_file_tools_even_for_small_models() {
     ] {
         let d = block_on(router.route_or_fallback(&request(input, &tools)));
         if d.outcome != RouteOutcome::Tools
-            || !d.tool_names().iter().any(|t| file_tools.contains(&t.as_str()))
+            || !d
+                .tool_names()
+                .iter()
+                .any(|t| file_tools.contains(&t.as_str()))
         {
             wrong.push(format!("{input}: {:?} ({})", d.tool_names(), d.reason));
         }

@@ -185,8 +185,10 @@ fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
         let pointer = field_pointer(&e.field);
         Problem::invalid_field(pointer, e.reason).with_code("invalid_definition")
     })?;
-    let mut d =
-        ToolDraft::new(body.spec, ToolSource::Declarative, by).with_definition(body.definition);
+    // Stored with the policy the tool runs with: a command without `read_only` is mutating and
+    // needs approval whatever the spec said, and the stored spec says so.
+    let spec = definition.effective_spec(body.spec);
+    let mut d = ToolDraft::new(spec, ToolSource::Declarative, by).with_definition(body.definition);
     if let Some(note) = body.note {
         d = d.with_note(note);
     }

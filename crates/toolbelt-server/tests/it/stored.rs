@@ -133,6 +133,54 @@ async fn tools_are_created_updated_with_revisions_and_rolled_back() {
 }
 
 #[tokio::test]
+async fn a_command_without_read_only_is_stored_as_mutating_and_needing_approval() {
+    on_both(|db| async move {
+        let s = TestServer::start_stored(&db, None).await;
+        let mut body = shout("Echo loudly");
+        body["definition"] = json!({"command": {"argv": ["echo", "{{text}}"]}});
+        json_of(
+            s.post("/api/v1/tools", ADMIN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+            201,
+        )
+        .await;
+        let stored = json_of(
+            s.get("/api/v1/tools/shout/stored", READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        let policy = &stored["spec"]["policy"];
+        assert_eq!(
+            (&policy["effect"], &policy["needs_approval"]),
+            (&json!("mutating"), &json!(true)),
+            "{stored}"
+        );
+        let listed = json_of(
+            s.get("/api/v1/tools?q=shout", READER).send().await.unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(
+            (
+                &listed["items"][0]["read_only"],
+                &listed["items"][0]["needs_approval"]
+            ),
+            (&json!(false), &json!(true)),
+            "{listed}"
+        );
+        s.stop().await;
+        db
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn disabled_and_deleted_tools_cannot_be_called() {
     on_both(|db| async move {
         let s = TestServer::start_stored(&db, None).await;

@@ -194,7 +194,7 @@ impl HttpDef {
     }
 
     /// Whether the tool is mutating unless declared otherwise: every method but `GET`/`HEAD`.
-    fn mutating_by_default(&self) -> bool {
+    pub(crate) fn mutating_by_default(&self) -> bool {
         !matches!(self.method.to_uppercase().as_str(), "GET" | "HEAD")
     }
 }
