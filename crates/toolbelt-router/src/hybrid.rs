@@ -134,7 +134,8 @@ pub struct HybridConfig {
     /// Tools a request about the workspace always gets (default none: the rule is off).
     /// With some, a request that names a file, folder, directory, project or repository (in
     /// English or Chinese, or a file name such as `data.csv`) gets those of them in the
-    /// toolset when none is ranked, in place of the lowest-ranked others, and is never
+    /// toolset when none of them, nor another tool of their groups, is ranked (in place of the
+    /// lowest-ranked others, the best kept), and is never
     /// answered without tools; a keyword group holding one of them then makes the router
     /// sure only for such a request or with two of its keywords ("write a poem" is not a
     /// file to write). `toolbelt run` sets `file_search`, `list_dir` and `file_read` for
@@ -1026,8 +1027,8 @@ impl HybridRouter {
     }
 
     /// The workspace rule ([`HybridConfig::workspace_tools`]): a request that names the
-    /// workspace and got none of those tools gets the ones in the toolset, in place of the
-    /// lowest-ranked others beyond `max_k`.
+    /// workspace and got none of those tools (nor another tool of their groups) gets them, in
+    /// their order, in place of the lowest-ranked others beyond `max_k` (the best stays).
     fn add_workspace_tools(
         &self,
         request: &RouteRequest,
@@ -1035,21 +1036,36 @@ impl HybridRouter {
         reason: &mut String,
     ) {
         let cfg = &self.config;
-        if cfg.workspace_tools.is_empty()
-            || tools.iter().any(|t| cfg.workspace_tools.contains(&t.name))
-            || !crate::keyword::mentions_workspace(&request.input)
-        {
+        if cfg.workspace_tools.is_empty() || !crate::keyword::mentions_workspace(&request.input) {
             return;
         }
-        let add: Vec<&String> = cfg
+        let toolset = &request.toolset;
+        // A ranked tool of the same group (`file_edit` beside `file_read`) already serves.
+        let tags = |name: &str| -> Vec<String> {
+            toolset
+                .get(name)
+                .map(|t| t.spec().tags.clone())
+                .unwrap_or_default()
+        };
+        let family: Vec<String> = cfg.workspace_tools.iter().flat_map(|t| tags(t)).collect();
+        if tools.iter().any(|t| {
+            cfg.workspace_tools.contains(&t.name)
+                || tags(&t.name).iter().any(|g| family.contains(g))
+        }) {
+            return;
+        }
+        let mut add: Vec<&String> = cfg
             .workspace_tools
             .iter()
-            .filter(|t| request.toolset.contains(t))
+            .filter(|t| toolset.contains(t))
             .collect();
         if add.is_empty() {
             return;
         }
-        tools.truncate(cfg.max_k.saturating_sub(add.len()));
+        // The best-ranked tool stays; the workspace tools fill the rest up to `max_k`.
+        let keep = cfg.max_k.saturating_sub(add.len()).max(1).min(tools.len());
+        tools.truncate(keep);
+        add.truncate(cfg.max_k.saturating_sub(keep).max(1));
         let names: Vec<&str> = add.iter().map(|t| t.as_str()).collect();
         reason.push_str(&format!(
             "; the request names the workspace: sent {}",

@@ -409,11 +409,13 @@ fn explicit_workspace_questions_get_the_file_tools_even_for_small_models() {
         "列出 docs 目录下的文件",
     ] {
         let d = block_on(router.route_or_fallback(&request(input, &tools)));
+        // Within the small model's few tools (`max_k` 4).
         if d.outcome != RouteOutcome::Tools
             || !d
                 .tool_names()
                 .iter()
                 .any(|t| file_tools.contains(&t.as_str()))
+            || d.tools.len() > 4
         {
             wrong.push(format!("{input}: {:?} ({})", d.tool_names(), d.reason));
         }
