@@ -484,6 +484,61 @@ impl AgentFactory {
         let record = self.record(name).await?;
         self.build(&record).await
     }
+
+    /// The tools of the agent `agent` as published to a long-lived consumer (an MCP endpoint):
+    /// `initial` (from [`AgentFactory::tools`], with its `report`) first, then decided again
+    /// by [`AgentFactory::tools`] after every change of the registry, a new generation sent
+    /// only when what is offered (names and versions) changed. The task ends when every
+    /// receiver is dropped. Needs a Tokio runtime.
+    pub fn follow_tools(
+        &self,
+        agent: String,
+        initial: Toolset,
+        report: &[ToolReport],
+    ) -> tokio::sync::watch::Receiver<(u64, Toolset)> {
+        let (tx, rx) = tokio::sync::watch::channel((0, initial));
+        let agents = self.clone();
+        let mut current = offered(report);
+        let mut changes = agents.registry().watch();
+        tokio::spawn(async move {
+            let mut generation = 0;
+            loop {
+                tokio::select! {
+                    () = tx.closed() => break,
+                    changed = changes.changed() => if changed.is_err() { break },
+                }
+                let plan = match agents.record(&agent).await {
+                    Ok(record) => agents.tools(&record).await,
+                    Err(e) => Err(e),
+                };
+                match plan {
+                    Ok((tools, report)) => {
+                        let now = offered(&report);
+                        if now != current {
+                            current = now;
+                            generation += 1;
+                            if tx.send((generation, tools)).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%agent, %error, "the agent's tools could not be decided again");
+                    }
+                }
+            }
+        });
+        rx
+    }
+}
+
+/// What a report offers: the available tools with their versions.
+fn offered(report: &[ToolReport]) -> Vec<(String, Option<i64>)> {
+    report
+        .iter()
+        .filter(|r| r.available)
+        .map(|r| (r.name.clone(), r.version))
+        .collect()
 }
 
 /// The handle of `tool` at `version`: the live registry's when current, else built from the

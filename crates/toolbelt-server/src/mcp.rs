@@ -16,8 +16,7 @@
 
 use axum::middleware::from_fn_with_state;
 use std::sync::Arc;
-use tokio::sync::watch;
-use toolbelt_core::{ExecEvent, Executor, Toolset};
+use toolbelt_core::{ExecEvent, Executor};
 
 use toolbelt_mcp::{AgentEndpoint, Export, McpServer, agents_router_with_limit};
 use toolbelt_router::SearchTools;
@@ -81,57 +80,6 @@ fn audit(executor: &Executor, log: Option<toolbelt_store::RunLogWriter>, agent: 
     });
 }
 
-/// The offered tools of a report, with their versions: what decides whether to announce.
-fn offered(report: &[toolbelt_host::ToolReport]) -> Vec<(String, Option<i64>)> {
-    report
-        .iter()
-        .filter(|r| r.available)
-        .map(|r| (r.name.clone(), r.version))
-        .collect()
-}
-
-/// Publishes the tools of `agent` as the factory decides them, deciding again after every
-/// change of the registry; ends when no session holds the receiver any more.
-fn follow_tools(
-    state: &AppState,
-    agent: String,
-    initial: Toolset,
-    mut current: Vec<(String, Option<i64>)>,
-) -> watch::Receiver<(u64, Toolset)> {
-    let (tx, rx) = watch::channel((0, initial));
-    let agents = state.agents.clone();
-    let mut changes = agents.registry().watch();
-    tokio::spawn(async move {
-        let mut generation = 0;
-        loop {
-            tokio::select! {
-                () = tx.closed() => break,
-                changed = changes.changed() => if changed.is_err() { break },
-            }
-            let plan = match agents.record(&agent).await {
-                Ok(record) => agents.tools(&record).await,
-                Err(e) => Err(e),
-            };
-            match plan {
-                Ok((tools, report)) => {
-                    let now = offered(&report);
-                    if now != current {
-                        current = now;
-                        generation += 1;
-                        if tx.send((generation, tools)).is_err() {
-                            break;
-                        }
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(%agent, %error, "MCP: the agent's tools could not be decided again");
-                }
-            }
-        }
-    });
-    rx
-}
-
 async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<AgentEndpoint> {
     let record = match state.agents.record(agent).await {
         Ok(record) => record,
@@ -156,7 +104,9 @@ async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<Agent
         record.revision,
         serde_json::to_string(&AgentDef::from_record(&record)).unwrap_or_default()
     );
-    let tools = follow_tools(state, record.name.clone(), tools, offered(&report));
+    let tools = state
+        .agents
+        .follow_tools(record.name.clone(), tools, &report);
     let description = (!record.description.is_empty()).then(|| record.description.clone());
     let executor = Executor::builder()
         .policy(record.options.approval.clone().unwrap_or_default())

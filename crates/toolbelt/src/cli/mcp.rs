@@ -80,8 +80,11 @@ pub(crate) struct ServeArgs {
     /// Without it those tools are not served.
     #[arg(long, value_name = "URL")]
     database_url: Option<String>,
-    /// With --database-url: whose memory the client reads and writes, and the agent its
-    /// routines run.
+    /// With --database-url: the agent served. A stored agent (`toolbelt agents create`) is
+    /// served as `toolbelt serve` serves it at /mcp/NAME: its selection, bindings, pinned
+    /// versions, availability rules and approval policy, its tools followed as the database
+    /// changes. Its memory is the one the client reads and writes, and its routines run it.
+    /// `default` with no stored agent of that name serves the built-in tools (--groups applies).
     #[arg(
         long,
         value_name = "NAME",
@@ -221,11 +224,6 @@ fn hide_host_only_tools(
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
-    let clients = match &args.mcp_config {
-        Some(path) => import(&registry, path).await?,
-        None => Vec::new(),
-    };
     let store = match &args.database_url {
         Some(url) => {
             toolbelt_host::paths::prepare_database(url)?;
@@ -243,22 +241,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    // After the import, so that --groups may name the imported servers' tags.
-    hide_host_only_tools(&registry, args.groups.as_deref(), store.is_some())?;
-    let selection = args
-        .groups
-        .as_deref()
-        .map(Selection::parse)
-        .transpose()
-        .context("--groups")?;
-    if let Some(selection) = &selection {
-        registry.resolve(selection).context("--groups")?;
-    }
-    let policy = if args.yes {
-        ApprovalPolicy::allow_all()
-    } else {
-        ApprovalPolicy::new()
-    };
     let workspace = match &args.root {
         Some(root) => Workspace::new(root),
         None => Workspace::current_dir(),
@@ -270,19 +252,76 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         kept = kept.database(url.clone());
     }
     let workspace = workspace.with_reserved(kept.reserved_paths());
-    let server = McpServer::from_registry(
-        registry,
-        selection,
-        Executor::builder().policy(policy).build(),
-    )
-    .with_extensions(builtins(workspace, store.as_ref(), &args.agent).extensions())
-    .with_unavailable(move |name| {
-        // A tool of an imported server that went down: say so rather than "unknown tool".
-        clients
-            .iter()
-            .find(|client| client.knows_tool(name))
-            .and_then(McpClient::why_unavailable)
-    });
+    let extensions = builtins(workspace, store.as_ref(), &args.agent).extensions();
+    // A stored agent named by --agent: its tools as every entry point decides them.
+    let stored = match &store {
+        Some(store) => stored_agent(store, &args).await?,
+        None => None,
+    };
+    let (server, clients) = match stored {
+        Some(agent) => {
+            let StoredAgent {
+                factory,
+                record,
+                tools,
+                report,
+                clients,
+                watch,
+            } = agent;
+            let published = factory.follow_tools(record.name.clone(), tools, &report);
+            let policy = if args.yes {
+                ApprovalPolicy::allow_all()
+            } else {
+                record.options.approval.clone().unwrap_or_default()
+            };
+            let description = (!record.description.is_empty()).then(|| record.description.clone());
+            let server =
+                McpServer::from_published(published, Executor::builder().policy(policy).build())
+                    .with_name(format!("toolbelt:{}", record.name), description);
+            // Held while serving: the database's changes are followed, the factory kept.
+            let keep = (factory, watch);
+            (server, (clients, Some(keep)))
+        }
+        None => {
+            let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
+            let clients = match &args.mcp_config {
+                Some(path) => import(&registry, path).await?,
+                None => Vec::new(),
+            };
+            // After the import, so that --groups may name the imported servers' tags.
+            hide_host_only_tools(&registry, args.groups.as_deref(), store.is_some())?;
+            let selection = args
+                .groups
+                .as_deref()
+                .map(Selection::parse)
+                .transpose()
+                .context("--groups")?;
+            if let Some(selection) = &selection {
+                registry.resolve(selection).context("--groups")?;
+            }
+            let policy = if args.yes {
+                ApprovalPolicy::allow_all()
+            } else {
+                ApprovalPolicy::new()
+            };
+            let server = McpServer::from_registry(
+                registry,
+                selection,
+                Executor::builder().policy(policy).build(),
+            );
+            (server, (clients, None))
+        }
+    };
+    let (clients, _kept_alive) = clients;
+    let server = server
+        .with_extensions(extensions)
+        .with_unavailable(move |name| {
+            // A tool of an imported server that went down: say so rather than "unknown tool".
+            clients
+                .iter()
+                .find(|client| client.knows_tool(name))
+                .and_then(McpClient::why_unavailable)
+        });
     let server = if args.routed {
         let router = Arc::new(search_router()?);
         let limit = usize::from(args.search_limit);
@@ -330,6 +369,88 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A stored agent `mcp serve --agent` serves, with what keeps its tools current.
+struct StoredAgent {
+    factory: toolbelt_host::AgentFactory,
+    record: toolbelt_store::AgentRecord,
+    tools: toolbelt_core::Toolset,
+    report: Vec<toolbelt_host::ToolReport>,
+    clients: Vec<McpClient>,
+    watch: toolbelt_store::WatchHandle,
+}
+
+/// The agent `--agent` names in the database, built as the server builds it (selection,
+/// bindings, pins, availability), its stored tools loaded and followed; `None` for the
+/// built-in `default` when no agent of that name is stored.
+///
+/// # Errors
+/// No stored agent of another name (listing the known ones); `--groups` beside a stored agent
+/// (its selection decides); the database's errors.
+async fn stored_agent(
+    store: &toolbelt_store::Store,
+    args: &ServeArgs,
+) -> anyhow::Result<Option<StoredAgent>> {
+    match store.get_agent(&args.agent).await {
+        Ok(_) => {}
+        Err(toolbelt_store::StoreError::NotFound { .. }) if args.agent == "default" => {
+            return Ok(None);
+        }
+        Err(toolbelt_store::StoreError::NotFound { .. }) => {
+            let known: Vec<String> = store
+                .list_agents()
+                .await?
+                .into_iter()
+                .map(|a| a.name)
+                .collect();
+            anyhow::bail!(
+                "--agent {}: no agent of that name in the database (stored: {})",
+                args.agent,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+        Err(e) => return Err(e).context("reading the stored agent"),
+    }
+    if args.groups.is_some() {
+        anyhow::bail!(
+            "--groups does not apply to the stored agent `{}`: its selection and bindings \
+             decide its tools (`toolbelt agents show {}`)",
+            args.agent,
+            args.agent
+        );
+    }
+    let compiled = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
+    let db = toolbelt_host::load(
+        store.clone(),
+        compiled,
+        "toolbelt mcp serve",
+        toolbelt_tools::declarative::Secrets::from_env(),
+    )
+    .await
+    .context("loading the stored tools")?;
+    let registry = db.live.shared_registry();
+    let clients = match &args.mcp_config {
+        Some(path) => import(&registry, path).await?,
+        None => Vec::new(),
+    };
+    hide_host_only_tools(&registry, None, true)?;
+    let factory = db.agent_factory().build();
+    let record = factory.record(&args.agent).await?;
+    let (tools, report) = factory.tools(&record).await?;
+    let watch = db.watch().context("following the database")?;
+    Ok(Some(StoredAgent {
+        factory,
+        record,
+        tools,
+        report,
+        clients,
+        watch,
+    }))
 }
 
 /// The tokens `--http` accepts: `--token-env`'s value and `--database-url`'s stored tokens.

@@ -520,8 +520,6 @@ fn mcp_serve_with_a_database_serves_an_agents_memory() {
             "memory,routine",
             "--database-url",
             &db,
-            "--agent",
-            "helper",
         ],
         calls,
         dir.path(),
@@ -549,9 +547,9 @@ fn mcp_serve_with_a_database_serves_an_agents_memory() {
         results[1].0.contains("The user prefers short answers"),
         "{results:?}"
     );
-    // The memory is the agent's, in the database: the CLI reads it there.
+    // The memory is the `default` agent's, in the database: the CLI reads it there.
     let listed = Command::new(bin)
-        .args(["memory", "ls", "--agent", "helper", "--database-url", &db])
+        .args(["memory", "ls", "--agent", "default", "--database-url", &db])
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
@@ -605,4 +603,90 @@ fn tools_ls_and_tools_call_reach_an_mcp_servers_tools_beside_the_stored_ones() {
     let args = json!({"path": path}).to_string();
     let read = crate::ok(&toolbelt(&["tools", "call", "fs.read_text_file", &args]));
     assert_eq!(read, "hello from fs\n");
+}
+
+#[test]
+fn mcp_serve_agent_serves_a_stored_agents_pinned_and_available_tools_only() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolbelt");
+    let db = format!("sqlite://{}", dir.path().join("a.db").display());
+    let stamp = |word: &str| {
+        format!(
+            "name: stamp\ndescription: Stamp a text ({word})\ntags: [text]\neffect: read_only\n\
+             parameters:\n  type: object\n  properties:\n    text: {{type: string}}\n  required: [text]\n\
+             command:\n  argv: [\"echo\", \"{word}\", \"{{{{text}}}}\"]\n"
+        )
+    };
+    std::fs::write(dir.path().join("stamp1.yaml"), stamp("one")).unwrap();
+    std::fs::write(dir.path().join("stamp2.yaml"), stamp("two")).unwrap();
+    std::fs::write(
+        dir.path().join("guarded.yaml"),
+        "name: guarded\ndescription: Only for reviewers\neffect: read_only\n\
+         command:\n  argv: [\"echo\", \"guarded\"]\navailability:\n  agent_kinds: [reviewer]\n",
+    )
+    .unwrap();
+    let toolbelt = |args: &[&str]| {
+        crate::ok(
+            &Command::new(bin)
+                .args(args)
+                .args(["--database-url", &db])
+                .current_dir(dir.path())
+                .output()
+                .unwrap(),
+        )
+    };
+    toolbelt(&["tools", "add", "-f", "stamp1.yaml"]);
+    toolbelt(&["tools", "update", "-f", "stamp2.yaml"]);
+    toolbelt(&["tools", "add", "-f", "guarded.yaml"]);
+    toolbelt(&[
+        "agents",
+        "create",
+        "helper",
+        "--selection",
+        "todo_list",
+        "--tool",
+        "stamp@1",
+        "--tool",
+        "guarded",
+    ]);
+    let report = py_client(
+        &python,
+        "legacy",
+        "none",
+        &[
+            "stdio",
+            bin,
+            "mcp",
+            "serve",
+            "--database-url",
+            &db,
+            "--agent",
+            "helper",
+        ],
+        json!([["stamp", {"text": "x"}], ["guarded", {}]]),
+        dir.path(),
+    );
+    let mut names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    // The pinned version runs; the tool kept from the agent's kind is neither listed nor run.
+    assert_eq!(names, ["stamp", "todo_list"]);
+    let results = texts(&report);
+    assert_eq!(results[0], ("one x\n".to_owned(), false), "{results:?}");
+    assert!(results[1].1, "{results:?}");
+    let out = Command::new(bin)
+        .args(["mcp", "serve", "--database-url", &db, "--agent", "nobody"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: --agent nobody: no agent of that name in the database (stored: helper)"
+    );
 }
