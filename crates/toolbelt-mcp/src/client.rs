@@ -623,10 +623,20 @@ pub(crate) fn import_tools(
     listed: Vec<rmcp::model::Tool>,
 ) -> Vec<ToolHandle> {
     let mut tools = Vec::with_capacity(listed.len());
+    let mut taken = std::collections::HashSet::new();
     for def in listed {
         let remote = def.name.to_string();
-        match McpTool::new(Arc::downgrade(shared), &shared.prefix, &shared.config, def)
-            .and_then(ToolHandle::new)
+        let local = crate::convert::unique_local_name(&remote, &mut taken);
+        if local != remote {
+            tracing::info!(server = %shared.name, tool = %remote, name = %local, "MCP tool renamed: its name has characters tool names do not carry");
+        }
+        match McpTool::new(
+            Arc::downgrade(shared),
+            &format!("{}{local}", shared.prefix),
+            &shared.config,
+            def,
+        )
+        .and_then(ToolHandle::new)
         {
             Ok(handle) => tools.push(handle),
             Err(e) => {

@@ -23,6 +23,44 @@ pub(crate) fn tag_safe(text: &str) -> String {
         .collect()
 }
 
+/// Longest remote tool name kept as is in a local name (providers accept 64 characters for a
+/// whole function name; the server's prefix comes on top).
+const MAX_REMOTE_NAME: usize = 56;
+
+/// The local name of the remote tool `remote`: ASCII letters, digits, `_`, `-` and `.` kept,
+/// every other character (a `/`, a space, a control or non-ASCII character) replaced by `_`,
+/// cut to [`MAX_REMOTE_NAME`] characters; `tool` when nothing is left. A name already in
+/// `taken` (two remote names made the same) gets `_2`, `_3`, ... The remote name is kept for
+/// calls and shown in the tool's metadata. A server's `../../etc/passwd` thus never becomes
+/// a path or a display string with separators.
+pub(crate) fn unique_local_name(
+    remote: &str,
+    taken: &mut std::collections::HashSet<String>,
+) -> String {
+    let mut base: String = remote
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_REMOTE_NAME)
+        .collect();
+    if base.trim_matches(|c| c == '_' || c == '.').is_empty() {
+        base = "tool".to_owned();
+    }
+    let mut name = base.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        name = format!("{base}_{n}");
+        n += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
 /// An input schema as toolbelt wants it: an object schema with `properties`.
 pub(crate) fn normalize_input_schema(schema: &JsonObject) -> Value {
     let mut schema = schema.clone();
@@ -260,6 +298,39 @@ mod tests {
             vec![ContentBlock::text(
                 "error: unknown tool `py.ech`; did you mean `py.echo`? Use one of the tools you were given."
             )]
+        );
+    }
+
+    #[test]
+    fn remote_tool_names_become_safe_unique_local_names() {
+        let mut taken = std::collections::HashSet::new();
+        let names: Vec<String> = [
+            "echo",
+            "../../../etc/passwd",
+            "a b/c",
+            "a_b_c",
+            "读文件",
+            "",
+            "get-item.v2",
+        ]
+        .iter()
+        .map(|r| unique_local_name(r, &mut taken))
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "echo",
+                ".._.._.._etc_passwd",
+                "a_b_c",
+                "a_b_c_2",
+                "tool",
+                "tool_2",
+                "get-item.v2"
+            ]
+        );
+        assert_eq!(
+            unique_local_name(&"x".repeat(100), &mut taken).len(),
+            MAX_REMOTE_NAME
         );
     }
 

@@ -39,9 +39,11 @@ impl std::fmt::Debug for McpTool {
 }
 
 impl McpTool {
+    /// The tool `def` of a server, registered as `name` (the server's prefix and the remote
+    /// name made safe, see `convert::unique_local_name`); calls use the remote name.
     pub(crate) fn new(
         shared: Weak<Shared>,
-        prefix: &str,
+        name: &str,
         config: &McpServerConfig,
         def: McpToolDef,
     ) -> Result<Self, SpecError> {
@@ -67,7 +69,7 @@ impl McpTool {
         if let Some(output_schema) = &def.output_schema {
             meta["outputSchema"] = Value::Object((**output_schema).clone());
         }
-        let mut builder = ToolSpec::builder(format!("{prefix}{remote}"))
+        let mut builder = ToolSpec::builder(name)
             .description(description)
             .parameters(normalize_input_schema(&def.input_schema))
             .tag("mcp")
