@@ -50,7 +50,9 @@ pub struct ConfigProblem {
 }
 
 /// Parses and checks a stored configuration (the `mcpServers` entry shape): the transport is
-/// known, and a bearer token is a `{{secret.NAME}}` reference, never a value.
+/// known, and a bearer token or a header that carries credentials (`Authorization`, `Cookie`,
+/// a name with `token`, `key`, `secret`, `password`, `auth` or `credential`) is a
+/// `{{secret.NAME}}` reference, never a value.
 ///
 /// # Errors
 /// [`ConfigProblem`] naming the field.
@@ -77,7 +79,37 @@ pub fn check_config(name: &str, config: &Value) -> Result<McpServerConfig, Confi
                 .to_owned(),
         });
     }
+    // A header that carries credentials holds a secret reference, never the credential: the
+    // stored configuration is shown to `read` tokens.
+    for (header, value) in &parsed.headers {
+        if carries_credentials(header) && secret_names(value).is_empty() {
+            return Err(ConfigProblem {
+                pointer: format!("/headers/{}", header.replace('~', "~0").replace('/', "~1")),
+                message: format!(
+                    "the header `{header}` carries credentials: write a secret reference, e.g. \
+                     \"Bearer {{{{secret.API_TOKEN}}}}\" (values are not stored)"
+                ),
+            });
+        }
+    }
     Ok(parsed)
+}
+
+/// Whether a header of this name carries credentials (`Authorization`, `Cookie`, API keys,
+/// tokens, passwords).
+fn carries_credentials(header: &str) -> bool {
+    let lower = header.to_ascii_lowercase();
+    [
+        "auth",
+        "cookie",
+        "token",
+        "key",
+        "secret",
+        "password",
+        "credential",
+    ]
+    .iter()
+    .any(|word| lower.contains(word))
 }
 
 fn is_secret_reference(text: &str) -> bool {
@@ -291,6 +323,25 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(literal.pointer, "/bearerToken");
+        for header in ["Authorization", "X-Api-Key", "Cookie", "private-token"] {
+            let literal = check_config(
+                "gh",
+                &json!({"url": "https://example.test/mcp", "headers": {header: "Bearer ghp_secret"}}),
+            )
+            .unwrap_err();
+            assert_eq!(literal.pointer, format!("/headers/{header}"));
+            assert!(
+                literal.message.contains("{{secret.API_TOKEN}}"),
+                "{}",
+                literal.message
+            );
+        }
+        check_config(
+            "gh",
+            &json!({"url": "https://example.test/mcp",
+                    "headers": {"Authorization": "Bearer {{secret.GH_TOKEN}}", "X-Team": "core"}}),
+        )
+        .unwrap();
         let neither = check_config("x", &json!({"args": ["a"]})).unwrap_err();
         assert_eq!(neither.pointer, "/command");
         // Fields of other clients' configs are accepted as they come (the mcpServers shape).
