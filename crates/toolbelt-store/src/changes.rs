@@ -36,17 +36,32 @@ impl Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(Change {
-                    seq: row.try_get("seq")?,
-                    entity: row.try_get("entity")?,
-                    name: row.try_get("name")?,
-                    op: row.try_get("op")?,
-                    at: row.try_get("at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(change_from_row).collect()
+    }
+
+    /// The changes numbered `seqs` that exist, oldest first (a Postgres notification carries
+    /// the number of a committed change).
+    ///
+    /// # Errors
+    /// The database's error.
+    pub(crate) async fn changes_numbered(&self, seqs: &[i64]) -> Result<Vec<Change>> {
+        let mut changes = Vec::with_capacity(seqs.len());
+        for chunk in seqs.chunks(crate::tools::IN_LIST_CHUNK) {
+            let sql = format!(
+                "SELECT seq, entity, name, op, at FROM changes WHERE seq IN ({}) ORDER BY seq",
+                crate::tools::placeholders(chunk.len())
+            );
+            // Only numbered placeholders are formatted in; the values are bound.
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for seq in chunk {
+                query = query.bind(*seq);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                changes.push(change_from_row(&row)?);
+            }
+        }
+        changes.sort_by_key(|c| c.seq);
+        Ok(changes)
     }
 
     /// The newest sequence number of the change feed (0 when empty).
@@ -59,4 +74,14 @@ impl Store {
             .await?;
         Ok(seq.unwrap_or(0))
     }
+}
+
+fn change_from_row(row: &sqlx::any::AnyRow) -> Result<Change> {
+    Ok(Change {
+        seq: row.try_get("seq")?,
+        entity: row.try_get("entity")?,
+        name: row.try_get("name")?,
+        op: row.try_get("op")?,
+        at: row.try_get("at")?,
+    })
 }

@@ -3,8 +3,11 @@
 //! Compiled tools come from the process's own code; declarative, MCP and agent tools are built by
 //! [`ToolFactory`] implementations other crates register. [`LiveRegistry::watch`] follows the
 //! change feed: Postgres LISTEN/NOTIFY (with a slow poll as a safety net), SQLite polling of the
-//! feed's newest sequence number. Every wake-up reconciles with one light SELECT and rebuilds only
-//! tools whose revision moved, so lost or reordered notifications cannot leave a stale registry.
+//! feed. A wake-up reads the tools the new changes name and rebuilds those whose revision moved
+//! ([`LiveRegistry::refresh`]), so following a change costs the same whatever the catalog holds
+//! (ADR 0057); start-up, a reconnection, the safety net, a bulk sync and a backlog longer than
+//! one read compare every tool's revision ([`LiveRegistry::reconcile`]), so a lost notification
+//! cannot leave a stale registry for long.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -17,12 +20,17 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{Registry, ToolHandle, ToolSpec};
 
+use crate::changes::Change;
 use crate::error::{Result, StoreError};
 use crate::store::{Engine, Store};
 use crate::tools::{ToolRecord, ToolSource};
 
-/// Above this many tools to build, a reconcile reads every record at once.
+/// Above this many tools to build, a reconcile reads their records in one statement.
 const BULK_READ: usize = 16;
+
+/// How many changes one poll of the feed reads; a longer backlog is caught up by a
+/// whole-table reconcile instead.
+const FEED_BATCH: i64 = 1000;
 
 /// Builds a runnable tool from a stored spec and definition.
 pub trait ToolFactory: Send + Sync + 'static {
@@ -221,10 +229,16 @@ impl LiveRegistry {
         factory.build(spec, definition)
     }
 
-    /// Brings the registry in line with the store now.
+    /// Brings the registry in line with the store now: reads the state of every stored tool
+    /// (one light SELECT) and rebuilds those whose revision moved.
+    ///
+    /// This costs a row per stored tool; after a change whose tools are known, [`refresh`]
+    /// costs a row per changed tool.
     ///
     /// # Errors
     /// The database's error (the registry is left as it was).
+    ///
+    /// [`refresh`]: LiveRegistry::refresh
     pub async fn reconcile(&self) -> Result<Reconciled> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
         // Read the feed position first: a change committed after this point is seen by the next
@@ -233,8 +247,58 @@ impl LiveRegistry {
         let rows = sqlx::query("SELECT name, source, enabled, missing, revision FROM tools")
             .fetch_all(self.store.pool())
             .await?;
+        let report = self.apply_states(&rows, None).await?;
+        self.synced_seq.fetch_max(seq, Ordering::SeqCst);
+        Ok(report)
+    }
+
+    /// Brings the tools named `names` in line with the store: reads only their rows, then
+    /// installs, replaces or removes each as [`reconcile`] would. Its cost follows the number
+    /// of names, not the size of the catalog: a server calls it after each write it makes, and
+    /// the watcher for the tools the change feed names.
+    ///
+    /// # Errors
+    /// The database's error (the registry is left as it was).
+    ///
+    /// [`reconcile`]: LiveRegistry::reconcile
+    pub async fn refresh<S: AsRef<str>>(
+        &self,
+        names: impl IntoIterator<Item = S>,
+    ) -> Result<Reconciled> {
+        let mut names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_owned()).collect();
+        names.sort_unstable();
+        names.dedup();
+        if names.is_empty() {
+            return Ok(Reconciled::default());
+        }
+        let _one_at_a_time = self.reconcile_lock.lock().await;
+        let mut rows = Vec::with_capacity(names.len());
+        for chunk in names.chunks(crate::tools::IN_LIST_CHUNK) {
+            let sql = format!(
+                "SELECT name, source, enabled, missing, revision FROM tools WHERE name IN ({})",
+                crate::tools::placeholders(chunk.len())
+            );
+            // Only numbered placeholders are formatted in; the names are bound.
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for name in chunk {
+                query = query.bind(name.as_str());
+            }
+            rows.extend(query.fetch_all(self.store.pool()).await?);
+        }
+        self.apply_states(&rows, Some(&names)).await
+    }
+
+    /// Rebuilds the tools of `rows` (name, enabled, missing, revision) whose revision moved, and removes the
+    /// installed tools that are no longer active: among `scope` when given (the names the rows
+    /// were read for), else every installed tool (the rows are the whole table). The caller
+    /// holds `reconcile_lock`.
+    async fn apply_states(
+        &self,
+        rows: &[sqlx::any::AnyRow],
+        scope: Option<&[String]>,
+    ) -> Result<Reconciled> {
         let mut wanted = HashMap::with_capacity(rows.len());
-        for row in &rows {
+        for row in rows {
             let name: String = row.try_get("name")?;
             let active =
                 row.try_get::<i64, _>("enabled")? != 0 && row.try_get::<i64, _>("missing")? == 0;
@@ -253,26 +317,38 @@ impl LiveRegistry {
                 })
                 .map(|(name, _)| (name.clone(), true))
                 .collect();
-            stale.extend(
-                installed
-                    .keys()
-                    .filter(|name| !wanted.contains_key(*name))
-                    .map(|name| (name.clone(), false)),
-            );
+            match scope {
+                Some(names) => stale.extend(
+                    names
+                        .iter()
+                        .filter(|name| installed.contains_key(*name) && !wanted.contains_key(*name))
+                        .map(|name| (name.clone(), false)),
+                ),
+                None => stale.extend(
+                    installed
+                        .keys()
+                        .filter(|name| !wanted.contains_key(*name))
+                        .map(|name| (name.clone(), false)),
+                ),
+            }
             stale
         };
-        // Many tools to build (a start-up, a bulk import): one read of every record instead
-        // of one round trip per tool (1,000 tools on Postgres: ~1 s of round trips).
-        let installs = stale.iter().filter(|(_, install)| *install).count();
-        let mut records: HashMap<String, ToolRecord> = if installs > BULK_READ {
-            self.store
-                .list_tools()
-                .await?
-                .into_iter()
-                .map(|r| (r.name.clone(), r))
-                .collect()
-        } else {
+        // Many tools to build (a start-up, a bulk import): one read of their records instead
+        // of one round trip per tool (1,000 tools on Postgres: ~1 s of round trips). A whole
+        // table pass reads every record; a pass over named tools reads just those.
+        let to_build: Vec<String> = stale
+            .iter()
+            .filter(|(_, install)| *install)
+            .map(|(name, _)| name.clone())
+            .collect();
+        let mut records: HashMap<String, ToolRecord> = if to_build.len() <= BULK_READ {
             HashMap::new()
+        } else {
+            let records = match scope {
+                None => self.store.list_tools().await?,
+                Some(_) => self.store.tools_named(&to_build).await?,
+            };
+            records.into_iter().map(|r| (r.name.clone(), r)).collect()
         };
         let mut report = Reconciled::default();
         for (name, install) in stale {
@@ -335,8 +411,55 @@ impl LiveRegistry {
                 }
             }
         }
-        self.synced_seq.store(seq, Ordering::SeqCst);
         Ok(report)
+    }
+
+    /// Applies changes read from the feed: refreshes the tools they name, or reconciles the
+    /// whole table when one of them is a bulk sync (`*`) or when `complete` is false (the feed
+    /// held more than was read, or a notified change could not be found).
+    async fn follow(&self, changes: &[Change], complete: bool) -> Result<()> {
+        let bulk = changes.iter().any(|c| c.entity == "tool" && c.name == "*");
+        if bulk || !complete {
+            self.reconcile().await?;
+            return Ok(());
+        }
+        let names = changes
+            .iter()
+            .filter(|c| c.entity == "tool")
+            .map(|c| c.name.as_str());
+        self.refresh(names).await?;
+        if let Some(last) = changes.iter().map(|c| c.seq).max() {
+            self.synced_seq.fetch_max(last, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// One poll of the feed (SQLite): the changes after the last one followed, applied.
+    /// SQLite writers take turns, so changes commit in the order of their numbers and none can
+    /// appear later below the last one read.
+    async fn poll_once(&self) -> Result<()> {
+        let after = self.synced_seq.load(Ordering::SeqCst);
+        let changes = self.store.changes_since(after, FEED_BATCH).await?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let complete = changes.len() < usize::try_from(FEED_BATCH).unwrap_or(usize::MAX);
+        self.follow(&changes, complete).await
+    }
+
+    /// Applies Postgres notifications: each payload is the number of a committed change (its
+    /// transaction may have committed after others numbered higher, which is why the numbers
+    /// notified are read, not a range after the last one). A payload that is not a number, or
+    /// a number not found, falls back to a whole-table reconcile.
+    async fn follow_notified(&self, payloads: &[String]) -> Result<()> {
+        let seqs: Option<Vec<i64>> = payloads.iter().map(|p| p.trim().parse().ok()).collect();
+        let Some(seqs) = seqs else {
+            self.reconcile().await?;
+            return Ok(());
+        };
+        let changes = self.store.changes_numbered(&seqs).await?;
+        let complete = changes.len() == seqs.len();
+        self.follow(&changes, complete).await
     }
 
     /// Follows the store until the returned handle is stopped or dropped: Postgres
@@ -364,14 +487,8 @@ impl LiveRegistry {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep(interval) => {}
             }
-            match self.store.latest_change().await {
-                Ok(latest) if latest != self.synced_seq.load(Ordering::SeqCst) => {
-                    if let Err(error) = self.reconcile().await {
-                        tracing::warn!(%error, "live registry: reconcile failed");
-                    }
-                }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "live registry: poll failed"),
+            if let Err(error) = self.poll_once().await {
+                tracing::warn!(%error, "live registry: following the change feed failed");
             }
         }
     }
@@ -401,10 +518,13 @@ impl LiveRegistry {
                 tokio::select! {
                     () = cancel.cancelled() => return,
                     received = listener.try_recv() => match received {
-                        Ok(Some(_)) => {
-                            while let Some(_more) = listener.next_buffered() {}
-                            if let Err(error) = self.reconcile().await {
-                                tracing::warn!(%error, "live registry: reconcile failed");
+                        Ok(Some(first)) => {
+                            let mut payloads = vec![first.payload().to_owned()];
+                            while let Some(more) = listener.next_buffered() {
+                                payloads.push(more.payload().to_owned());
+                            }
+                            if let Err(error) = self.follow_notified(&payloads).await {
+                                tracing::warn!(%error, "live registry: following a change failed");
                             }
                         }
                         // The connection dropped: reconnect, then reconcile.

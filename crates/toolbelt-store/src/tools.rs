@@ -191,6 +191,20 @@ pub struct ToolVersion {
 }
 
 const SELECT_TOOL: &str = "SELECT t.name, t.source, t.current_version, t.latest_version, t.current_hash, t.enabled, t.missing, t.availability, t.revision, t.created_at, t.updated_at, t.changed_by, v.spec, v.definition FROM tools t JOIN tool_versions v ON v.tool_name = t.name AND v.version = t.current_version WHERE t.name = $1";
+/// [`SELECT_TOOL`] without its `WHERE`.
+const SELECT_TOOLS_BASE: &str = "SELECT t.name, t.source, t.current_version, t.latest_version, t.current_hash, t.enabled, t.missing, t.availability, t.revision, t.created_at, t.updated_at, t.changed_by, v.spec, v.definition FROM tools t JOIN tool_versions v ON v.tool_name = t.name AND v.version = t.current_version";
+
+/// How many values one `IN (...)` list binds: far below both engines' limits on bound
+/// parameters (SQLite 32,766, Postgres 65,535).
+pub(crate) const IN_LIST_CHUNK: usize = 500;
+
+/// `$1, $2, ..., $n`: the placeholders of an `IN` list (both engines number them).
+pub(crate) fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 const SELECT_TOOLS: &str = "SELECT t.name, t.source, t.current_version, t.latest_version, t.current_hash, t.enabled, t.missing, t.availability, t.revision, t.created_at, t.updated_at, t.changed_by, v.spec, v.definition FROM tools t JOIN tool_versions v ON v.tool_name = t.name AND v.version = t.current_version ORDER BY t.name";
 
 pub(crate) fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
@@ -605,6 +619,32 @@ impl Store {
     pub async fn list_tools(&self) -> Result<Vec<ToolRecord>> {
         let rows = sqlx::query(SELECT_TOOLS).fetch_all(self.pool()).await?;
         rows.iter().map(tool_from_row).collect()
+    }
+
+    /// The tools among `names` that exist, with their current versions (missing names are left
+    /// out): one statement per [`IN_LIST_CHUNK`] names, so reading a few changed tools costs
+    /// the same whatever the catalog holds.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub(crate) async fn tools_named(&self, names: &[String]) -> Result<Vec<ToolRecord>> {
+        let mut records = Vec::with_capacity(names.len());
+        for chunk in names.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                "{} WHERE t.name IN ({})",
+                SELECT_TOOLS_BASE,
+                placeholders(chunk.len())
+            );
+            // Only numbered placeholders are formatted in; the values are bound.
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for name in chunk {
+                query = query.bind(name.as_str());
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                records.push(tool_from_row(&row)?);
+            }
+        }
+        Ok(records)
     }
 
     /// Every tool's state, by name, without reading specs (one table, no join).

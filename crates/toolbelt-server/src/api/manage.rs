@@ -1,7 +1,7 @@
 //! Admin endpoints over the store: create, update, enable, disable, delete, version and roll back tools.
 //!
 //! Every write goes to the store first (one transaction, durable when it returns), then this
-//! instance's live registry is reconciled at once; other instances follow the change feed.
+//! instance's live registry refreshes that one tool at once; other instances follow the change feed.
 //! Updates need `If-Match: "<revision>"` (from the `ETag` of `GET /tools/{name}`); a stale
 //! revision is `412`, never a silent merge.
 
@@ -217,11 +217,14 @@ pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<i64>, Problem> {
         })
 }
 
-async fn reconcile(state: &AppState) {
+/// Brings this instance's registry in line with the tool just written, before answering: a
+/// tool a 2xx created or changed is served at once. Only that tool's row is read, so a write
+/// costs the same whatever the catalog holds (ADR 0057); other changes arrive through the feed.
+async fn refresh(state: &AppState, name: &str) {
     if let Some(live) = state.live()
-        && let Err(e) = live.reconcile().await
+        && let Err(e) = live.refresh([name]).await
     {
-        tracing::error!(error = %e, "could not refresh the live registry after a change");
+        tracing::error!(error = %e, tool = %name, "could not refresh the live registry after a change");
     }
 }
 
@@ -284,7 +287,7 @@ pub(crate) async fn create_tool(
         .create_tool(&draft)
         .await
         .map_err(store_problem)?;
-    reconcile(&state).await;
+    refresh(&state, &record.name).await;
     Ok(with_etag(StatusCode::CREATED, record.into()))
 }
 
@@ -327,7 +330,7 @@ pub(crate) async fn update_tool(
         .update_tool(&draft, revision)
         .await
         .map_err(store_problem)?;
-    reconcile(&state).await;
+    refresh(&state, &record.name).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 
@@ -423,7 +426,7 @@ pub(crate) async fn rollback(
         .rollback_tool(&name, body.version, revision, &who.name)
         .await
         .map_err(store_problem)?;
-    reconcile(&state).await;
+    refresh(&state, &record.name).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 
@@ -441,7 +444,7 @@ async fn set_enabled(
         .set_tool_enabled(name, enabled, revision, &who.name)
         .await
         .map_err(store_problem)?;
-    reconcile(state).await;
+    refresh(state, &record.name).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 
@@ -490,6 +493,6 @@ pub(crate) async fn delete(
         .delete_tool(&name, revision)
         .await
         .map_err(store_problem)?;
-    reconcile(&state).await;
+    refresh(&state, &name).await;
     Ok(StatusCode::NO_CONTENT)
 }

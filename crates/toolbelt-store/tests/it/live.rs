@@ -244,3 +244,85 @@ async fn live_registries_are_shareable() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn refresh_rebuilds_only_the_named_tools() {
+    each_engine(|store| async move {
+        for name in ["a", "b"] {
+            store.create_tool(&reply_draft(name, "v1")).await.unwrap();
+        }
+        let live = LiveRegistry::builder(store.clone())
+            .factory(ToolSource::Declarative, reply_factory)
+            .build()
+            .await
+            .unwrap();
+        for name in ["a", "b"] {
+            store
+                .update_tool(&reply_draft(name, "v2"), 1)
+                .await
+                .unwrap();
+        }
+        let report = live.refresh(["a"]).await.unwrap();
+        assert_eq!(report.installed, vec!["a".to_owned()]);
+        assert_eq!(call(&live, "a").await, Ok("v2".to_owned()));
+        assert_eq!(
+            call(&live, "b").await,
+            Ok("v1".to_owned()),
+            "b was not named"
+        );
+
+        store.delete_tool("a", None).await.unwrap();
+        let report = live.refresh(["a", "a", "never_stored"]).await.unwrap();
+        assert_eq!(
+            (report.installed, report.removed),
+            (vec![], vec!["a".to_owned()])
+        );
+        // The whole-table pass finds only what the refreshes left: b's new version.
+        assert_eq!(
+            live.reconcile().await.unwrap().installed,
+            vec!["b".to_owned()]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_watcher_follows_a_burst_of_changes_by_name() {
+    each_engine(|store| async move {
+        let live = LiveRegistry::builder(store.clone())
+            .factory(ToolSource::Declarative, reply_factory)
+            .build()
+            .await
+            .unwrap();
+        let watch = live.watch(Duration::from_millis(20));
+        for i in 0..30 {
+            store
+                .create_tool(&reply_draft(&format!("t{i}"), "v1"))
+                .await
+                .unwrap();
+        }
+        store
+            .update_tool(&reply_draft("t3", "v2"), 1)
+            .await
+            .unwrap();
+        store
+            .set_tool_enabled("t4", false, None, "ops")
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while (live.registry().len() != 29 || call(&live, "t3").await != Ok("v2".to_owned()))
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(live.registry().len(), 29, "30 created, t4 disabled");
+        assert_eq!(call(&live, "t3").await, Ok("v2".to_owned()));
+        watch.stop().await;
+        // Nothing was missed: a whole-table pass has nothing left to do.
+        assert_eq!(
+            live.reconcile().await.unwrap(),
+            toolbelt_store::Reconciled::default()
+        );
+    })
+    .await;
+}
