@@ -185,6 +185,8 @@ struct ProgressRoute {
 pub(crate) struct Shared {
     name: String,
     config: McpServerConfig,
+    /// The client a streamable-HTTP server is reached with, when the host gave one.
+    http_client: Option<reqwest::Client>,
     prefix: String,
     backoff: Backoff,
     peer: RwLock<Option<Peer<RoleClient>>>,
@@ -363,6 +365,7 @@ pub struct McpClientBuilder {
     config: McpServerConfig,
     backoff: Backoff,
     registry: Option<Arc<Registry>>,
+    http_client: Option<reqwest::Client>,
 }
 
 impl McpClient {
@@ -373,6 +376,7 @@ impl McpClient {
             config,
             backoff: Backoff::default(),
             registry: None,
+            http_client: None,
         }
     }
 
@@ -477,6 +481,13 @@ impl McpClientBuilder {
         self
     }
 
+    /// The HTTP client a streamable-HTTP server is reached with (default: a plain one). A
+    /// host passes one that checks addresses (the HTTP tools' SSRF guard and allow-list).
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
     /// Checks the configuration and starts the supervisor (it connects in the
     /// background: use [`McpClient::ready`] to wait).
     ///
@@ -490,6 +501,7 @@ impl McpClientBuilder {
             prefix: self.config.prefix_for(&self.name),
             name: self.name,
             config: self.config,
+            http_client: self.http_client,
             backoff: self.backoff,
             peer: RwLock::new(None),
             tools: RwLock::new(Vec::new()),
@@ -581,7 +593,11 @@ async fn connect(
                 reason,
                 kind: FailureKind::Permanent,
             })?);
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = shared.upgrade().and_then(|s| s.http_client.clone());
+            let transport = match client {
+                Some(client) => StreamableHttpClientTransport::with_client(client, config),
+                None => StreamableHttpClientTransport::from_config(config),
+            };
             handler
                 .serve_with_lifecycle(transport, lifecycle.mode())
                 .await

@@ -145,6 +145,20 @@ pub fn resolve_secrets(
     Ok(config)
 }
 
+/// Why a stored server's URL will not be reached (an internal address not in the outbound
+/// allow-list, a scheme other than http/https), as the API's health shows it; `None` when it
+/// may be, or when the URL is only known once its secrets are filled in.
+pub fn outbound_problem(state: &AppState, config: &McpServerConfig) -> Option<String> {
+    let url = config.url.as_deref()?;
+    if !secret_names(url).is_empty() {
+        return None;
+    }
+    state
+        .check_outbound(url)
+        .err()
+        .map(|e| format!("/url: {e} (open it with the server's outbound_hosts or outbound_nets)"))
+}
+
 /// What the API shows of a stored server's connection.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct Health {
@@ -246,10 +260,23 @@ impl McpServers {
                     continue;
                 }
             };
-            match McpClient::builder(name, config)
-                .registry(state.shared_registry())
-                .start()
+            // A URL is reached as the HTTP tools reach one: the SSRF guard after DNS and at
+            // every redirect, the server's outbound allow-list opening internal hosts.
+            if let Some(url) = &config.url
+                && let Err(error) = state.check_outbound(url)
             {
+                tracing::warn!(server = %name, %error, "MCP server not started");
+                continue;
+            }
+            let mut builder = McpClient::builder(name, config).registry(state.shared_registry());
+            match state.http_client() {
+                Ok(client) => builder = builder.http_client(client),
+                Err(error) => {
+                    tracing::warn!(server = %name, %error, "MCP server not started");
+                    continue;
+                }
+            }
+            match builder.start() {
                 Ok(client) => {
                     tracing::info!(server = %name, "MCP server starting");
                     running.insert(

@@ -84,6 +84,31 @@ impl AppState {
         self.agents.registry()
     }
 
+    /// An HTTP client that reaches what the HTTP tools may reach (the SSRF guard after DNS and
+    /// at every redirect, the configured `outbound_hosts`/`outbound_nets`): stored MCP
+    /// servers' URLs are reached with it.
+    ///
+    /// # Errors
+    /// The allow-list does not parse, or the client cannot be built, as a message.
+    pub fn http_client(&self) -> Result<reqwest::Client, String> {
+        self.config
+            .http_config()
+            .map_err(|e| e.to_string())?
+            .guarded_client()
+    }
+
+    /// Checks a URL the server is about to reach with [`AppState::http_client`]: its scheme,
+    /// and an IP literal against the SSRF guard and the outbound allow-list.
+    ///
+    /// # Errors
+    /// Why it is refused.
+    pub fn check_outbound(&self, url: &str) -> Result<(), String> {
+        self.config
+            .http_config()
+            .map_err(|e| e.to_string())?
+            .check_target(url)
+    }
+
     /// The live registry, shared (an MCP endpoint follows its changes).
     pub fn shared_registry(&self) -> Arc<Registry> {
         self.agents.shared_registry()

@@ -156,6 +156,29 @@ impl HttpConfig {
         )
     }
 
+    /// A client that reaches only what the HTTP tools may reach: every address checked after
+    /// DNS against the SSRF guard and this allow-list, every redirect hop too, no proxy. For
+    /// other HTTP clients of a host (an MCP client of a stored server's URL). Cheap to clone.
+    ///
+    /// # Errors
+    /// The client cannot be built (the TLS backend failed to load), as a message.
+    pub fn guarded_client(&self) -> Result<Client, String> {
+        self.client(Redirects::Follow)
+            .cloned()
+            .map_err(|e| e.to_string())
+    }
+
+    /// Checks `url` as the HTTP tools check a request's URL before sending it: the scheme, and
+    /// an IP literal against the SSRF guard and this allow-list (a host name is checked after
+    /// DNS by [`HttpConfig::guarded_client`]'s resolver). Use it with that client.
+    ///
+    /// # Errors
+    /// Why the URL is refused.
+    pub fn check_target(&self, url: &str) -> Result<(), String> {
+        let parsed = Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+        check_url(&parsed, &self.allow)
+    }
+
     fn reset_clients(&mut self) {
         self.client = Arc::default();
         self.same_origin_client = Arc::default();

@@ -65,9 +65,10 @@ pub struct McpServerView {
 }
 
 async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
-    let problem = check_config(&record.name, &record.config)
-        .err()
-        .map(|p| format!("{}: {}", p.pointer, p.message));
+    let problem = match check_config(&record.name, &record.config) {
+        Ok(config) => crate::mcp_servers::outbound_problem(state, &config),
+        Err(p) => Some(format!("{}: {}", p.pointer, p.message)),
+    };
     let health = state
         .mcp_servers
         .health(&record.name, record.enabled, problem)

@@ -200,3 +200,88 @@ async fn a_server_stored_by_another_process_is_connected_within_the_poll() {
     })
     .await;
 }
+
+/// An MCP server over streamable HTTP on 127.0.0.1 (the test's `echo` tool), for as long as
+/// the test runs; its URL.
+async fn loopback_mcp_server() -> String {
+    let registry = std::sync::Arc::new(toolbelt_core::Registry::new());
+    registry.add_tools([crate::support::echo()]).unwrap();
+    let server =
+        toolbelt_mcp::McpServer::from_registry(registry, None, toolbelt_core::Executor::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().nest_service(
+        "/mcp",
+        server.router(Some(vec!["127.0.0.1".to_owned(), addr.to_string()])),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test]
+async fn a_stored_servers_url_passes_the_ssrf_guard_unless_the_outbound_list_opens_it() {
+    on_both(|db| async move {
+        let url = loopback_mcp_server().await;
+        let guarded = TestServer::start_stored(&db, None).await;
+        let put = guarded
+            .http
+            .put(format!("{}/api/v1/mcp-servers/local", guarded.url))
+            .bearer_auth(ADMIN)
+            .json(&json!({"config": {"url": url}}))
+            .send()
+            .await
+            .unwrap();
+        json_of(put, 201).await;
+        // Loopback is an internal address: refused as the HTTP tools refuse it.
+        let down = wait_for(&guarded, "local", "never refused", |v| {
+            v["health"]["state"] == "not_started"
+        })
+        .await;
+        let error = down["health"]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("/url: ")
+                && error.contains("127.0.0.1")
+                && error.contains("outbound_nets"),
+            "{down}"
+        );
+        // A host name is checked after DNS, by the client's resolver: `localhost` is refused too.
+        let by_name = url.replace("127.0.0.1", "localhost");
+        let put = guarded
+            .http
+            .put(format!("{}/api/v1/mcp-servers/byname", guarded.url))
+            .bearer_auth(ADMIN)
+            .json(&json!({"config": {"url": by_name}}))
+            .send()
+            .await
+            .unwrap();
+        json_of(put, 201).await;
+        let down = wait_for(&guarded, "byname", "never refused", |v| {
+            v["health"]["state"] == "down"
+        })
+        .await;
+        let error = down["health"]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("forbidden range (loopback)"), "{down}");
+        let deleted = guarded
+            .http
+            .delete(format!("{}/api/v1/mcp-servers/byname", guarded.url))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status().as_u16(), 204);
+        guarded.stop().await;
+        // With loopback in the server's outbound allow-list it connects.
+        let open = TestServer::start_stored_with(&db, |config| {
+            config.outbound_nets = vec!["127.0.0.1/32".to_owned()];
+        })
+        .await;
+        let up = wait_for(&open, "local", "never connected", |v| {
+            v["health"]["state"] == "up"
+        })
+        .await;
+        assert_eq!(up["health"]["tools"], 1, "{up}");
+        open.stop().await;
+        db
+    })
+    .await;
+}

@@ -14,7 +14,7 @@ pub(crate) const ADMIN: &str = "tb_admin_token";
 pub(crate) const RUNNER: &str = "tb_run_token";
 pub(crate) const READER: &str = "tb_read_token";
 
-fn echo() -> ToolHandle {
+pub(crate) fn echo() -> ToolHandle {
     FnTool::builder("echo")
         .description("Echo the text back")
         .tag("util")
