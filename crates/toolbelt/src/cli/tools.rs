@@ -13,13 +13,13 @@ use toolbelt_core::{
     ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, BoxFuture, Effect, Executor,
     Registry, ToolCall, ToolError, ToolHandle, ToolSpec,
 };
-
-use super::remote::{Api, ApiError, Backend, Call, Target};
 use toolbelt_tools::sandbox::{SandboxMode, SandboxPolicy};
 use toolbelt_tools::{
     AgentInfo, BUILTIN_GROUPS, BuiltinConfig, EffectiveConfig, HttpConfig, Human, RESERVED_GROUPS,
     ShellConfig, StdinChannel, Workspace,
 };
+
+use super::remote::{Api, ApiError, Backend, Call, Target};
 
 /// Exit code for arguments that are not valid JSON or break the tool's schema.
 const EXIT_USAGE: u8 = 2;
@@ -48,8 +48,9 @@ pub(crate) struct Sources {
     /// the command and stopped after it.
     #[arg(long, value_name = "FILE", conflicts_with = "server")]
     mcp_config: Option<PathBuf>,
-    /// Only the tools compiled into this binary: no database.
-    #[arg(long, conflicts_with_all = ["server", "url"])]
+    /// Only the tools compiled into this binary: no database (a `--database-url` or
+    /// `TOOLBELT_DATABASE_URL` is then ignored).
+    #[arg(long, conflicts_with = "server")]
     no_store: bool,
 }
 
