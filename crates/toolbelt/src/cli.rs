@@ -82,7 +82,9 @@ pub(crate) fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLBELT_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(
             if cli.verbose || matches!(cli.command, Command::Serve(_)) {
-                "info"
+                // rmcp logs every notification it receives, whole, at info: a server's log
+                // message or progress text may carry what a tool read (a secret included).
+                "info,rmcp=warn"
             } else {
                 "warn"
             },
