@@ -91,10 +91,7 @@ impl AppState {
     /// # Errors
     /// The allow-list does not parse, or the client cannot be built, as a message.
     pub fn http_client(&self) -> Result<reqwest::Client, String> {
-        self.config
-            .http_config()
-            .map_err(|e| e.to_string())?
-            .guarded_client()
+        self.http_config()?.guarded_client()
     }
 
     /// Checks a URL the server is about to reach with [`AppState::http_client`]: its scheme,
@@ -103,10 +100,15 @@ impl AppState {
     /// # Errors
     /// Why it is refused.
     pub fn check_outbound(&self, url: &str) -> Result<(), String> {
-        self.config
-            .http_config()
-            .map_err(|e| e.to_string())?
-            .check_target(url)
+        self.http_config()?.check_target(url)
+    }
+
+    /// The HTTP configuration the tools' context holds (built once at start-up; its client is
+    /// built on first use and shared).
+    fn http_config(&self) -> Result<&toolbelt_tools::HttpConfig, String> {
+        self.extensions
+            .get::<toolbelt_tools::HttpConfig>()
+            .ok_or_else(|| "the server has no HTTP configuration".to_owned())
     }
 
     /// The live registry, shared (an MCP endpoint follows its changes).
