@@ -36,7 +36,8 @@ pub struct ToolSummary {
 }
 
 impl ToolSummary {
-    fn of(spec: &ToolSpec, source: String) -> Self {
+    /// The summary of `spec`, from `source` (see [`toolbelt_host::tool_origin`]).
+    pub fn of(spec: &ToolSpec, source: String) -> Self {
         Self {
             name: spec.name.to_string(),
             description: spec.description.clone(),

@@ -19,6 +19,8 @@ use toolbelt_tools::{
     ShellConfig, StdinChannel, Workspace,
 };
 
+use toolbelt_server::api::tools::{ToolSummary, source_matches};
+
 use super::remote::{Api, ApiError, Backend, Call, Target};
 
 /// Exit code for arguments that are not valid JSON or break the tool's schema.
@@ -179,48 +181,20 @@ async fn open_local(sources: &Sources, by: &str) -> anyhow::Result<Local> {
     })
 }
 
-/// One line of `tools ls`: what the API's summary holds, from a spec or from the server.
-#[derive(Debug, Clone, serde::Deserialize)]
-struct Row {
-    name: String,
-    description: String,
-    tags: Vec<String>,
-    kind: String,
-    source: String,
-    read_only: bool,
-    needs_approval: bool,
-}
-
-impl Row {
-    fn of(spec: &ToolSpec, source: String) -> Self {
-        Self {
-            name: spec.name.to_string(),
-            description: spec.description.clone(),
-            tags: spec.tags.clone(),
-            kind: serde_json::to_value(spec.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            source,
-            read_only: spec.policy.is_read_only(),
-            needs_approval: spec.policy.needs_approval,
-        }
-    }
-
-    /// Whether the row passes the filters, as `GET /api/v1/tools` applies them.
-    fn wanted(&self, args: &ListArgs) -> bool {
-        let needle = args.query.as_deref().map(str::to_lowercase);
-        args.tag
+/// Whether `tool` passes the filters, as `GET /api/v1/tools` applies them.
+fn wanted(tool: &ToolSummary, args: &ListArgs) -> bool {
+    let needle = args.query.as_deref().map(str::to_lowercase);
+    args.tag
+        .as_deref()
+        .is_none_or(|t| tool.tags.iter().any(|g| g == t))
+        && args.kind.as_deref().is_none_or(|k| tool.kind == k)
+        && args
+            .source
             .as_deref()
-            .is_none_or(|t| self.tags.iter().any(|g| g == t))
-            && args.kind.as_deref().is_none_or(|k| self.kind == k)
-            && args.source.as_deref().is_none_or(|wanted| {
-                toolbelt_server::api::tools::source_matches(&self.source, wanted)
-            })
-            && needle.as_deref().is_none_or(|n| {
-                self.name.to_lowercase().contains(n) || self.description.to_lowercase().contains(n)
-            })
-    }
+            .is_none_or(|wanted| source_matches(&tool.source, wanted))
+        && needle.as_deref().is_none_or(|n| {
+            tool.name.to_lowercase().contains(n) || tool.description.to_lowercase().contains(n)
+        })
 }
 
 async fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
@@ -238,8 +212,8 @@ async fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
             let mut handles = local.registry.list();
             handles.sort_by(|a, b| a.name().as_str().cmp(b.name().as_str()));
             for handle in handles {
-                let row = Row::of(handle.spec(), local.source(handle.spec()));
-                if row.wanted(&args) {
+                let row = ToolSummary::of(handle.spec(), local.source(handle.spec()));
+                if wanted(&row, &args) {
                     let mut spec = serde_json::to_value(handle.spec())?;
                     spec["source"] = json!(row.source);
                     specs.push(spec);
@@ -308,7 +282,7 @@ async fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The server's tools through `GET /api/v1/tools`, every page, with the filters sent along.
-async fn remote_rows(api: &Api, args: &ListArgs) -> anyhow::Result<(Vec<Row>, Vec<Value>)> {
+async fn remote_rows(api: &Api, args: &ListArgs) -> anyhow::Result<(Vec<ToolSummary>, Vec<Value>)> {
     let mut rows = Vec::new();
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
@@ -326,7 +300,7 @@ async fn remote_rows(api: &Api, args: &ListArgs) -> anyhow::Result<(Vec<Row>, Ve
             .await?;
         let page_items = page["items"].as_array().cloned().unwrap_or_default();
         for item in page_items {
-            let row: Row = serde_json::from_value(item)
+            let row: ToolSummary = serde_json::from_value(item)
                 .context("the server's answer is not a list of tools")?;
             if args.json {
                 // The full spec, as a local listing prints it.
@@ -346,8 +320,8 @@ async fn remote_rows(api: &Api, args: &ListArgs) -> anyhow::Result<(Vec<Row>, Ve
 
 /// Groups in display order: the built-in groups in their design order, then the others by
 /// name, then the untagged tools.
-fn groups(rows: &[Row]) -> Vec<(String, Vec<&Row>)> {
-    let mut by_tag: BTreeMap<&str, Vec<&Row>> = BTreeMap::new();
+fn groups(rows: &[ToolSummary]) -> Vec<(String, Vec<&ToolSummary>)> {
+    let mut by_tag: BTreeMap<&str, Vec<&ToolSummary>> = BTreeMap::new();
     let mut untagged = Vec::new();
     for row in rows {
         if row.tags.is_empty() {
@@ -357,7 +331,7 @@ fn groups(rows: &[Row]) -> Vec<(String, Vec<&Row>)> {
             by_tag.entry(tag).or_default().push(row);
         }
     }
-    let mut groups: Vec<(String, Vec<&Row>)> = by_tag
+    let mut groups: Vec<(String, Vec<&ToolSummary>)> = by_tag
         .into_iter()
         .map(|(t, rows)| (t.to_owned(), rows))
         .collect();
