@@ -392,8 +392,8 @@ async fn stored_agent(
     store: &toolbelt_store::Store,
     args: &ServeArgs,
 ) -> anyhow::Result<Option<StoredAgent>> {
-    match store.get_agent(&args.agent).await {
-        Ok(_) => {}
+    let record = match store.get_agent(&args.agent).await {
+        Ok(record) => record,
         Err(toolbelt_store::StoreError::NotFound { .. }) if args.agent == "default" => {
             return Ok(None);
         }
@@ -415,7 +415,7 @@ async fn stored_agent(
             );
         }
         Err(e) => return Err(e).context("reading the stored agent"),
-    }
+    };
     if args.groups.is_some() {
         anyhow::bail!(
             "--groups does not apply to the stored agent `{}`: its selection and bindings \
@@ -440,7 +440,6 @@ async fn stored_agent(
     };
     hide_host_only_tools(&registry, None, true)?;
     let factory = db.agent_factory().build();
-    let record = factory.record(&args.agent).await?;
     let (tools, report) = factory.tools(&record).await?;
     let watch = db.watch().context("following the database")?;
     Ok(Some(StoredAgent {
