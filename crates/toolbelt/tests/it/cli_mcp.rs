@@ -77,6 +77,18 @@ fn wait_listening(addr: &str) {
     }
 }
 
+/// The names of the tools a client listed, sorted.
+fn sorted_names(report: &Value) -> Vec<&str> {
+    let mut names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
 fn texts(report: &Value) -> Vec<(String, bool)> {
     report["results"]
         .as_array()
@@ -459,13 +471,7 @@ fn mcp_serve_offers_no_tool_it_cannot_run_and_refuses_to_be_asked_for_one() {
         json!([]),
         dir.path(),
     );
-    let mut names: Vec<&str> = report["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    names.sort_unstable();
+    let names = sorted_names(&report);
     assert_eq!(
         names,
         [
@@ -524,13 +530,7 @@ fn mcp_serve_with_a_database_serves_an_agents_memory() {
         calls,
         dir.path(),
     );
-    let mut names: Vec<&str> = report["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    names.sort_unstable();
+    let names = sorted_names(&report);
     assert_eq!(
         names,
         [
@@ -667,13 +667,7 @@ fn mcp_serve_agent_serves_a_stored_agents_pinned_and_available_tools_only() {
         json!([["stamp", {"text": "x"}], ["guarded", {}]]),
         dir.path(),
     );
-    let mut names: Vec<&str> = report["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    names.sort_unstable();
+    let names = sorted_names(&report);
     // The pinned version runs; the tool kept from the agent's kind is neither listed nor run.
     assert_eq!(names, ["stamp", "todo_list"]);
     let results = texts(&report);
