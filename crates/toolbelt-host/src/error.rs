@@ -35,9 +35,49 @@ pub enum HostError {
         #[source]
         source: toolbelt_llm::ProviderError,
     },
+    /// The caller may not act on this agent (its access is limited to other agents).
+    #[error(
+        "this caller may not act on agent `{agent}`; it may act on: {}",
+        list(allowed)
+    )]
+    AgentNotAllowed {
+        /// The agent asked for.
+        agent: String,
+        /// The agents the caller may act on.
+        allowed: Vec<String>,
+    },
+    /// The caller may not use this tool: none of the agents it may act on is offered it.
+    #[error(
+        "this caller may not use tool `{tool}`: none of its agents ({}) is offered it",
+        list(allowed)
+    )]
+    ToolNotAllowed {
+        /// The tool asked for.
+        tool: String,
+        /// The agents the caller may act on.
+        allowed: Vec<String>,
+    },
+    /// The caller's access is limited to some agents and this acts on the whole server (tools,
+    /// MCP servers, skills, settings, statistics).
+    #[error(
+        "this caller may act only on agents ({}), not on the whole server",
+        list(allowed)
+    )]
+    ServerNotAllowed {
+        /// The agents the caller may act on.
+        allowed: Vec<String>,
+    },
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 impl HostError {

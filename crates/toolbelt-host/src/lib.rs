@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod access;
 mod agents;
 mod database;
 mod environment;
@@ -12,6 +13,7 @@ mod router;
 mod skills;
 pub mod tool_file;
 
+pub use access::AgentAccess;
 pub use agents::{AgentFactory, AgentFactoryBuilder, BuiltAgent, ToolReport};
 pub use database::{Database, POLL_INTERVAL, load, open, open_store};
 pub use environment::environment;

@@ -61,6 +61,7 @@ struct Inner {
     extensions: Extensions,
     search: Option<Arc<Search>>,
     unavailable: Option<Arc<Unavailable>>,
+    client_approves: bool,
 }
 
 /// Says why a tool that is not served now cannot be called (its MCP server is down), or `None`
@@ -138,6 +139,7 @@ impl McpServer {
                 extensions: Extensions::new(),
                 search: None,
                 unavailable: None,
+                client_approves: true,
             }),
         }
     }
@@ -188,6 +190,17 @@ impl McpServer {
     ) -> Self {
         let why: Arc<Unavailable> = Arc::new(why);
         self.map_inner(|inner| inner.unavailable = Some(why))
+    }
+
+    /// Whether the MCP client that made a call may approve it (default `true`): a call that
+    /// needs approval is put to the client through elicitation (or an input-required result),
+    /// which counts as a person's decision. A host whose clients are programs rather than a
+    /// person's app (a shared HTTP endpoint) turns this off: such calls are then refused with
+    /// a message saying how to allow them, since the caller whose call waits must not be the
+    /// one who approves it.
+    #[must_use]
+    pub fn with_client_approval(self, allowed: bool) -> Self {
+        self.map_inner(|inner| inner.client_approves = allowed)
     }
 
     /// The search tool of a routed export, built for the tools served now.
@@ -364,6 +377,7 @@ impl McpServer {
             .is_some_and(|c| c.elicitation.is_some());
         let asked = Arc::new(AtomicBool::new(false));
         let mode = match answered {
+            _ if !self.inner.client_approves => Ask::NotAPerson,
             Some(answer) => Ask::Answered(answer),
             None if form && modern => Ask::InputRequired(asked.clone()),
             None if form => Ask::Elicit(context.peer.clone()),
@@ -700,6 +714,8 @@ enum Ask {
     InputRequired(Arc<AtomicBool>),
     /// The client cannot be asked.
     Unsupported,
+    /// The host does not take the calling client's answer as a person's decision.
+    NotAPerson,
 }
 
 /// Answers the executor's approval requests through MCP.
@@ -717,6 +733,9 @@ impl Approver for McpApprover {
                     asked.store(true, Ordering::SeqCst);
                     ApprovalResponse::Reject(format!("`{tool}` waits for the user's approval"))
                 }
+                Ask::NotAPerson => ApprovalResponse::Reject(format!(
+                    "`{tool}` needs approval, and this server does not take approvals from the MCP client that makes the call; the server's operator can allow the tool in the agent's approval policy, or let clients approve (toolbelt serve: `mcp_client_approves = true`; toolbelt mcp serve --http: `--client-approves`)"
+                )),
                 Ask::Unsupported => ApprovalResponse::Reject(format!(
                     "`{tool}` needs approval and this MCP client cannot be asked (it does not support elicitation); approve it in toolbelt's policy or use a client that supports elicitation"
                 )),

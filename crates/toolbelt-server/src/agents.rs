@@ -202,6 +202,15 @@ pub(crate) fn host_problem(error: HostError) -> Problem {
                 detail,
             )
         }
+        e @ HostError::AgentNotAllowed { .. } => {
+            Problem::new(StatusCode::FORBIDDEN, "agent_not_allowed", e.to_string())
+        }
+        e @ HostError::ToolNotAllowed { .. } => {
+            Problem::new(StatusCode::FORBIDDEN, "tool_not_allowed", e.to_string())
+        }
+        e @ HostError::ServerNotAllowed { .. } => {
+            Problem::new(StatusCode::FORBIDDEN, "server_not_allowed", e.to_string())
+        }
         HostError::Store(e) => crate::api::manage::store_problem(e),
         other => Problem::internal(other),
     }

@@ -18,13 +18,13 @@ pub mod whoami;
 
 use axum::Json;
 use axum::http::StatusCode;
-use axum::middleware::from_fn_with_state;
+use axum::middleware::{from_fn, from_fn_with_state};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::{require_admin, require_read, require_run};
+use crate::auth::{require_admin, require_read, require_run, require_whole_server};
 use crate::problem::{Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -68,26 +68,31 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(runs::list_questions))
         .routes(routes!(routines::list_routines))
         .routes(routes!(routines::get_routine))
+        .routes(routes!(whoami::whoami));
+    // What belongs to the whole server rather than to agents: a token limited to agents gets
+    // 403 `server_not_allowed` there (the layer added last runs first: the scope, then this).
+    let read_server = OpenApiRouter::new()
         .routes(routes!(stats::stats))
         .routes(routes!(stats::list_stored_tools))
-        .routes(routes!(whoami::whoami))
         .routes(routes!(mcp_servers::list_mcp_servers))
         .routes(routes!(mcp_servers::get_mcp_server))
         .routes(routes!(skills::list_skills))
         .routes(routes!(skills::get_skill));
     // `/metrics` names tools, agents and models: it needs a token unless configured open.
-    let (read, open) = if state.config.metrics_public {
+    let (read_server, open) = if state.config.metrics_public {
         (
-            read,
+            read_server,
             OpenApiRouter::new().routes(routes!(health::metrics_text)),
         )
     } else {
         (
-            read.routes(routes!(health::metrics_text)),
+            read_server.routes(routes!(health::metrics_text)),
             OpenApiRouter::new(),
         )
     };
-    let read = read.route_layer(from_fn_with_state(state.clone(), require_read));
+    let read = read
+        .merge(read_server.route_layer(from_fn(require_whole_server)))
+        .route_layer(from_fn_with_state(state.clone(), require_read));
     let run = OpenApiRouter::new()
         .routes(routes!(tools::call_tool))
         .routes(routes!(route::route))
@@ -98,28 +103,31 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(runs::answer_question))
         .routes(routes!(routines::run_routine))
         .route_layer(from_fn_with_state(state.clone(), require_run));
-    let admin = OpenApiRouter::new()
+    let admin_server = OpenApiRouter::new()
         .routes(routes!(config::get_config))
         .routes(routes!(agents::validate_agent))
         .routes(routes!(manage::create_tool))
         .routes(routes!(import::import_openapi))
-        .routes(routes!(agents::create_agent))
-        .routes(routes!(agents::update_agent, agents::delete_agent))
-        .routes(routes!(agents::bind_tool, agents::unbind_tool))
         .routes(routes!(manage::update_tool, manage::delete))
         .routes(routes!(manage::rollback))
         .routes(routes!(manage::enable))
         .routes(routes!(manage::disable))
-        .routes(routes!(routines::create_routine))
-        .routes(routes!(routines::delete_routine))
-        .routes(routes!(routines::pause_routine))
-        .routes(routes!(routines::resume_routine))
         .routes(routes!(skills::put_skill, skills::delete_skill))
         .routes(routes!(
             mcp_servers::put_mcp_server,
             mcp_servers::patch_mcp_server,
             mcp_servers::delete_mcp_server
         ))
+        .route_layer(from_fn(require_whole_server));
+    let admin = OpenApiRouter::new()
+        .routes(routes!(agents::create_agent))
+        .routes(routes!(agents::update_agent, agents::delete_agent))
+        .routes(routes!(agents::bind_tool, agents::unbind_tool))
+        .routes(routes!(routines::create_routine))
+        .routes(routes!(routines::delete_routine))
+        .routes(routes!(routines::pause_routine))
+        .routes(routes!(routines::resume_routine))
+        .merge(admin_server)
         .route_layer(from_fn_with_state(state.clone(), require_admin));
     let open = open
         .routes(routes!(health::healthz))

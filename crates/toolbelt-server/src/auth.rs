@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+use toolbelt_host::AgentAccess;
+
 use crate::config::{ConfigError, ConfigToken};
 use crate::problem::Problem;
 use crate::state::AppState;
@@ -52,10 +54,14 @@ pub struct Principal {
     pub name: String,
     /// Its scopes.
     pub scopes: Vec<Scope>,
+    /// The agents it may act on (a token limited to agents reaches their tools, runs,
+    /// approvals, questions and routines, and nothing of the whole server).
+    pub access: AgentAccess,
 }
 
 impl Principal {
-    fn grants(&self, needed: Scope) -> bool {
+    /// Whether it holds `needed`.
+    pub fn grants(&self, needed: Scope) -> bool {
         self.scopes.iter().any(|s| s.grants(needed))
     }
 }
@@ -130,7 +136,22 @@ impl TokenBook {
                     });
                 }
             };
-            book.insert_hash(hash, &t.name, t.scopes.clone());
+            if let Some(agents) = &t.agents
+                && agents.iter().any(|a| a.trim().is_empty())
+            {
+                return Err(ConfigError::BadToken {
+                    name: t.name.clone(),
+                    reason: "`agents` names must not be empty",
+                });
+            }
+            book.insert(
+                hash,
+                Principal {
+                    name: t.name.clone(),
+                    scopes: t.scopes.clone(),
+                    access: AgentAccess::from_list(t.agents.clone()),
+                },
+            );
         }
         Ok(book)
     }
@@ -160,12 +181,20 @@ impl TokenBook {
         }
     }
 
-    /// Adds a token by its hash.
+    /// Adds a token that reaches every agent by its hash.
     pub fn insert_hash(&self, hash: String, name: &str, scopes: Vec<Scope>) {
-        let principal = Principal {
-            name: name.to_owned(),
-            scopes,
-        };
+        self.insert(
+            hash,
+            Principal {
+                name: name.to_owned(),
+                scopes,
+                access: AgentAccess::All,
+            },
+        );
+    }
+
+    /// Adds a token by its hash.
+    pub fn insert(&self, hash: String, principal: Principal) {
         self.by_hash
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -204,6 +233,7 @@ impl TokenBook {
             return Ok(Principal {
                 name: "dev".to_owned(),
                 scopes: vec![Scope::Admin],
+                access: AgentAccess::All,
             });
         }
         let Some(value) = header else {
@@ -259,6 +289,7 @@ impl TokenBook {
                     _ => None,
                 })
                 .collect(),
+            access: AgentAccess::from_list(record.agents.clone()),
         };
         self.verified
             .write()
@@ -335,7 +366,49 @@ async fn require(state: &AppState, needed: Scope, mut req: Request, next: Next) 
         )
         .into_response();
     }
+    // A token limited to agents reaches an agent's routes (`/api/v1/agents/{id}/…`,
+    // `/mcp/{agent}`) only for its agents, checked before anything reads the request.
+    if !principal.access.is_all() {
+        let path = req
+            .extensions()
+            .get::<axum::extract::OriginalUri>()
+            .map_or_else(|| req.uri().path().to_owned(), |u| u.path().to_owned());
+        if let Some(agent) = agent_in_path(&path)
+            && let Err(e) = principal.access.check(&agent)
+        {
+            return crate::agents::host_problem(e).into_response();
+        }
+    }
     req.extensions_mut().insert(principal);
+    next.run(req).await
+}
+
+/// The agent a path acts on: `{id}` of `/api/v1/agents/{id}[/…]` (not `/api/v1/agents/validate`)
+/// and `{agent}` of `/mcp/{agent}[/…]`, percent-decoded (an undecodable one is returned as
+/// written, which no access list names).
+fn agent_in_path(path: &str) -> Option<String> {
+    let rest = path
+        .strip_prefix("/api/v1/agents/")
+        .or_else(|| path.strip_prefix("/mcp/"))?;
+    let segment = rest.split('/').next().unwrap_or_default();
+    if segment.is_empty() || (path.starts_with("/api/") && rest == "validate") {
+        return None;
+    }
+    Some(
+        percent_encoding::percent_decode_str(segment)
+            .decode_utf8()
+            .map_or_else(|_| segment.to_owned(), |s| s.into_owned()),
+    )
+}
+
+/// Middleware: the request acts on the whole server (tools, MCP servers, skills, settings,
+/// statistics), which a token limited to agents may not do. Layered after a scope check.
+pub(crate) async fn require_whole_server(req: Request, next: Next) -> Response {
+    if let Some(who) = req.extensions().get::<Principal>()
+        && let Err(e) = who.access.check_server()
+    {
+        return crate::agents::host_problem(e).into_response();
+    }
     next.run(req).await
 }
 
@@ -364,4 +437,28 @@ pub(crate) async fn require_admin(
     next: Next,
 ) -> Response {
     require(&state, Scope::Admin, req, next).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agent_in_path;
+
+    #[test]
+    fn the_agent_of_a_path_is_found_decoded_and_validate_is_no_agent() {
+        let of = |p: &str| agent_in_path(p);
+        assert_eq!(of("/api/v1/agents/writer").as_deref(), Some("writer"));
+        assert_eq!(of("/api/v1/agents/writer/runs").as_deref(), Some("writer"));
+        assert_eq!(
+            of("/api/v1/agents/wr%69ter/tools/x").as_deref(),
+            Some("writer")
+        );
+        assert_eq!(of("/mcp/writer/routed").as_deref(), Some("writer"));
+        assert_eq!(of("/api/v1/agents/validate"), None);
+        assert_eq!(
+            of("/api/v1/agents/validate/runs").as_deref(),
+            Some("validate")
+        );
+        assert_eq!(of("/api/v1/agents"), None);
+        assert_eq!(of("/api/v1/runs/x"), None);
+    }
 }

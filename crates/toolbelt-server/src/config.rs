@@ -36,6 +36,10 @@ pub struct ConfigToken {
     pub token: Option<String>,
     /// What the token may do.
     pub scopes: Vec<Scope>,
+    /// The agents it is limited to (their tools, runs, approvals, questions and routines);
+    /// absent for every agent and the whole server.
+    #[serde(default)]
+    pub agents: Option<Vec<String>>,
 }
 
 /// Server settings. Sources, later wins: defaults, `toolbelt.toml` (or `--config`),
@@ -103,6 +107,10 @@ pub struct ServerConfig {
     pub header_read_timeout_secs: u64,
     /// Most MCP sessions open at once, over every agent; a new session beyond it is refused.
     pub max_mcp_sessions: usize,
+    /// Whether the MCP client that makes a call through `/mcp/{agent}` may approve it
+    /// (elicitation). Off by default: the caller whose call waits is not a person deciding;
+    /// such calls are refused unless the agent's policy allows the tool.
+    pub mcp_client_approves: bool,
     /// Largest `input` of a run (`POST /agents/{id}/runs`, `POST /runs/{id}/continue`), in bytes.
     pub max_run_input_bytes: usize,
 }
@@ -136,6 +144,7 @@ impl Default for ServerConfig {
             metrics_public: false,
             header_read_timeout_secs: 10,
             max_mcp_sessions: 1000,
+            mcp_client_approves: false,
             max_run_input_bytes: 64 * 1024,
         }
     }
@@ -217,6 +226,7 @@ impl ServerConfig {
                 "metrics_public",
                 "header_read_timeout_secs",
                 "max_mcp_sessions",
+                "mcp_client_approves",
                 "max_run_input_bytes",
             ]))
             .extract()
@@ -298,6 +308,7 @@ impl std::fmt::Debug for ConfigToken {
             .field("sha256", &self.sha256)
             .field("token", &self.token.as_ref().map(|_| "***"))
             .field("scopes", &self.scopes)
+            .field("agents", &self.agents)
             .finish()
     }
 }
@@ -331,6 +342,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("metrics_public", &self.metrics_public)
             .field("header_read_timeout_secs", &self.header_read_timeout_secs)
             .field("max_mcp_sessions", &self.max_mcp_sessions)
+            .field("mcp_client_approves", &self.mcp_client_approves)
             .field("max_run_input_bytes", &self.max_run_input_bytes)
             .finish()
     }
@@ -349,6 +361,7 @@ mod debug_tests {
                 sha256: None,
                 token: Some("tb_very_secret_token".to_owned()),
                 scopes: vec![Scope::Run],
+                agents: None,
             }],
             ..ServerConfig::default()
         };

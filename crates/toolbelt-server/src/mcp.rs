@@ -1,12 +1,15 @@
-//! `/mcp/{agent}`: each agent's tools over MCP (streamable HTTP), behind the `run` scope.
+//! `/mcp/{agent}`: each agent's tools over MCP (streamable HTTP), behind the `run` scope and
+//! for tokens that may act on the agent.
 //!
 //! The endpoint serves what a run of the agent may use, decided by the host's agent factory
 //! (selection, bindings, version pins, availability rules) and decided again after every
 //! change of the live registry (a change in what is offered is announced with
 //! `list_changed`); a changed agent definition gives new sessions a fresh server. Calls go
 //! through an
-//! executor with the agent's approval policy (a call that needs approval is asked through MCP
-//! elicitation where the client supports it, refused with a message otherwise), with the
+//! executor with the agent's approval policy (a call that needs approval is refused with a
+//! message, since the client whose call waits is not a person deciding; with
+//! `mcp_client_approves = true` it is asked through MCP elicitation where the client supports
+//! it), with the
 //! agent's memory and routines in the call context, and written to the run log. A changed
 //! agent definition gives new sessions a fresh server.
 //!
@@ -114,7 +117,8 @@ async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<Agent
     audit(&executor, state.run_log.clone(), record.name.clone());
     let server = McpServer::from_published(tools, executor)
         .with_name(format!("toolbelt:{}", record.name), description)
-        .with_extensions(state.run_extensions(&record.name));
+        .with_extensions(state.run_extensions(&record.name))
+        .with_client_approval(state.config.mcp_client_approves);
     let server = if export == Export::Routed {
         let router = Arc::new(state.agents.router().clone());
         server.with_search(move |tools| {

@@ -164,6 +164,7 @@ mod tests {
             sha256: None,
             token: Some("tb_known".to_owned()),
             scopes: vec![Scope::Read],
+            agents: None,
         }])
         .unwrap();
         let mut keys = HashSet::new();

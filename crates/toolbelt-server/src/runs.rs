@@ -221,6 +221,11 @@ impl RunEntry {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The agent it runs.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
     /// The run id.
     pub fn id(&self) -> &str {
         &self.id

@@ -45,8 +45,9 @@ impl Engine {
 }
 
 /// Highest schema version this build knows (the number of the last migration).
-/// Migrations from 100 on belong to memory and routines (ADR 0020, 0021), 104 to skills.
-pub const SCHEMA_VERSION: i64 = 104;
+/// Migrations from 100 on belong to memory and routines (ADR 0020, 0021), 104 to skills, 105 to
+/// tokens limited to agents (ADR 0061).
+pub const SCHEMA_VERSION: i64 = 105;
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -79,6 +80,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "skills",
         include_str!("../migrations/sqlite/0104_skills.sql"),
     ),
+    (
+        105,
+        "token_agents",
+        include_str!("../migrations/sqlite/0105_token_agents.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -110,6 +116,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         104,
         "skills",
         include_str!("../migrations/postgres/0104_skills.sql"),
+    ),
+    (
+        105,
+        "token_agents",
+        include_str!("../migrations/postgres/0105_token_agents.sql"),
     ),
 ];
 

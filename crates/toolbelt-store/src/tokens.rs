@@ -18,6 +18,8 @@ pub struct TokenRecord {
     pub name: String,
     /// Scopes granted, e.g. `tools:read`, `agents:write`, `runs:write`, `admin`.
     pub scopes: Vec<String>,
+    /// The agents it is limited to, `None` for every agent.
+    pub agents: Option<Vec<String>>,
     /// Unix ms.
     pub created_at: i64,
     /// Unix ms, when revoked.
@@ -46,6 +48,10 @@ fn token_from_row(row: &AnyRow) -> Result<TokenRecord> {
     Ok(TokenRecord {
         id: row.try_get("id")?,
         scopes: decode_json(row, "scopes", "token", &name)?,
+        agents: match row.try_get::<Option<String>, _>("agents")? {
+            None => None,
+            Some(_) => Some(decode_json(row, "agents", "token", &name)?),
+        },
         created_at: row.try_get("created_at")?,
         revoked_at: row.try_get("revoked_at")?,
         last_used_at: row.try_get("last_used_at")?,
@@ -54,7 +60,7 @@ fn token_from_row(row: &AnyRow) -> Result<TokenRecord> {
 }
 
 const SELECT_TOKEN: &str =
-    "SELECT id, name, scopes, created_at, revoked_at, last_used_at FROM api_tokens";
+    "SELECT id, name, scopes, agents, created_at, revoked_at, last_used_at FROM api_tokens";
 
 impl Store {
     /// Creates a token named `name`; returns the record and the secret (`tb_` + 64 hex digits),
@@ -67,6 +73,30 @@ impl Store {
         name: &str,
         scopes: &[String],
     ) -> Result<(TokenRecord, String)> {
+        self.create_token_for(name, scopes, None).await
+    }
+
+    /// As [`Store::create_token`], limited to `agents` when given (the token then reaches those
+    /// agents and what belongs to them only).
+    ///
+    /// # Errors
+    /// As [`Store::create_token`]; [`StoreError::Invalid`] for an empty agent name.
+    pub async fn create_token_for(
+        &self,
+        name: &str,
+        scopes: &[String],
+        agents: Option<&[String]>,
+    ) -> Result<(TokenRecord, String)> {
+        if let Some(i) = agents
+            .into_iter()
+            .flatten()
+            .position(|a| a.trim().is_empty())
+        {
+            return Err(StoreError::invalid(
+                format!("agents[{i}]"),
+                "must not be empty",
+            ));
+        }
         if name.trim().is_empty() {
             return Err(StoreError::invalid("name", "must not be empty"));
         }
@@ -94,11 +124,12 @@ impl Store {
             });
         }
         sqlx::query(
-            "INSERT INTO api_tokens (id, name, scopes, token_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO api_tokens (id, name, scopes, agents, token_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(id.as_str())
         .bind(name)
         .bind(to_json(&scopes, "scopes")?)
+        .bind(agents.map(|a| to_json(&a, "agents")).transpose()?)
         .bind(token_hash(&secret))
         .bind(now_ms())
         .execute(&mut **tx)

@@ -18,8 +18,15 @@ use crate::state::AppState;
 /// Lists the agents.
 #[utoipa::path(get, path = "/api/v1/agents", tag = "agents",
     responses((status = 200, body = Vec<AgentDef>), (status = 500, body = ProblemDocument)), security(("bearer" = [])))]
-pub(crate) async fn list_agents(State(state): State<AppState>) -> ApiResult<Json<Vec<AgentDef>>> {
-    let records = state.agents.records().await.map_err(host_problem)?;
+pub(crate) async fn list_agents(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+) -> ApiResult<Json<Vec<AgentDef>>> {
+    let records = state
+        .agents
+        .records_for(&who.access)
+        .await
+        .map_err(host_problem)?;
     Ok(Json(records.iter().map(AgentDef::from_record).collect()))
 }
 
@@ -29,9 +36,14 @@ pub(crate) async fn list_agents(State(state): State<AppState>) -> ApiResult<Json
     responses((status = 200, body = AgentDef), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn get_agent(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentDef>> {
-    let record = state.agents.record(&id).await.map_err(host_problem)?;
+    let record = state
+        .agents
+        .record_for(&id, &who.access)
+        .await
+        .map_err(host_problem)?;
     Ok(Json(AgentDef::from_record(&record)))
 }
 
@@ -62,10 +74,15 @@ pub struct ToolAvailability {
     responses((status = 200, body = Vec<ToolAvailability>), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn agent_tools(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<ToolAvailability>>> {
     // The same decision a run of the agent gets: the host's factory makes both.
-    let record = state.agents.record(&id).await.map_err(host_problem)?;
+    let record = state
+        .agents
+        .record_for(&id, &who.access)
+        .await
+        .map_err(host_problem)?;
     let (_, report) = state.agents.tools(&record).await.map_err(host_problem)?;
     Ok(Json(
         report
@@ -130,6 +147,7 @@ pub(crate) async fn create_agent(
     Extension(who): Extension<Principal>,
     ApiJson(mut draft): ApiJson<toolbelt_store::AgentDraft>,
 ) -> ApiResult<Response> {
+    who.access.check(&draft.name).map_err(host_problem)?;
     draft.changed_by = who.name;
     let record = store(&state)?
         .create_agent(&draft)

@@ -340,8 +340,10 @@ pub(crate) async fn update_tool(
     responses((status = 200, body = StoredTool), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn get_stored(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<Response> {
+    crate::api::tools::reach_tool(&state, &who, &name).await?;
     let live = store_of(&state)?;
     let record = live.store().get_tool(&name).await.map_err(store_problem)?;
     Ok(with_etag(StatusCode::OK, record.into()))
@@ -388,8 +390,10 @@ impl From<ToolVersion> for VersionView {
     responses((status = 200, body = Vec<VersionView>), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn versions(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Vec<VersionView>>> {
+    crate::api::tools::reach_tool(&state, &who, &name).await?;
     let live = store_of(&state)?;
     let versions = live
         .store()

@@ -59,6 +59,7 @@ pub struct RouteView {
     security(("bearer" = [])))]
 pub(crate) async fn route(
     State(state): State<AppState>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
     ApiJson(body): ApiJson<RouteBody>,
 ) -> ApiResult<Json<RouteView>> {
     if body.input.len() > toolbelt_router::MAX_QUERY_BYTES {
@@ -78,12 +79,31 @@ pub(crate) async fn route(
         (Some(agent), None) => {
             let record = state
                 .agents
-                .record(agent)
+                .record_for(agent, &who.access)
                 .await
                 .map_err(|e| host_problem(e).with_pointer("/agent"))?;
             let (toolset, _) = state.agents.tools(&record).await.map_err(host_problem)?;
             let router = state.agents.router_of(&record).map_err(host_problem)?;
             (toolset, router)
+        }
+        // A token limited to agents routes over one of its agents' tools only.
+        (None, _) if !who.access.is_all() => {
+            let allowed: Vec<&str> = who
+                .access
+                .agents()
+                .into_iter()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            return Err(Problem::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "agent_required",
+                format!(
+                    "this token may act only on agents ({}): name one in `agent`",
+                    allowed.join(", ")
+                ),
+            )
+            .with_pointer("/agent"));
         }
         (None, Some(expr)) => (
             state.registry().select(expr).map_err(|e| {

@@ -1,7 +1,7 @@
 //! `/api/v1/routines`: prompts an agent runs on a schedule, and the history of each.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use toolbelt_tools::{
@@ -10,6 +10,7 @@ use toolbelt_tools::{
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
+use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -113,6 +114,25 @@ pub struct RoutineDetail {
     pub runs: Vec<RoutineRunView>,
 }
 
+/// The routines store, when `who` may act on the agent of routine `name`. A routine of an
+/// agent out of its reach is answered as one that does not exist, as the `routine` tool does.
+async fn reach(
+    state: &AppState,
+    who: &Principal,
+    name: &str,
+) -> Result<toolbelt_store::StoreRoutines, Problem> {
+    let store = routines(state)?;
+    if !who.access.is_all() {
+        let info = store.get(name).await.map_err(problem)?;
+        if !who.access.allows(&info.agent) {
+            return Err(problem(RoutineError::NotFound {
+                name: name.to_owned(),
+            }));
+        }
+    }
+    Ok(store)
+}
+
 fn routines(state: &AppState) -> Result<toolbelt_store::StoreRoutines, Problem> {
     state
         .store
@@ -144,8 +164,10 @@ fn problem(err: RoutineError) -> Problem {
     security(("bearer" = [])))]
 pub(crate) async fn list_routines(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
 ) -> ApiResult<Json<Vec<RoutineView>>> {
-    let all = routines(&state)?.list().await.map_err(problem)?;
+    let mut all = routines(&state)?.list().await.map_err(problem)?;
+    who.access.retain(&mut all, |r| r.agent.as_str());
     Ok(Json(all.into_iter().map(RoutineView::from).collect()))
 }
 
@@ -156,6 +178,7 @@ pub(crate) async fn list_routines(
     security(("bearer" = [])))]
 pub(crate) async fn create_routine(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     ApiJson(body): ApiJson<RoutineBody>,
 ) -> ApiResult<(StatusCode, Json<RoutineView>)> {
     let store = routines(&state)?;
@@ -169,10 +192,17 @@ pub(crate) async fn create_routine(
     }
     .map_err(problem)?;
     let agent = body.agent.unwrap_or_else(|| "default".to_owned());
-    state.agents.record(&agent).await.map_err(|e| {
-        let p = crate::agents::host_problem(e);
-        Problem::invalid_field("/agent", p.detail.clone()).with_code("agent_not_found")
-    })?;
+    who.access
+        .check(&agent)
+        .map_err(|e| crate::agents::host_problem(e).with_pointer("/agent"))?;
+    state
+        .agents
+        .record_for(&agent, &who.access)
+        .await
+        .map_err(|e| {
+            let p = crate::agents::host_problem(e);
+            Problem::invalid_field("/agent", p.detail.clone()).with_code("agent_not_found")
+        })?;
     let draft = RoutineDraft::new(body.name.trim(), agent, body.prompt.trim(), schedule)
         .with_missed(body.missed.unwrap_or_default());
     draft.validate().map_err(problem)?;
@@ -187,9 +217,10 @@ pub(crate) async fn create_routine(
     security(("bearer" = [])))]
 pub(crate) async fn get_routine(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<RoutineDetail>> {
-    let store = routines(&state)?;
+    let store = reach(&state, &who, &name).await?;
     let info = store.get(&name).await.map_err(problem)?;
     let runs = store.runs(Some(&name), 50).await.map_err(problem)?;
     Ok(Json(RoutineDetail {
@@ -215,14 +246,25 @@ pub(crate) async fn get_routine(
     responses((status = 204), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn delete_routine(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    routines(&state)?.delete(&name).await.map_err(problem)?;
+    reach(&state, &who, &name)
+        .await?
+        .delete(&name)
+        .await
+        .map_err(problem)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn set_paused(state: &AppState, name: &str, paused: bool) -> ApiResult<Json<RoutineView>> {
-    let info = routines(state)?
+async fn set_paused(
+    state: &AppState,
+    who: &Principal,
+    name: &str,
+    paused: bool,
+) -> ApiResult<Json<RoutineView>> {
+    let info = reach(state, who, name)
+        .await?
         .set_paused(name, paused)
         .await
         .map_err(problem)?;
@@ -236,9 +278,10 @@ async fn set_paused(state: &AppState, name: &str, paused: bool) -> ApiResult<Jso
     security(("bearer" = [])))]
 pub(crate) async fn pause_routine(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<RoutineView>> {
-    set_paused(&state, &name, true).await
+    set_paused(&state, &who, &name, true).await
 }
 
 /// Resumes a routine from now (what fell due while paused is not owed).
@@ -248,9 +291,10 @@ pub(crate) async fn pause_routine(
     security(("bearer" = [])))]
 pub(crate) async fn resume_routine(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<RoutineView>> {
-    set_paused(&state, &name, false).await
+    set_paused(&state, &who, &name, false).await
 }
 
 /// Runs a routine at the scheduler's next tick, besides its schedule.
@@ -260,8 +304,13 @@ pub(crate) async fn resume_routine(
     security(("bearer" = [])))]
 pub(crate) async fn run_routine(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<(StatusCode, Json<RoutineView>)> {
-    let info = routines(&state)?.run_now(&name).await.map_err(problem)?;
+    let info = reach(&state, &who, &name)
+        .await?
+        .run_now(&name)
+        .await
+        .map_err(problem)?;
     Ok((StatusCode::ACCEPTED, Json(info.into())))
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::agents::host_problem;
 use crate::api::extract::{ApiJson, ApiQuery};
+use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::runs::{
     ApprovalView, Held, QuestionView, RunDetail, RunEntry, RunStart, RunStatus, RunView,
@@ -29,6 +30,31 @@ use crate::state::AppState;
 pub struct RunBody {
     /// The user's input.
     pub input: String,
+}
+
+/// `Ok` when `who` may act on run `id`'s agent. A run of an agent out of its reach is answered
+/// as a run that does not exist (its lists do not show it either).
+async fn reach_run(state: &AppState, who: &Principal, id: &str) -> Result<(), Problem> {
+    if who.access.is_all() {
+        return Ok(());
+    }
+    let agent = match state.runs.get(id) {
+        Ok(entry) => entry.agent().to_owned(),
+        Err(_) => state.runs.detail(id).await?.run.agent,
+    };
+    if who.access.allows(&agent) {
+        return Ok(());
+    }
+    Err(Problem::not_found("run_not_found", format!("no run `{id}`")).with_pointer("id"))
+}
+
+/// Whether `who` may act on the agent of the run `run_id` this instance holds.
+fn reaches_held_run(state: &AppState, who: &Principal, run_id: &str) -> bool {
+    who.access.is_all()
+        || state
+            .runs
+            .get(run_id)
+            .is_ok_and(|entry| who.access.allows(entry.agent()))
 }
 
 fn wants_sse(headers: &HeaderMap) -> bool {
@@ -113,11 +139,13 @@ pub(crate) async fn start_run(
     security(("bearer" = [])))]
 pub(crate) async fn continue_run(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
     check_input(&body.input, state.config.max_run_input_bytes)?;
+    reach_run(&state, &who, &id).await?;
     let detail = state.runs.detail(&id).await?;
     if !detail.run.status.is_terminal() {
         return Err(Problem::conflict(
@@ -174,6 +202,7 @@ pub struct RunPage {
     responses((status = 200, body = RunPage), (status = 400, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn list_runs(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     ApiQuery(query): ApiQuery<RunQuery>,
 ) -> ApiResult<Json<RunPage>> {
     let limit = query.limit.unwrap_or(50);
@@ -191,6 +220,7 @@ pub(crate) async fn list_runs(
             .stored_list(query.agent.as_deref(), query.status)
             .await,
     );
+    who.access.retain(&mut runs, |r| r.agent.as_str());
     runs.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then(b.id.cmp(&a.id)));
     if let Some(cursor) = &query.cursor {
         let at = runs.iter().position(|r| &r.id == cursor).ok_or_else(|| {
@@ -217,8 +247,10 @@ pub(crate) async fn list_runs(
     responses((status = 200, body = RunDetail), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn get_run(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<RunDetail>> {
+    reach_run(&state, &who, &id).await?;
     Ok(Json(state.runs.detail(&id).await?))
 }
 
@@ -229,9 +261,11 @@ pub(crate) async fn get_run(
         (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn run_events(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
+    reach_run(&state, &who, &id).await?;
     let entry = state.runs.get(&id)?;
     let after = headers
         .get("last-event-id")
@@ -249,8 +283,10 @@ pub(crate) async fn run_events(
     security(("bearer" = [])))]
 pub(crate) async fn cancel_run(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<RunView>)> {
+    reach_run(&state, &who, &id).await?;
     let entry = match state.runs.cancel(&id) {
         Ok(entry) => entry,
         Err(not_here) => return Err(elsewhere(&state, Held::Run(&id), not_here).await),
@@ -320,8 +356,13 @@ fn to_sse(event: &crate::runs::RunEvent) -> Event {
 /// Lists the calls waiting for a decision, across runs.
 #[utoipa::path(get, path = "/api/v1/approvals", tag = "approvals",
     responses((status = 200, body = Vec<ApprovalView>)), security(("bearer" = [])))]
-pub(crate) async fn list_approvals(State(state): State<AppState>) -> Json<Vec<ApprovalView>> {
-    Json(state.runs.approvals())
+pub(crate) async fn list_approvals(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+) -> Json<Vec<ApprovalView>> {
+    let mut approvals = state.runs.approvals();
+    approvals.retain(|a| reaches_held_run(&state, &who, &a.run_id));
+    Json(approvals)
 }
 
 /// A decision on a pending call.
@@ -359,9 +400,21 @@ pub enum ApprovalDecision {
     security(("bearer" = [])))]
 pub(crate) async fn resolve_approval(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> ApiResult<Json<ApprovalView>> {
+    // Only a token that may run the agent answers for it; to any other the approval does not
+    // exist.
+    if let Some(pending) = state.runs.approvals().into_iter().find(|a| a.id == id)
+        && !reaches_held_run(&state, &who, &pending.run_id)
+    {
+        return Err(Problem::not_found(
+            "approval_not_found",
+            format!("no pending approval `{id}`"),
+        )
+        .with_pointer("id"));
+    }
     let response = match body.decision {
         ApprovalDecision::Approve => ApprovalResponse::Approve,
         ApprovalDecision::Edit => match body.arguments {
@@ -402,8 +455,18 @@ async fn elsewhere(state: &AppState, what: Held<'_>, not_here: Problem) -> Probl
 /// Lists the questions waiting for an answer, across runs.
 #[utoipa::path(get, path = "/api/v1/questions", tag = "approvals",
     responses((status = 200, body = Vec<QuestionView>)), security(("bearer" = [])))]
-pub(crate) async fn list_questions(State(state): State<AppState>) -> Json<Vec<QuestionView>> {
-    Json(state.runs.questions())
+pub(crate) async fn list_questions(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+) -> Json<Vec<QuestionView>> {
+    let mut questions = state.runs.questions();
+    questions.retain(|q| {
+        who.access.is_all()
+            || q.run_id
+                .as_deref()
+                .is_some_and(|run| reaches_held_run(&state, &who, run))
+    });
+    Json(questions)
 }
 
 /// An answer to a question.
@@ -422,9 +485,22 @@ pub struct AnswerBody {
     security(("bearer" = [])))]
 pub(crate) async fn answer_question(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> ApiResult<StatusCode> {
+    if !who.access.is_all()
+        && let Some(question) = state.runs.questions().into_iter().find(|q| q.id == id)
+        && !question
+            .run_id
+            .as_deref()
+            .is_some_and(|run| reaches_held_run(&state, &who, run))
+    {
+        return Err(
+            Problem::not_found("question_not_found", format!("no open question `{id}`"))
+                .with_pointer("id"),
+        );
+    }
     if let Err(not_here) = state.runs.answer_question(&id, body.answer) {
         return Err(elsewhere(&state, Held::Question(&id), not_here).await);
     }

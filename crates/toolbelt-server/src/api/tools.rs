@@ -95,6 +95,7 @@ pub struct ToolQuery {
     security(("bearer" = [])))]
 pub(crate) async fn list_tools(
     State(state): State<AppState>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
     ApiQuery(query): ApiQuery<ToolQuery>,
 ) -> ApiResult<Json<ToolPage>> {
     let limit = query.limit.unwrap_or(100);
@@ -106,6 +107,12 @@ pub(crate) async fn list_tools(
         .with_pointer("limit"));
     }
     let needle = query.q.as_deref().map(str::to_lowercase);
+    // A token limited to agents sees the tools its agents are offered.
+    let reach = state
+        .agents
+        .tools_for(&who.access)
+        .await
+        .map_err(crate::agents::host_problem)?;
     let tools = state.registry().list();
     let live = state.live().map(AsRef::as_ref);
     let source_of = |s: &ToolSpec| toolbelt_host::tool_origin(live, s);
@@ -113,6 +120,7 @@ pub(crate) async fn list_tools(
     let mut specs: Vec<&ToolSpec> = tools
         .iter()
         .map(|t| t.spec())
+        .filter(|s| reach.as_ref().is_none_or(|r| r.contains(s.name.as_str())))
         .filter(|s| query.cursor.as_deref().is_none_or(|c| s.name.as_str() > c))
         .filter(|s| query.tag.as_deref().is_none_or(|t| s.has_tag(t)))
         .filter(|s| query.kind.as_deref().is_none_or(|k| kind_name(s) == k))
@@ -148,6 +156,20 @@ pub fn source_matches(source: &str, wanted: &str) -> bool {
     source == wanted || (wanted == "mcp" && source.starts_with("mcp:"))
 }
 
+/// `Ok` when `who` may use the tool `name`: every tool for a token that reaches every agent,
+/// else the tools its agents are offered (403 `tool_not_allowed`, whether or not it exists).
+pub(crate) async fn reach_tool(
+    state: &AppState,
+    who: &crate::auth::Principal,
+    name: &str,
+) -> Result<(), Problem> {
+    state
+        .agents
+        .check_tool(name, &who.access)
+        .await
+        .map_err(crate::agents::host_problem)
+}
+
 /// The tool `name`, or 404 naming the closest names.
 pub(crate) fn find_tool(
     state: &AppState,
@@ -171,8 +193,10 @@ pub(crate) fn find_tool(
     security(("bearer" = [])))]
 pub(crate) async fn get_tool(
     State(state): State<AppState>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
+    reach_tool(&state, &who, &name).await?;
     let tool = find_tool(&state, &name)?;
     Ok(Json(
         serde_json::to_value(tool.spec()).map_err(Problem::internal)?,
@@ -234,6 +258,7 @@ pub(crate) async fn call_tool(
     Path(name): Path<String>,
     ApiJson(body): ApiJson<CallRequest>,
 ) -> ApiResult<Json<CallResponse>> {
+    reach_tool(&state, &who, &name).await?;
     let tool = find_tool(&state, &name)?;
     let toolset = Toolset::from_tools([tool]);
     let ctx = ToolContext::new().with_extensions(state.extensions.as_ref().clone());
@@ -306,10 +331,18 @@ pub struct GroupView {
 
 /// Lists the groups with their tools.
 #[utoipa::path(get, path = "/api/v1/groups", tag = "tools",
-    responses((status = 200, body = Vec<GroupView>)),
+    responses((status = 200, body = Vec<GroupView>), (status = 500, body = ProblemDocument)),
     security(("bearer" = [])))]
-pub(crate) async fn list_groups(State(state): State<AppState>) -> Json<Vec<GroupView>> {
-    let groups = state
+pub(crate) async fn list_groups(
+    State(state): State<AppState>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
+) -> ApiResult<Json<Vec<GroupView>>> {
+    let reach = state
+        .agents
+        .tools_for(&who.access)
+        .await
+        .map_err(crate::agents::host_problem)?;
+    let groups: Vec<GroupView> = state
         .registry()
         .tags()
         .into_iter()
@@ -319,10 +352,12 @@ pub(crate) async fn list_groups(State(state): State<AppState>) -> Json<Vec<Group
                 .tools_by_tag(&tag)
                 .iter()
                 .map(|t| t.name().to_string())
+                .filter(|n| reach.as_ref().is_none_or(|r| r.contains(n)))
                 .collect();
             tools.sort();
             GroupView { name: tag, tools }
         })
+        .filter(|g| !g.tools.is_empty())
         .collect();
-    Json(groups)
+    Ok(Json(groups))
 }

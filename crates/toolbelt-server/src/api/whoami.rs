@@ -14,9 +14,12 @@ pub struct WhoAmI {
     pub name: String,
     /// Its scopes.
     pub scopes: Vec<Scope>,
+    /// The agents it is limited to; absent when it reaches every agent and the whole server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<String>>,
 }
 
-/// The name and scopes of the token this request carries.
+/// The name, scopes and agents of the token this request carries.
 #[utoipa::path(get, path = "/api/v1/whoami", tag = "tokens",
     responses((status = 200, body = WhoAmI), (status = 401, body = ProblemDocument)),
     security(("bearer" = [])))]
@@ -24,5 +27,9 @@ pub(crate) async fn whoami(Extension(principal): Extension<Principal>) -> Json<W
     Json(WhoAmI {
         name: principal.name,
         scopes: principal.scopes,
+        agents: principal
+            .access
+            .agents()
+            .map(|a| a.iter().cloned().collect()),
     })
 }

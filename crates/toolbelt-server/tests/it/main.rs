@@ -1,6 +1,7 @@
 //! toolbelt-server over real HTTP on 127.0.0.1: one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod access;
 mod api;
 mod attacks;
 mod config;

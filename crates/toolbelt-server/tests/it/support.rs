@@ -201,6 +201,7 @@ fn token(name: &str, token: &str, scope: Scope) -> ConfigToken {
         sha256: None,
         token: Some(token.to_owned()),
         scopes: vec![scope],
+        agents: None,
     }
 }
 

@@ -145,6 +145,47 @@ async fn tokens_store_only_a_hash_and_can_be_revoked() {
 }
 
 #[tokio::test]
+async fn a_token_limited_to_agents_keeps_its_list_and_an_unlimited_one_has_none() {
+    each_engine(|store| async move {
+        let agents = ["writer".to_owned(), "reviewer".to_owned()];
+        let (_, secret) = store
+            .create_token_for("team", &["run".to_owned()], Some(&agents))
+            .await
+            .unwrap();
+        let found = store.verify_token(&secret).await.unwrap().unwrap();
+        assert_eq!(found.agents.as_deref(), Some(&agents[..]));
+        let (_, open) = store
+            .create_token("ops", &["read".to_owned()])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.verify_token(&open).await.unwrap().unwrap().agents,
+            None
+        );
+        let listed: Vec<Option<Vec<String>>> = store
+            .list_tokens()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.agents)
+            .collect();
+        assert_eq!(listed, vec![None, Some(agents.to_vec())], "ops, then team");
+        let Err(StoreError::Invalid { field, .. }) = store
+            .create_token_for("bad", &["run".to_owned()], Some(&[" ".to_owned()]))
+            .await
+        else {
+            panic!("an empty agent name was stored");
+        };
+        assert_eq!(field, "agents[0]");
+        assert!(
+            store.get_token("bad").await.is_err(),
+            "nothing half-written"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn mcp_servers_and_the_change_feed() {
     each_engine(|store| async move {
         let before = store.latest_change().await.unwrap();

@@ -60,9 +60,16 @@ pub(crate) struct ServeArgs {
     /// Also serve the tools of the MCP servers in this `mcpServers` JSON file.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
-    /// Run calls that need approval without asking (otherwise the client is asked through elicitation).
+    /// Run calls that need approval without asking (otherwise the client is asked through
+    /// elicitation over stdio, and refused over --http unless --client-approves).
     #[arg(long, short = 'y')]
     yes: bool,
+    /// With --http: let the client that makes a call approve it through elicitation. Off by
+    /// default: over HTTP the caller is often a program, and the caller whose call waits must
+    /// not be the one who approves it. Over stdio the client is the app of the person who
+    /// started the server, and is always asked.
+    #[arg(long, requires = "http")]
+    client_approves: bool,
     /// Export the tools routed: the client first sees only `search_tools`, and each search adds
     /// the tools it found to the session's list (for catalogs too large to list whole).
     #[arg(long)]
@@ -315,6 +322,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let (clients, _kept_alive) = clients;
     let server = server
         .with_extensions(extensions)
+        .with_client_approval(args.http.is_none() || args.client_approves)
         .with_unavailable(move |name| {
             // A tool of an imported server that went down: say so rather than "unknown tool".
             clients
@@ -358,7 +366,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             hosts.extend(args.allow_hosts.iter().cloned());
             let mut app = axum::Router::new().nest_service("/mcp", server.router(Some(hosts)));
             if tokens.has_any_token().await? {
-                app = app.layer(axum::middleware::from_fn_with_state(tokens, require_run));
+                app = app.layer(axum::middleware::from_fn_with_state(
+                    (tokens, args.agent.clone()),
+                    require_run,
+                ));
             }
             eprintln!("serving MCP (streamable HTTP) at http://{local}/mcp");
             // The server's loop: it closes connections that never finish their headers.
@@ -468,6 +479,7 @@ async fn http_tokens(
             sha256: None,
             token: Some(token.trim().to_owned()),
             scopes: vec![Scope::Run],
+            agents: None,
         });
     }
     let mut book = TokenBook::from_config(&configured).context("--token-env")?;
@@ -477,9 +489,10 @@ async fn http_tokens(
     Ok(book)
 }
 
-/// Middleware of `--http` with tokens: the request needs a token with the `run` scope.
+/// Middleware of `--http` with tokens: the request needs a token with the `run` scope that may
+/// act on the agent served (`--agent`).
 async fn require_run(
-    axum::extract::State(tokens): axum::extract::State<TokenBook>,
+    axum::extract::State((tokens, agent)): axum::extract::State<(TokenBook, String)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -489,7 +502,15 @@ async fn require_run(
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     match tokens.authenticate(header).await {
-        Ok(who) if who.scopes.iter().any(|s| s.grants(Scope::Run)) => next.run(request).await,
+        Ok(who) if !who.access.allows(&agent) => (
+            axum::http::StatusCode::FORBIDDEN,
+            format!(
+                "the token `{}` may not act on agent `{agent}`, the one this server serves",
+                who.name
+            ),
+        )
+            .into_response(),
+        Ok(who) if who.grants(Scope::Run) => next.run(request).await,
         Ok(who) => (
             axum::http::StatusCode::FORBIDDEN,
             format!("the token `{}` lacks the `run` scope", who.name),

@@ -16,6 +16,11 @@ pub(crate) enum TokensCommand {
         /// Scopes: admin (change tools and agents), run (call tools, run agents), read.
         #[arg(long = "scope", value_name = "SCOPE", required = true)]
         scopes: Vec<String>,
+        /// Limit the token to this agent (repeat for several, or give a comma-separated list):
+        /// it then reaches those agents' tools, runs, approvals, questions and routines only,
+        /// and nothing of the whole server (tools, MCP servers, skills, settings).
+        #[arg(long = "agent", value_name = "AGENT", value_delimiter = ',')]
+        agents: Vec<String>,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -48,16 +53,29 @@ async fn open(db: &DbArgs) -> anyhow::Result<toolbelt_store::Store> {
 
 pub(crate) async fn run(cmd: TokensCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        TokensCommand::Create { name, scopes, db } => {
+        TokensCommand::Create {
+            name,
+            scopes,
+            agents,
+            db,
+        } => {
             for s in &scopes {
                 if !matches!(s.as_str(), "admin" | "run" | "read") {
                     bail!("--scope {s:?} is not known; use admin, run or read");
                 }
             }
+            if let Some(empty) = agents.iter().find(|a| a.trim().is_empty()) {
+                bail!("--agent {empty:?}: an agent name must not be empty");
+            }
             let store = open(&db).await?;
-            let (record, secret) = store.create_token(&name, &scopes).await?;
+            let limit = (!agents.is_empty()).then_some(agents.as_slice());
+            let (record, secret) = store.create_token_for(&name, &scopes, limit).await?;
+            let reach = record.agents.as_ref().map_or_else(
+                || "every agent".to_owned(),
+                |a| format!("only the agents {}", a.join(", ")),
+            );
             eprintln!(
-                "created token `{}` with scopes {}; keep the secret below, it is not shown again",
+                "created token `{}` with scopes {} for {reach}; keep the secret below, it is not shown again",
                 record.name,
                 record.scopes.join(", ")
             );
@@ -65,7 +83,10 @@ pub(crate) async fn run(cmd: TokensCommand) -> anyhow::Result<ExitCode> {
         }
         TokensCommand::Ls { db } => {
             let store = open(&db).await?;
-            println!("{:<24} {:<18} {:<8} last used", "name", "scopes", "state");
+            println!(
+                "{:<24} {:<18} {:<8} {:<24} last used",
+                "name", "scopes", "state", "agents"
+            );
             for t in store.list_tokens().await? {
                 let state = if t.revoked_at.is_some() {
                     "revoked"
@@ -75,11 +96,16 @@ pub(crate) async fn run(cmd: TokensCommand) -> anyhow::Result<ExitCode> {
                 let used = t
                     .last_used_at
                     .map_or_else(|| "never".to_owned(), |ms| format!("{}s ago", age_secs(ms)));
+                let agents = t
+                    .agents
+                    .as_ref()
+                    .map_or_else(|| "all".to_owned(), |a| a.join(","));
                 println!(
-                    "{:<24} {:<18} {:<8} {used}",
+                    "{:<24} {:<18} {:<8} {:<24} {used}",
                     t.name,
                     t.scopes.join(","),
-                    state
+                    state,
+                    agents
                 );
             }
         }

@@ -222,6 +222,53 @@ fn approval_is_asked_through_elicitation_on_2025_11_25_and_input_required_on_202
 }
 
 #[test]
+fn over_http_the_calling_client_approves_its_own_call_only_with_client_approves() {
+    let Some(python) = python() else { return };
+    let write = json!([["file_write", {"path": "b.txt", "content": "yes"}]]);
+    for allowed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = free_addr();
+        let mut args = vec!["mcp", "serve", "--groups", "file_write", "--http", &addr];
+        if allowed {
+            args.push("--client-approves");
+        }
+        let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(&args)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(&addr);
+        let url = format!("http://{addr}/mcp");
+        let report = py_client(
+            &python,
+            "legacy",
+            "accept",
+            &[url.as_str()],
+            write.clone(),
+            dir.path(),
+        );
+        server.kill().unwrap();
+        let _ = server.wait();
+        let (text, is_error) = texts(&report)[0].clone();
+        if allowed {
+            assert_eq!(
+                (text.as_str(), is_error),
+                ("created b.txt (3 bytes)", false)
+            );
+            assert!(dir.path().join("b.txt").exists());
+        } else {
+            assert!(is_error && text.contains("--client-approves"), "{text}");
+            assert!(
+                !dir.path().join("b.txt").exists(),
+                "the client approved its own call"
+            );
+        }
+    }
+}
+
+#[test]
 fn python_client_over_streamable_http() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
