@@ -79,3 +79,56 @@ fn mcp_serve_http_with_token_env_needs_the_token() {
     let _ = server.wait();
     assert_eq!((without, wrong, with), (401, 401, 200));
 }
+
+/// `toolbelt tokens create … --agent` makes a stored token that `mcp serve --http` accepts only
+/// for the agent it serves; `tokens ls` shows the agents. SQLite and Postgres.
+#[tokio::test]
+async fn a_stored_token_limited_to_another_agent_is_refused_by_mcp_serve_http() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in super::cli_db::databases(dir.path(), "mcp_token_agents") {
+        super::cli_db::schema(&db, true).await;
+        let create = |name: &str, agent: &str| {
+            let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+                .args(["tokens", "create", name, "--scope", "run", "--agent", agent])
+                .args(["--database-url", &db.url])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stderr}");
+            assert!(
+                stderr.contains(&format!("only the agents {agent}")),
+                "{stderr}"
+            );
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        let theirs = create("writers", "writer");
+        let ours = create("defaults", "default");
+        let listed = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(["tokens", "ls", "--database-url", &db.url])
+            .output()
+            .unwrap();
+        let listed = String::from_utf8(listed.stdout).unwrap();
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.starts_with("writers") && l.contains(" writer ")),
+            "{listed}"
+        );
+        let addr = format!("127.0.0.1:{}", free_port());
+        let work = tempfile::tempdir().unwrap();
+        let mut server = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(["mcp", "serve", "--groups", "file_read", "--http", &addr])
+            .args(["--database-url", &db.url])
+            .current_dir(work.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let refused = initialize(&addr, Some(&theirs));
+        let served = initialize(&addr, Some(&ours));
+        server.kill().unwrap();
+        let _ = server.wait();
+        super::cli_db::schema(&db, false).await;
+        assert_eq!((refused, served), (403, 200), "{}", db.url);
+    }
+}
