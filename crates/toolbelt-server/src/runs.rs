@@ -217,6 +217,37 @@ impl std::fmt::Debug for RunEntry {
 }
 
 impl RunEntry {
+    /// An ended run as the store holds it (read-only: nothing drives it).
+    fn ended(detail: RunDetail) -> Self {
+        let run = detail.run;
+        let mut usage = Usage::default();
+        usage.input_tokens = run.usage.input_tokens;
+        usage.output_tokens = run.usage.output_tokens;
+        let (progress, _) = watch::channel(detail.events.len() as u64);
+        Self {
+            id: run.id,
+            agent: run.agent,
+            input: run.input,
+            conversation_id: run.conversation_id,
+            parent_run: run.parent_run,
+            created_at_ms: run.created_at_ms,
+            cancel: CancellationToken::new(),
+            state: Mutex::new(RunState {
+                status: run.status,
+                events: detail.events,
+                approvals: BTreeMap::new(),
+                questions: BTreeMap::new(),
+                answer: run.answer,
+                error: run.error,
+                usage,
+                messages: detail.messages,
+                finished_at_ms: run.finished_at_ms,
+            }),
+            progress,
+            persisting: tokio::sync::Mutex::new(()),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, RunState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -356,7 +387,14 @@ struct Inner {
     run_log: std::sync::OnceLock<toolbelt_store::RunLogWriter>,
     /// Set when the server stops: runs it cancels end as `interrupted`, to be continued later.
     stopping: std::sync::atomic::AtomicBool,
+    /// Without a store: the finished runs kept, oldest first (at most [`KEEP_FINISHED`]).
+    finished: Mutex<std::collections::VecDeque<String>>,
 }
+
+/// How many finished runs a registry without a store keeps in memory (the oldest leave
+/// first). With a store a run leaves memory as soon as its end is stored, and reads fall
+/// through to the store.
+pub(crate) const KEEP_FINISHED: usize = 1_000;
 
 impl std::fmt::Debug for RunRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -408,6 +446,7 @@ impl RunRegistry {
                 store: std::sync::OnceLock::new(),
                 run_log: std::sync::OnceLock::new(),
                 stopping: std::sync::atomic::AtomicBool::new(false),
+                finished: Mutex::default(),
             }),
         }
     }
@@ -691,7 +730,72 @@ impl RunRegistry {
                 Some("the run ended without a result".to_owned()),
                 None,
             );
+            self.persist(&entry).await;
+            self.audit_run(&entry).await;
         }
+        self.retire(&entry);
+    }
+
+    /// Takes an ended run out of memory: at once when its end is stored (reads fall through
+    /// to the store), else when more than [`KEEP_FINISHED`] runs have ended after it. Whoever
+    /// still holds the entry (a waiting request, an event stream) keeps it until done.
+    fn retire(&self, entry: &Arc<RunEntry>) {
+        let gone: Vec<String> = if self.inner.store.get().is_some() {
+            vec![entry.id.clone()]
+        } else {
+            let mut finished = lock(&self.inner.finished);
+            finished.push_back(entry.id.clone());
+            let over = finished.len().saturating_sub(KEEP_FINISHED);
+            finished.drain(..over).collect()
+        };
+        for id in gone {
+            let Some(removed) = self.write_runs().remove(&id) else {
+                continue;
+            };
+            let mut by_conversation = lock(&self.inner.by_conversation);
+            if by_conversation
+                .get(&removed.conversation_id)
+                .is_some_and(|e| Arc::ptr_eq(e, &removed))
+            {
+                by_conversation.remove(&removed.conversation_id);
+            }
+        }
+    }
+
+    /// How many runs are in memory (running, waiting, or ended and not yet retired).
+    pub fn in_memory(&self) -> usize {
+        self.inner
+            .runs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// The run `id` from memory, or an ended run from the store (its events replayed, for
+    /// `GET /runs/{id}/events` after the run left memory).
+    ///
+    /// # Errors
+    /// 404 `run_not_found` when neither holds it, or the store's copy has not ended (another
+    /// instance holds it).
+    pub async fn get_or_stored(&self, id: &str) -> Result<Arc<RunEntry>, Problem> {
+        let not_found = match self.get(id) {
+            Ok(entry) => return Ok(entry),
+            Err(not_found) => not_found,
+        };
+        match self.stored(id).await {
+            Some(detail) if detail.run.status.is_terminal() => {
+                Ok(Arc::new(RunEntry::ended(detail)))
+            }
+            _ => Err(not_found),
+        }
+    }
+
+    /// Whether the store holds run `id` as ended (it left this instance's memory).
+    pub async fn ended_in_store(&self, id: &str) -> Option<RunStatus> {
+        self.stored(id)
+            .await
+            .map(|d| d.run.status)
+            .filter(|s| s.is_terminal())
     }
 
     fn on_event(&self, entry: &Arc<RunEntry>, event: AgentEvent, model: &str) {
@@ -1273,5 +1377,83 @@ impl HumanChannel for RunQuestions {
             }
             answer
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolbelt_agent::testing::ScriptedProvider;
+    use toolbelt_llm::ChatResponse;
+
+    fn agent() -> Agent {
+        let provider = ScriptedProvider::from_fn(|_| ChatResponse::text("done").into());
+        Agent::builder(provider.provider())
+            .name("helper")
+            .build()
+            .unwrap()
+    }
+
+    async fn run_to_end(registry: &RunRegistry) -> String {
+        let entry = registry
+            .start(agent(), RunStart::default(), Extensions::new())
+            .await
+            .unwrap();
+        let view = entry.settle(Duration::from_secs(10)).await;
+        assert_eq!(view.status, RunStatus::Succeeded);
+        entry.id().to_owned()
+    }
+
+    /// Waits until at most `n` runs are in memory (retiring follows the run's last write).
+    async fn until_in_memory(registry: &RunRegistry, n: usize) {
+        for _ in 0..400 {
+            if registry.in_memory() <= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!(
+            "{} runs still in memory, expected {n}",
+            registry.in_memory()
+        );
+    }
+
+    #[tokio::test]
+    async fn with_a_store_an_ended_run_leaves_memory_and_is_read_back_from_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("runs.db").display());
+        let store = toolbelt_store::Store::open(&url).await.unwrap();
+        let registry = RunRegistry::new().with_store(store);
+        let id = run_to_end(&registry).await;
+        until_in_memory(&registry, 0).await;
+        let detail = registry.detail(&id).await.unwrap();
+        assert_eq!(
+            (detail.run.status, detail.run.answer.as_deref()),
+            (RunStatus::Succeeded, Some("done"))
+        );
+        let replayed = registry.get_or_stored(&id).await.unwrap();
+        let (events, ended) = replayed.events_from(0);
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            (kinds.first().copied(), kinds.last().copied(), ended),
+            (Some("started"), Some("finished"), true)
+        );
+        assert_eq!(
+            registry.ended_in_store(&id).await,
+            Some(RunStatus::Succeeded)
+        );
+        assert!(registry.get_or_stored("run_nope").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn without_a_store_the_newest_ended_runs_stay_and_older_ones_leave() {
+        let registry = RunRegistry::new();
+        let first = run_to_end(&registry).await;
+        for _ in 0..KEEP_FINISHED {
+            run_to_end(&registry).await;
+        }
+        until_in_memory(&registry, KEEP_FINISHED).await;
+        assert!(registry.get(&first).is_err(), "the oldest run stayed");
+        assert_eq!(registry.list(None, None).len(), KEEP_FINISHED);
     }
 }

@@ -266,7 +266,7 @@ pub(crate) async fn run_events(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     reach_run(&state, &who, &id).await?;
-    let entry = state.runs.get(&id)?;
+    let entry = state.runs.get_or_stored(&id).await?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -289,7 +289,16 @@ pub(crate) async fn cancel_run(
     reach_run(&state, &who, &id).await?;
     let entry = match state.runs.cancel(&id) {
         Ok(entry) => entry,
-        Err(not_here) => return Err(elsewhere(&state, Held::Run(&id), not_here).await),
+        Err(not_here) => {
+            // An ended run leaves memory once stored.
+            if let Some(status) = state.runs.ended_in_store(&id).await {
+                return Err(Problem::conflict(
+                    "run_finished",
+                    format!("run `{id}` has already ended ({})", status.as_str()),
+                ));
+            }
+            return Err(elsewhere(&state, Held::Run(&id), not_here).await);
+        }
     };
     let view = entry.settle(Duration::from_secs(2)).await;
     Ok((StatusCode::ACCEPTED, Json(view)))

@@ -476,3 +476,90 @@ async fn a_call_repeated_in_one_turn_shows_as_merged_in_the_run_events() {
         .count();
     assert_eq!(finished, 1, "the echo ran once: {events:?}");
 }
+
+/// With a database an ended run leaves the server's memory; everything about it is still
+/// answered, from the store: its detail, its events (replayed to the end), the list, a second
+/// cancel (409) and a continuation. SQLite and Postgres.
+#[tokio::test]
+async fn an_ended_run_is_answered_from_the_store_after_it_leaves_memory() {
+    crate::support::on_both(|db| async move {
+        let model = FakeModel::start(vec![text(&["first"]), text(&["second"])]).await;
+        let s = TestServer::start_stored(&db, Some(&model.url)).await;
+        let run = json_of(
+            s.post("/api/v1/agents/helper/runs", RUNNER)
+                .json(&json!({"input": "hello"}))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        let id = run["id"].as_str().unwrap().to_owned();
+        // Leaving memory follows the run's last write; give it a moment.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let detail = json_of(
+            s.get(&format!("/api/v1/runs/{id}"), READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(
+            (detail["status"].clone(), detail["answer"].clone()),
+            (json!("succeeded"), json!("first"))
+        );
+        let r = s
+            .get(&format!("/api/v1/runs/{id}/events"), READER)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let events: Vec<String> = eventsource_stream::EventStream::new(r.bytes_stream())
+            .map(|e| e.unwrap().event)
+            .collect()
+            .await;
+        assert_eq!(
+            (
+                events.first().map(String::as_str),
+                events.last().map(String::as_str)
+            ),
+            (Some("started"), Some("finished")),
+            "{events:?}"
+        );
+        problem_of(
+            s.post(&format!("/api/v1/runs/{id}/cancel"), RUNNER)
+                .send()
+                .await
+                .unwrap(),
+            409,
+            "run_finished",
+        )
+        .await;
+        let listed = json_of(
+            s.get("/api/v1/runs?agent=helper", READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(listed["items"][0]["id"], json!(id));
+        let next = json_of(
+            s.post(&format!("/api/v1/runs/{id}/continue"), RUNNER)
+                .json(&json!({"input": "again"}))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(
+            (next["answer"].clone(), next["parent_run"].clone()),
+            (json!("second"), json!(id))
+        );
+        s.stop().await;
+        db
+    })
+    .await;
+}
