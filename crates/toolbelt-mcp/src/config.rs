@@ -68,6 +68,10 @@ pub struct McpServerConfig {
     /// Per-call timeout in milliseconds (the executor's default applies when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// Remote tool names that run without approval although their annotations do not say
+    /// they are read-only and not destructive (the `autoApprove` key other MCP hosts read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_approve: Vec<String>,
 }
 
 /// The transport a [`McpServerConfig`] resolves to.

@@ -79,18 +79,21 @@ pub(crate) fn normalize_input_schema(schema: &JsonObject) -> Value {
 
 /// The policy MCP annotations describe.
 ///
-/// `readOnlyHint` makes a read-only, parallel tool; otherwise the tool is
-/// mutating and runs alone unless `idempotentHint` is set; it needs approval
-/// when `destructiveHint` is `true` (stated, not the spec's implied default,
-/// so that unannotated servers stay usable without an approver).
+/// A remote server's annotations are its own claims, so they only ever lift approval
+/// when they say the tool is harmless: a tool annotated `readOnlyHint: true` and not
+/// `destructiveHint: true` is read-only, parallel and approval-free; every other tool
+/// (unannotated ones included, and one claiming both read-only and destructive) is
+/// mutating, needs approval, and runs alone unless `idempotentHint` is set. A host lists
+/// the tools it trusts anyway in the server's `autoApprove`.
 pub fn policy_from_annotations(annotations: Option<&ToolAnnotations>) -> ToolPolicy {
     let hint = |f: fn(&ToolAnnotations) -> Option<bool>| annotations.and_then(f);
-    if hint(|a| a.read_only_hint) == Some(true) {
+    let destructive = hint(|a| a.destructive_hint) == Some(true);
+    if hint(|a| a.read_only_hint) == Some(true) && !destructive {
         return ToolPolicy::read_only();
     }
     let mut policy = ToolPolicy::mutating();
     policy.parallel = hint(|a| a.idempotent_hint) == Some(true);
-    policy.needs_approval = hint(|a| a.destructive_hint) == Some(true);
+    policy.needs_approval = true;
     policy
 }
 
@@ -244,11 +247,21 @@ mod tests {
     #[test]
     fn annotations_map_to_policy() {
         let mut a = ToolAnnotations::default();
+        // Unannotated: the server claims nothing, so the tool asks.
         assert_eq!(policy_from_annotations(None).effect, Effect::Mutating);
-        assert!(!policy_from_annotations(None).needs_approval);
+        assert!(policy_from_annotations(None).needs_approval);
+        assert!(policy_from_annotations(Some(&a)).needs_approval);
         a.read_only_hint = Some(true);
         assert_eq!(policy_from_annotations(Some(&a)), ToolPolicy::read_only());
+        // Read-only and destructive at once: the harmful claim wins.
+        a.destructive_hint = Some(true);
+        let p = policy_from_annotations(Some(&a));
+        assert_eq!((p.effect, p.needs_approval), (Effect::Mutating, true));
+        a.destructive_hint = Some(false);
+        assert_eq!(policy_from_annotations(Some(&a)), ToolPolicy::read_only());
+        // Not read-only, even if not destructive: asks.
         a.read_only_hint = Some(false);
+        assert!(policy_from_annotations(Some(&a)).needs_approval);
         a.destructive_hint = Some(true);
         a.idempotent_hint = Some(true);
         let p = policy_from_annotations(Some(&a));

@@ -69,13 +69,17 @@ impl McpTool {
         if let Some(output_schema) = &def.output_schema {
             meta["outputSchema"] = Value::Object((**output_schema).clone());
         }
+        let mut policy = policy_from_annotations(def.annotations.as_ref());
+        if config.auto_approve.iter().any(|t| *t == remote) {
+            policy.needs_approval = false;
+        }
         let mut builder = ToolSpec::builder(name)
             .description(description)
             .parameters(normalize_input_schema(&def.input_schema))
             .tag("mcp")
             .tag(format!("mcp:{}", tag_safe(&server)))
             .kind(ToolKind::Mcp)
-            .policy(policy_from_annotations(def.annotations.as_ref()))
+            .policy(policy)
             .metadata(MCP_METADATA_KEY, meta);
         if let Some(timeout) = config.timeout() {
             builder = builder.timeout(timeout);
@@ -209,5 +213,32 @@ fn broken(shared: &Shared, connection: u64, error: &rmcp::service::ServiceError)
         ToolError::failed(message)
     } else {
         ToolError::retryable(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn def(name: &str) -> McpToolDef {
+        let schema = serde_json::from_value(json!({"type": "object"})).unwrap();
+        McpToolDef::new(
+            name.to_owned(),
+            "a remote tool",
+            std::sync::Arc::new(schema),
+        )
+    }
+
+    #[test]
+    fn an_unannotated_remote_tool_asks_unless_the_host_lists_it_in_auto_approve() {
+        let mut config = McpServerConfig::default();
+        let asks = McpTool::new(Weak::new(), "srv.write", &config, def("write")).unwrap();
+        assert!(asks.spec().policy.needs_approval);
+        config.auto_approve = vec!["write".to_owned()];
+        let trusted = McpTool::new(Weak::new(), "srv.write", &config, def("write")).unwrap();
+        assert!(!trusted.spec().policy.needs_approval);
+        let other = McpTool::new(Weak::new(), "srv.other", &config, def("other")).unwrap();
+        assert!(other.spec().policy.needs_approval, "only the listed name");
     }
 }
