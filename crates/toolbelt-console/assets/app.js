@@ -37,7 +37,8 @@ function loginPage(message) {
   const form = h('form', { class: 'card login', 'aria-labelledby': 'login-title' },
     h('h1', { id: 'login-title' }, 'Log in'),
     h('p', {}, 'Paste an API token (', h('code', {}, 'scripts/run.sh'), ' prints the admin token and keeps it in ',
-      h('code', {}, '.toolbelt/admin.token'), '; ', h('code', {}, 'toolbelt tokens create'), ' makes more).'),
+      h('code', {}, 'admin.token'), ' of the data directory, ', h('code', {}, '~/.local/share/toolbelt'), ' by default; ',
+      h('code', {}, 'toolbelt tokens create'), ' makes more).'),
     message ? h('p', { class: 'error', role: 'alert' }, message) : null,
     field('Token', input),
     h('button', { type: 'submit' }, 'Log in'));

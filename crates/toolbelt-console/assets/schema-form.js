@@ -100,11 +100,9 @@ export function schemaForm(schema, { idPrefix = 'arg' } = {}) {
         v = control.value;
         if (p.minLength !== undefined && v.length < p.minLength) errors.push({ pointer, message: `at least ${p.minLength} characters` });
         if (p.maxLength !== undefined && v.length > p.maxLength) errors.push({ pointer, message: `at most ${p.maxLength} characters` });
-        if (p.pattern) {
-          try {
-            if (!new RegExp(p.pattern, 'u').test(v)) errors.push({ pointer, message: `must match ${p.pattern}` });
-          } catch { /* the server checks patterns the browser cannot */ }
-        }
+        // `pattern` is not compiled here: it comes from a tool's schema (a remote MCP server's
+        // included), and a backtracking pattern could hang the page (ReDoS). The server checks
+        // it (fancy-regex, whose backtracking is bounded) and answers with the pointer.
       } else {
         try {
           v = JSON.parse(raw);

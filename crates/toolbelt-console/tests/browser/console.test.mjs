@@ -74,7 +74,7 @@ try {
   await page.locator('#ed-name').fill(TOOL);
   await page.locator('#ed-desc').fill('Echo a text back (console test)');
   await page.locator('#ed-tags').fill('console, text');
-  await page.locator('#ed-params').fill(JSON.stringify({ type: 'object', properties: { text: { type: 'string', description: 'What to echo' }, times: { type: 'integer', minimum: 1, maximum: 3 } }, required: ['text'] }, null, 2));
+  await page.locator('#ed-params').fill(JSON.stringify({ type: 'object', properties: { text: { type: 'string', description: 'What to echo' }, times: { type: 'integer', minimum: 1, maximum: 3 }, code: { type: 'string', pattern: '^(a|a)*$' } }, required: ['text'] }, null, 2));
   await page.locator('#ed-def').fill(JSON.stringify({ argv: ['echo', '{{missing}}'] }));
   await page.locator('#ed-def-err').getByText('{{missing}}').waitFor();
   // The effect selector (read only by default) makes the command tool read-only: its
@@ -96,6 +96,12 @@ try {
   await page.locator('#try-form').getByRole('button', { name: 'Call' }).click();
   await page.locator('#try-times-err').getByText('≤ 3').waitFor();
   await page.locator('#try-times').fill('');
+  // A pattern that backtracks exponentially: the page does not compile it (it would hang);
+  // the server's answer names the field.
+  await page.locator('#try-code').fill('a'.repeat(40) + 'b');
+  await page.locator('#try-form').getByRole('button', { name: 'Call' }).click();
+  await page.locator('#try-code-err').getByText(/match/).waitFor();
+  await page.locator('#try-code').fill('');
   await page.locator('#try-form').getByRole('button', { name: 'Call' }).click();
   await page.locator('#try-result').getByText('hi there').waitFor();
   await checkLabels('the tool page');
