@@ -141,6 +141,7 @@ fn prune<L: Send + Sync + 'static>(
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::auth::Scope;
@@ -180,5 +181,24 @@ mod tests {
         keys.insert(key_of(&book, &request(None, "[2001:db8::1]:1")));
         keys.insert(key_of(&book, &request(None, "[2001:db8::ffff:2]:1")));
         assert_eq!(keys.len(), 3, "{keys:?}");
+    }
+
+    /// The limiter's idle entries are dropped every [`PRUNE_EVERY`] while the limiter lives,
+    /// and the pruning task ends with it.
+    #[tokio::test(start_paused = true)]
+    async fn the_limiter_is_pruned_every_minute_until_it_is_dropped() {
+        let limiter = Arc::new(AtomicUsize::new(0));
+        prune(Arc::downgrade(&limiter), |count: &AtomicUsize| {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        tokio::time::sleep(PRUNE_EVERY * 3 + Duration::from_millis(10)).await;
+        assert_eq!(limiter.load(Ordering::SeqCst), 3);
+        let weak = Arc::downgrade(&limiter);
+        drop(limiter);
+        tokio::time::sleep(PRUNE_EVERY * 2).await;
+        assert!(
+            weak.upgrade().is_none(),
+            "the pruning task keeps no strong reference"
+        );
     }
 }

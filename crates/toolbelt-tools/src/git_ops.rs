@@ -451,3 +451,56 @@ where
 {
     items.into_iter().map(Into::into)
 }
+
+#[cfg(test)]
+mod hardening_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::HARDENED_CONFIG;
+    use std::process::Command;
+
+    /// A repository may plant any of these keys; with our `-c` settings git reads our value,
+    /// never the planted program (each key is checked on its own, so one missing override
+    /// fails even where another layer would also have stopped the program).
+    #[test]
+    fn every_program_key_a_repository_could_plant_reads_as_our_override() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let mut command = Command::new("git");
+            command.current_dir(dir.path()).args(args);
+            command.output().unwrap()
+        };
+        assert!(git(&["init", "-q"]).status.success());
+        let planted = "/tmp/planted-program";
+        for key in [
+            "gpg.program",
+            "gpg.openpgp.program",
+            "gpg.ssh.program",
+            "gpg.x509.program",
+            "gpg.ssh.defaultKeyCommand",
+            "core.fsmonitor",
+            "core.sshCommand",
+            "core.gitProxy",
+            "core.askPass",
+            "core.pager",
+            "core.editor",
+            "core.hooksPath",
+            "core.alternateRefsCommand",
+            "sequence.editor",
+            "diff.external",
+            "credential.helper",
+        ] {
+            assert!(git(&["config", key, planted]).status.success(), "{key}");
+            let mut args: Vec<&str> = Vec::new();
+            for setting in HARDENED_CONFIG {
+                args.extend(["-c", setting]);
+            }
+            args.extend(["config", "--get", key]);
+            let read = git(&args);
+            let value = String::from_utf8_lossy(&read.stdout).trim().to_owned();
+            assert_ne!(value, planted, "git reads the repository's {key}");
+        }
+        // Control: the planted value is what git reads without our settings.
+        let plain = git(&["config", "--get", "gpg.ssh.program"]);
+        assert_eq!(String::from_utf8_lossy(&plain.stdout).trim(), planted);
+    }
+}

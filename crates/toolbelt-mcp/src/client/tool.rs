@@ -70,7 +70,7 @@ impl McpTool {
             meta["outputSchema"] = Value::Object((**output_schema).clone());
         }
         let mut policy = policy_from_annotations(def.annotations.as_ref());
-        if config.auto_approve.iter().any(|t| *t == remote) {
+        if config.auto_approve.contains(&remote) {
             policy.needs_approval = false;
         }
         let mut builder = ToolSpec::builder(name)

@@ -157,6 +157,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
+    // Which of the sandbox's guards hold on this machine, said once at start-up (the probe
+    // logs its summary: a warning when commands cannot be confined).
+    let _ = toolbelt_tools::sandbox::probe();
     tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
     println!(
         "toolbelt serving on http://{addr} ({} tools)",

@@ -469,12 +469,20 @@ fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
         .unwrap();
     wait_listening(&addr);
     let url = format!("http://{addr}/mcp/default");
-    let calls = json!([["file_read", {"path": "a.txt"}], ["file_read", {"path": 5}]]);
+    // The review's attack on the `routine` tool over /mcp/{agent}: name another agent, and
+    // approve the call from the same client. The tool takes no `agent`, and the client's
+    // approval is not a person's.
+    let calls = json!([
+        ["file_read", {"path": "a.txt"}],
+        ["file_read", {"path": 5}],
+        ["routine", {"action": "create", "name": "x", "agent": "other", "prompt": "p", "every_seconds": 60}],
+        ["routine", {"action": "list"}]
+    ]);
     for mode in ["legacy", "auto"] {
         let report = py_client(
             &python,
             mode,
-            "none",
+            "accept",
             &[url.as_str()],
             calls.clone(),
             dir.path(),
@@ -499,6 +507,16 @@ fn python_client_uses_an_agents_tools_inside_toolbelt_serve() {
             results[1].1 && results[1].0.contains("at /path"),
             "mode {mode}: {:?}",
             results[1]
+        );
+        assert!(
+            results[2].1 && results[2].0.contains("agent"),
+            "mode {mode}: {:?}",
+            results[2]
+        );
+        assert!(
+            results[3].1 && results[3].0.contains("mcp_client_approves"),
+            "mode {mode}: {:?}",
+            results[3]
         );
     }
     server.kill().unwrap();

@@ -48,6 +48,14 @@ fn the_server_logs_a_line_when_a_run_starts_and_when_it_ends() {
     assert_eq!(status, 200, "{body}");
     model.join().unwrap();
     let log = std::fs::read_to_string(&log).unwrap();
+    // Before anything runs, the server says which sandbox guards hold here.
+    let ready = log.find("toolbelt serve ready").expect("no ready line");
+    let sandbox = log.find("sandbox: ").expect("no sandbox line");
+    assert!(sandbox < ready, "{log}");
+    assert!(
+        log[sandbox..].lines().next().unwrap().contains("Landlock"),
+        "{log}"
+    );
     let started: Vec<&str> = log.lines().filter(|l| l.contains("run started")).collect();
     let ended: Vec<&str> = log.lines().filter(|l| l.contains("run ended")).collect();
     assert_eq!((started.len(), ended.len()), (1, 1), "{log}");
