@@ -12,11 +12,22 @@ use toolbelt_tools::sandbox::{Sandbox, SandboxMode, SandboxPolicy, probe};
 
 use crate::{Fx, exists, outside_dir};
 
+/// Prints the skip line the project asks for, or fails when `TOOLBELT_REQUIRE_SANDBOX` is
+/// set (`.ci/run` sets it for a root CI machine, where every guard must hold: a guard that
+/// silently stopped holding would otherwise pass as a skip).
+fn skip(why: &str) {
+    assert!(
+        std::env::var_os("TOOLBELT_REQUIRE_SANDBOX").is_none(),
+        "TOOLBELT_REQUIRE_SANDBOX is set, but {why}"
+    );
+    eprintln!("skipped: {why}");
+}
+
 /// Whether Landlock works here; prints the skip line the project asks for when not.
 fn landlock_or_skip() -> bool {
     let ok = probe().landlock();
     if !ok {
-        eprintln!("skipped: no Landlock ({})", probe().summary());
+        skip(&format!("no Landlock ({})", probe().summary()));
     }
     ok
 }
@@ -225,7 +236,7 @@ async fn a_setsid_process_does_not_survive_the_command() {
         return;
     }
     if !probe().namespaces {
-        eprintln!("skipped: no PID namespaces ({})", probe().summary());
+        skip(&format!("no PID namespaces ({})", probe().summary()));
         return;
     }
     let fx = Fx::new();
@@ -245,7 +256,7 @@ async fn a_setsid_process_does_not_survive_a_timeout() {
         return;
     }
     if !probe().namespaces {
-        eprintln!("skipped: no PID namespaces ({})", probe().summary());
+        skip(&format!("no PID namespaces ({})", probe().summary()));
         return;
     }
     let fx = Fx::new();
@@ -263,7 +274,7 @@ async fn a_setsid_process_does_not_survive_a_timeout() {
 fn namespaces_or_skip() -> bool {
     let ok = landlock_or_skip() && probe().namespaces;
     if !ok {
-        eprintln!("skipped: no namespaces ({})", probe().summary());
+        skip(&format!("no namespaces ({})", probe().summary()));
     }
     ok
 }
@@ -308,10 +319,10 @@ async fn every_capability_is_dropped_and_no_new_privs_set() {
         return;
     }
     if !probe().bounding_set_cleared {
-        eprintln!(
-            "skipped: the bounding set cannot be emptied here ({})",
+        skip(&format!(
+            "the bounding set cannot be emptied here ({})",
             probe().summary()
-        );
+        ));
         return;
     }
     let out = run(&Fx::new(), "grep -E '^(Cap|NoNewPrivs)' /proc/self/status").await;
@@ -380,7 +391,7 @@ async fn unix_sockets_outside_the_workspace_are_unreachable_without_network() {
         return;
     }
     if !probe().unix_sockets_refused {
-        eprintln!("skipped: no seccomp here ({})", probe().summary());
+        skip(&format!("no seccomp here ({})", probe().summary()));
         return;
     }
     let (_outside, dir) = outside_dir();
