@@ -105,6 +105,18 @@ impl Problem {
         Self::new(StatusCode::CONFLICT, code, detail)
     }
 
+    /// 503 `no_database`: this server runs without a database, and `what` needs one (one code
+    /// for the condition on every route).
+    pub fn no_database(what: &str) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no_database",
+            format!(
+                "this server runs without a database; {what} need one (start it with --database-url)"
+            ),
+        )
+    }
+
     /// 422 `invalid_field` naming `pointer`.
     pub fn invalid_field(pointer: impl Into<String>, message: impl Into<String>) -> Self {
         let pointer = pointer.into();

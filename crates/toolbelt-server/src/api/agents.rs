@@ -112,13 +112,10 @@ pub(crate) async fn validate_agent(
 
 /// The stored agent a write applies to.
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
-    state.store.as_ref().ok_or_else(|| {
-        Problem::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "no_database",
-            "this server runs without a database; agents cannot be changed",
-        )
-    })
+    state
+        .store
+        .as_ref()
+        .ok_or_else(|| Problem::no_database("stored agents"))
 }
 
 /// A stored agent with its revision.

@@ -2,7 +2,6 @@
 
 use axum::Json;
 use axum::extract::{Extension, State};
-use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolbelt_openapi::{ImportError, ImportOptions, ImportReport, apply, convert};
@@ -136,13 +135,9 @@ pub(crate) async fn import_openapi(
     Extension(who): Extension<Principal>,
     ApiJson(body): ApiJson<ImportBody>,
 ) -> ApiResult<Json<ImportResponse>> {
-    let live = state.live().ok_or_else(|| {
-        Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no_database",
-            "this server runs without a database; tools cannot be imported",
-        )
-    })?;
+    let live = state
+        .live()
+        .ok_or_else(|| Problem::no_database("imported tools"))?;
     let text = match body.document {
         Value::String(text) => text,
         other => other.to_string(),

@@ -158,13 +158,9 @@ pub struct ToolBody {
 }
 
 fn store_of(state: &AppState) -> Result<&std::sync::Arc<toolbelt_store::LiveRegistry>, Problem> {
-    state.live().ok_or_else(|| {
-        Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no_database",
-            "this server runs without a database; tools cannot be changed",
-        )
-    })
+    state
+        .live()
+        .ok_or_else(|| Problem::no_database("stored tools"))
 }
 
 fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {

@@ -85,18 +85,15 @@ async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
 }
 
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
-    state.store.as_ref().ok_or_else(|| {
-        Problem::new(
-            StatusCode::NOT_FOUND,
-            "no_store",
-            "this server has no database; stored MCP servers need one (start it with --database-url)",
-        )
-    })
+    state
+        .store
+        .as_ref()
+        .ok_or_else(|| Problem::no_database("stored MCP servers"))
 }
 
 /// Lists the stored MCP servers with their health.
 #[utoipa::path(get, path = "/api/v1/mcp-servers", tag = "mcp",
-    responses((status = 200, body = Vec<McpServerView>), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = Vec<McpServerView>), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn list_mcp_servers(
     State(state): State<AppState>,
@@ -115,7 +112,7 @@ pub(crate) async fn list_mcp_servers(
 /// One stored MCP server with its health.
 #[utoipa::path(get, path = "/api/v1/mcp-servers/{name}", tag = "mcp",
     params(("name" = String, Path, description = "Server name")),
-    responses((status = 200, body = McpServerView), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = McpServerView), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn get_mcp_server(
     State(state): State<AppState>,
@@ -202,7 +199,7 @@ pub(crate) async fn put_mcp_server(
 /// Enables or disables an MCP server (a disabled one is disconnected, its tools unavailable).
 #[utoipa::path(patch, path = "/api/v1/mcp-servers/{name}", tag = "mcp", request_body = McpServerPatch,
     params(("name" = String, Path, description = "Server name")),
-    responses((status = 200, body = McpServerView), (status = 404, body = ProblemDocument),
+    responses((status = 200, body = McpServerView), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument),
         (status = 412, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn patch_mcp_server(
@@ -221,7 +218,7 @@ pub(crate) async fn patch_mcp_server(
 /// Deletes an MCP server; its tools leave the registry.
 #[utoipa::path(delete, path = "/api/v1/mcp-servers/{name}", tag = "mcp",
     params(("name" = String, Path, description = "Server name")),
-    responses((status = 204), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+    responses((status = 204), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn delete_mcp_server(
     State(state): State<AppState>,
     Path(name): Path<String>,

@@ -138,13 +138,7 @@ fn routines(state: &AppState) -> Result<toolbelt_store::StoreRoutines, Problem> 
         .store
         .as_ref()
         .map(toolbelt_store::Store::routines)
-        .ok_or_else(|| {
-            Problem::new(
-                StatusCode::NOT_FOUND,
-                "no_store",
-                "this server has no database; routines need one (start it with --database-url)",
-            )
-        })
+        .ok_or_else(|| Problem::no_database("routines"))
 }
 
 fn problem(err: RoutineError) -> Problem {
@@ -160,7 +154,7 @@ fn problem(err: RoutineError) -> Problem {
 
 /// Lists the routines.
 #[utoipa::path(get, path = "/api/v1/routines", tag = "routines",
-    responses((status = 200, body = Vec<RoutineView>), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = Vec<RoutineView>), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn list_routines(
     State(state): State<AppState>,
@@ -213,7 +207,7 @@ pub(crate) async fn create_routine(
 /// One routine with its latest occurrences.
 #[utoipa::path(get, path = "/api/v1/routines/{name}", tag = "routines",
     params(("name" = String, Path, description = "Routine name")),
-    responses((status = 200, body = RoutineDetail), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = RoutineDetail), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn get_routine(
     State(state): State<AppState>,
@@ -243,7 +237,7 @@ pub(crate) async fn get_routine(
 /// Deletes a routine (its history goes with it).
 #[utoipa::path(delete, path = "/api/v1/routines/{name}", tag = "routines",
     params(("name" = String, Path, description = "Routine name")),
-    responses((status = 204), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+    responses((status = 204), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn delete_routine(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
@@ -274,7 +268,7 @@ async fn set_paused(
 /// Pauses a routine: no occurrence runs until it is resumed.
 #[utoipa::path(post, path = "/api/v1/routines/{name}/pause", tag = "routines",
     params(("name" = String, Path, description = "Routine name")),
-    responses((status = 200, body = RoutineView), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = RoutineView), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn pause_routine(
     State(state): State<AppState>,
@@ -287,7 +281,7 @@ pub(crate) async fn pause_routine(
 /// Resumes a routine from now (what fell due while paused is not owed).
 #[utoipa::path(post, path = "/api/v1/routines/{name}/resume", tag = "routines",
     params(("name" = String, Path, description = "Routine name")),
-    responses((status = 200, body = RoutineView), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = RoutineView), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn resume_routine(
     State(state): State<AppState>,
@@ -300,7 +294,7 @@ pub(crate) async fn resume_routine(
 /// Runs a routine at the scheduler's next tick, besides its schedule.
 #[utoipa::path(post, path = "/api/v1/routines/{name}/run", tag = "routines",
     params(("name" = String, Path, description = "Routine name")),
-    responses((status = 202, body = RoutineView), (status = 404, body = ProblemDocument)),
+    responses((status = 202, body = RoutineView), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn run_routine(
     State(state): State<AppState>,

@@ -65,18 +65,15 @@ impl From<SkillRecord> for SkillView {
 }
 
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
-    state.store.as_ref().ok_or_else(|| {
-        Problem::new(
-            StatusCode::NOT_FOUND,
-            "no_store",
-            "this server has no database; stored skills need one (start it with --database-url)",
-        )
-    })
+    state
+        .store
+        .as_ref()
+        .ok_or_else(|| Problem::no_database("stored skills"))
 }
 
 /// Lists the stored skills, by name.
 #[utoipa::path(get, path = "/api/v1/skills", tag = "skills",
-    responses((status = 200, body = Vec<SkillSummary>), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = Vec<SkillSummary>), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn list_skills(
     State(state): State<AppState>,
@@ -98,7 +95,7 @@ pub(crate) async fn list_skills(
 /// One stored skill with its instructions.
 #[utoipa::path(get, path = "/api/v1/skills/{name}", tag = "skills",
     params(("name" = String, Path, description = "Skill name")),
-    responses((status = 200, body = SkillView), (status = 404, body = ProblemDocument)),
+    responses((status = 200, body = SkillView), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn get_skill(
     State(state): State<AppState>,
@@ -129,7 +126,7 @@ pub struct SkillBody {
 #[utoipa::path(put, path = "/api/v1/skills/{name}", tag = "skills", request_body = SkillBody,
     params(("name" = String, Path, description = "Skill name: lowercase letters, digits and `-`, at most 64")),
     responses((status = 201, body = SkillView), (status = 200, body = SkillView),
-        (status = 404, body = ProblemDocument), (status = 422, body = ProblemDocument)),
+        (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument), (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn put_skill(
     State(state): State<AppState>,
@@ -153,7 +150,7 @@ pub(crate) async fn put_skill(
 /// Deletes a stored skill; runs started from now on no longer get it.
 #[utoipa::path(delete, path = "/api/v1/skills/{name}", tag = "skills",
     params(("name" = String, Path, description = "Skill name")),
-    responses((status = 204), (status = 404, body = ProblemDocument)),
+    responses((status = 204), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn delete_skill(
     State(state): State<AppState>,

@@ -489,3 +489,40 @@ fn exposure_rules_refuse_unsafe_addresses() {
     c.addr = "127.0.0.1:7878".parse().unwrap();
     assert!(c.check_exposure(false).is_ok());
 }
+
+/// Without a database every route that needs one answers the same way: one code for one
+/// condition.
+#[tokio::test]
+async fn without_a_database_every_stored_thing_is_503_no_database() {
+    let s = TestServer::start(None).await;
+    for path in ["/api/v1/routines", "/api/v1/skills", "/api/v1/mcp-servers"] {
+        problem_of(
+            s.get(path, READER).send().await.unwrap(),
+            503,
+            "no_database",
+        )
+        .await;
+    }
+    let tool = json!({"name": "t", "description": "d", "command": {"argv": ["true"]}});
+    problem_of(
+        s.post("/api/v1/tools", ADMIN)
+            .json(&tool)
+            .send()
+            .await
+            .unwrap(),
+        503,
+        "no_database",
+    )
+    .await;
+    let agent = json!({"name": "a", "selection": "util"});
+    problem_of(
+        s.post("/api/v1/agents", ADMIN)
+            .json(&agent)
+            .send()
+            .await
+            .unwrap(),
+        503,
+        "no_database",
+    )
+    .await;
+}
