@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use toolbelt_agent::Agent;
 use toolbelt_core::{Executor, Registry, ToolHandle, Toolset};
-use toolbelt_llm::ToolChoice;
+use toolbelt_llm::{ModelProfiles, ToolChoice};
 use toolbelt_router::{AnyRouter, EmbeddingSlot, HybridRouter, SkillSet};
 use toolbelt_store::{
     AgentRecord, Condition, LiveRegistry, Reason, Store, StoreError, ToolRecord, ToolSource,
@@ -19,7 +19,7 @@ use crate::environment::environment;
 use crate::error::HostError;
 use crate::factories::AgentToolFactory;
 use crate::provider::{ProviderFor, env_provider, provider_config};
-use crate::router::router_for;
+use crate::router::{for_profile, router_for};
 use crate::skills::stored_skills;
 
 /// Turns agent records into runnable agents over one process's tools.
@@ -249,11 +249,23 @@ impl AgentFactory {
     /// [`HostError::InvalidAgent`] at `router.strategy` or `router.max_tools`.
     pub fn router_of(&self, record: &AgentRecord) -> Result<Option<AnyRouter>, HostError> {
         let settings = &record.router;
+        // A small model's profile changes what an unsure router sends (as `toolbelt run`
+        // does): no tools, except the file tools for a workspace question.
+        static PROFILES: std::sync::OnceLock<ModelProfiles> = std::sync::OnceLock::new();
+        let profile = PROFILES
+            .get_or_init(ModelProfiles::builtin)
+            .find(&record.model.clone().unwrap_or_else(|| self.model_name(record)));
+        let small = !profile.tools_when_unsure;
         let default = matches!(settings.strategy.as_deref(), None | Some("hybrid"))
             && settings.max_tools.is_none()
             && settings.always.is_empty();
-        if default {
+        if default && !small {
             return Ok(Some(self.inner.shared.clone()));
+        }
+        if small {
+            let config = for_profile(self.inner.router.config().clone(), &profile, usize::MAX);
+            let base = self.inner.router.clone().with_config(config);
+            return router_for(&record.name, settings, &base);
         }
         router_for(&record.name, settings, &self.inner.router)
     }

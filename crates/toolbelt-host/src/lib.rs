@@ -21,7 +21,7 @@ pub use error::HostError;
 pub use factories::{AgentToolFactory, agent_tool_parameters, declarative_factory};
 pub use origin::tool_origin;
 pub use provider::{ProviderFor, provider_config, provider_config_from};
-pub use router::router_for;
+pub use router::{WORKSPACE_TOOLS, for_profile, router_for};
 pub use skills::skill_of;
 
 const _: () = {

@@ -1,6 +1,10 @@
 //! The router a stored agent's settings ask for.
 
-use toolbelt_router::{AnyRouter, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter};
+use toolbelt_llm::ModelProfile;
+use toolbelt_router::{
+    AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter,
+    LowConfidence,
+};
 use toolbelt_store::RouterSettings;
 
 use crate::error::HostError;
@@ -56,4 +60,31 @@ pub fn router_for(
         }
     };
     Ok(Some(router))
+}
+
+/// The tools every workspace question gets for a small model (see [`for_profile`]).
+pub const WORKSPACE_TOOLS: [&str; 3] = ["file_search", "list_dir", "file_read"];
+
+/// `config` adjusted to what the model of `profile` handles: at most `max_tools` tools a
+/// request; for a model that should get no tools when the router is unsure (small local
+/// models, `tools_when_unsure: false`), none then, two shared words before a word match counts
+/// as sure, the encoder never making the router sure (it always has a nearest tool), and the
+/// file tools for every request that names the workspace (ADR 0059). Otherwise, when the
+/// toolset is larger than `max_tools`, an unsure router sends the best `max_tools`. `toolbelt
+/// run` and every stored agent (through [`AgentFactory`](crate::AgentFactory)) use it.
+pub fn for_profile(config: HybridConfig, profile: &ModelProfile, toolset: usize) -> HybridConfig {
+    let max_tools = profile.max_tools;
+    let (min_k, max_k) = (config.min_k, config.max_k);
+    let config = config.with_k_range(min_k.min(max_tools), max_k.min(max_tools));
+    if !profile.tools_when_unsure {
+        config
+            .with_low_confidence(LowConfidence::NoTools)
+            .with_min_lexical_words(2)
+            .with_embedding_confidence(false)
+            .with_workspace_tools(WORKSPACE_TOOLS)
+    } else if toolset > max_tools {
+        config.with_low_confidence(LowConfidence::TopK(max_tools))
+    } else {
+        config
+    }
 }

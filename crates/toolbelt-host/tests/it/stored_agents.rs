@@ -226,3 +226,38 @@ async fn stored_router_settings_choose_the_router() {
         drop_schema(&store).await;
     }
 }
+
+/// A stored agent on a small local model gets what `toolbelt run` gives one: no tools when the
+/// router is unsure (it answers from what it knows), where a large model gets the best few.
+#[tokio::test]
+async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
+    for (store, _dir) in stores("small_models").await {
+        for (name, what) in [
+            ("weather", "Get the weather forecast for a city"),
+            ("stocks", "Get a stock quote"),
+        ] {
+            store.create_tool(&printer(name, what, "")).await.unwrap();
+        }
+        let mut offered = Vec::new();
+        for model in ["qwen2.5-coder-1.5b-instruct", "gpt-4o"] {
+            let agent = model.replace(['.', '-'], "_");
+            let mut draft = AgentDraft::new(&agent)
+                .with_tool(Binding::new("weather"))
+                .with_tool(Binding::new("stocks"));
+            draft.model = Some(model.to_owned());
+            store.create_agent(&draft).await.unwrap();
+            let script = ScriptedProvider::new().then_text("Paris");
+            let (_db, agents) = factory(&store, &script).await;
+            let built = agents.build_named(&agent).await.unwrap();
+            built
+                .agent
+                .run("What is the capital of France?")
+                .await
+                .unwrap();
+            offered.push(script.requests()[0].tools.len());
+        }
+        assert_eq!(offered[0], 0, "the small model was offered tools");
+        assert!(offered[1] > 0, "the large model was offered none");
+        drop_schema(&store).await;
+    }
+}

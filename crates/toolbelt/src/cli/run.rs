@@ -21,8 +21,8 @@ use toolbelt_core::{
 };
 use toolbelt_llm::{ModelProfile, ModelProfiles, ProviderConfig, ProviderError};
 use toolbelt_router::{
-    AnyRouter, EmbeddingRouter, HybridConfig, HybridRouter, LexicalRouter, LowConfidence,
-    RouteDecision, RouteOutcome, SearchTools,
+    AnyRouter, EmbeddingRouter, HybridConfig, HybridRouter, LexicalRouter, RouteDecision,
+    RouteOutcome, SearchTools,
 };
 use toolbelt_tools::{
     AgentInfo, BuiltinConfig, Human, HumanChannel, HumanError, HumanQuestion, Memory, MemoryScope,
@@ -533,32 +533,16 @@ fn multilingual_embedding() -> Option<tokio::task::JoinHandle<Option<EmbeddingRo
     None
 }
 
-/// The hybrid router, sending at most the model profile's `max_tools` ranked
-/// tools. When unsure it sends none if the profile says so
-/// (`tools_when_unsure: false`, small models), else the best `max_tools`
-/// rather than every tool if the toolset is larger than that. For small models the
-/// encoder ranks but cannot make the router sure, since it always has a nearest tool.
+/// The hybrid router for the model's profile (`toolbelt_host::for_profile`: at most
+/// `max_tools` ranked tools; for small models none when unsure, except the file tools for a
+/// workspace question; else the best `max_tools` when the toolset is larger than that).
 fn hybrid_router(
     profile: &ModelProfile,
     toolset: usize,
     multilingual: Option<EmbeddingRouter>,
 ) -> AnyRouter {
-    let max_tools = profile.max_tools;
-    let defaults = HybridConfig::default();
-    let mut config = HybridConfig::default()
-        .with_pinned(vec![SearchTools::NAME.to_owned()])
-        .with_k_range(defaults.min_k.min(max_tools), defaults.max_k.min(max_tools));
-    if !profile.tools_when_unsure {
-        // One rare word shared with a description is not a reason to offer tools.
-        // An explicit question about the workspace's files always gets the file tools.
-        config = config
-            .with_low_confidence(LowConfidence::NoTools)
-            .with_min_lexical_words(2)
-            .with_embedding_confidence(false)
-            .with_workspace_tools(["file_search", "list_dir", "file_read"]);
-    } else if toolset > max_tools {
-        config = config.with_low_confidence(LowConfidence::TopK(max_tools));
-    }
+    let config = HybridConfig::default().with_pinned(vec![SearchTools::NAME.to_owned()]);
+    let config = toolbelt_host::for_profile(config, profile, toolset);
     let mut router = HybridRouter::standard().with_config(config);
     if let Some(multilingual) = multilingual {
         router = router.with_multilingual_embedding(multilingual);
