@@ -252,9 +252,12 @@ impl AgentFactory {
         // A small model's profile changes what an unsure router sends (as `toolbelt run`
         // does): no tools, except the file tools for a workspace question.
         static PROFILES: std::sync::OnceLock<ModelProfiles> = std::sync::OnceLock::new();
-        let profile = PROFILES
-            .get_or_init(ModelProfiles::builtin)
-            .find(&record.model.clone().unwrap_or_else(|| self.model_name(record)));
+        let profile = PROFILES.get_or_init(ModelProfiles::builtin).find(
+            &record
+                .model
+                .clone()
+                .unwrap_or_else(|| self.model_name(record)),
+        );
         let small = !profile.tools_when_unsure;
         let default = matches!(settings.strategy.as_deref(), None | Some("hybrid"))
             && settings.max_tools.is_none()

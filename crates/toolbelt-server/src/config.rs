@@ -79,6 +79,11 @@ pub struct ServerConfig {
     /// Internal address ranges that HTTP tools may reach (`10.0.4.0/24`, `10.0.4.7`; env
     /// `TOOLBELT_OUTBOUND_NETS`, comma-separated; `--allow-net`).
     pub outbound_nets: Vec<String>,
+    /// Commands a stored MCP server may run (stdio servers added through the API or `toolbelt
+    /// mcp add`), exactly as the configuration writes them (`node`, `/usr/bin/uvx`). Empty by
+    /// default: stored servers are HTTP only, since running a program on this machine is the
+    /// host's decision, not an API client's.
+    pub mcp_commands: Vec<String>,
     /// Tokens from the configuration (in addition to stored ones).
     pub tokens: Vec<ConfigToken>,
     /// Agents known to the server.
@@ -133,6 +138,7 @@ impl Default for ServerConfig {
             workspace: PathBuf::from("."),
             outbound_hosts: Vec::new(),
             outbound_nets: Vec::new(),
+            mcp_commands: Vec::new(),
             tokens: Vec::new(),
             agents: vec![AgentDef::default_agent()],
             run_wait_secs: 20,
@@ -235,6 +241,7 @@ impl ServerConfig {
         for (var, list) in [
             ("TOOLBELT_OUTBOUND_HOSTS", &mut config.outbound_hosts),
             ("TOOLBELT_OUTBOUND_NETS", &mut config.outbound_nets),
+            ("TOOLBELT_MCP_COMMANDS", &mut config.mcp_commands),
         ] {
             if let Ok(value) = std::env::var(var) {
                 list.extend(
@@ -331,6 +338,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("workspace", &self.workspace)
             .field("outbound_hosts", &self.outbound_hosts)
             .field("outbound_nets", &self.outbound_nets)
+            .field("mcp_commands", &self.mcp_commands)
             .field("tokens", &self.tokens)
             .field("agents", &self.agents)
             .field("run_wait_secs", &self.run_wait_secs)

@@ -159,6 +159,27 @@ pub fn outbound_problem(state: &AppState, config: &McpServerConfig) -> Option<St
         .map(|e| format!("/url: {e} (open it with the server's outbound_hosts or outbound_nets)"))
 }
 
+/// Why a stored server's command will not be run: a stdio server runs a program on this
+/// machine, so only a command the host's configuration lists in `mcp_commands` is run,
+/// compared as written (`node` allows `node` found on `PATH`, not `/tmp/x/node`). `None` for
+/// URL servers and listed commands.
+pub fn command_problem(allowed: &[String], config: &McpServerConfig) -> Option<String> {
+    let command = config.command.as_deref()?;
+    if allowed.iter().any(|a| a == command) {
+        return None;
+    }
+    let listed = if allowed.is_empty() {
+        "none: stored MCP servers are HTTP only".to_owned()
+    } else {
+        allowed.join(", ")
+    };
+    Some(format!(
+        "/command: `{command}` is not a command this server runs for a stored MCP server \
+         (allowed: {listed}); the host's operator allows one with mcp_commands in the \
+         configuration, TOOLBELT_MCP_COMMANDS or `toolbelt serve --mcp-command`"
+    ))
+}
+
 /// What the API shows of a stored server's connection.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct Health {
@@ -260,6 +281,11 @@ impl McpServers {
                     continue;
                 }
             };
+            // A program runs on this machine only when the host's configuration allows it.
+            if let Some(error) = command_problem(&state.config.mcp_commands, &config) {
+                tracing::warn!(server = %name, %error, "MCP server not started");
+                continue;
+            }
             // A URL is reached as the HTTP tools reach one: the SSRF guard after DNS and at
             // every redirect, the server's outbound allow-list opening internal hosts.
             if let Some(url) = &config.url

@@ -24,6 +24,8 @@ pub struct ServerSettings {
     pub outbound_hosts: Vec<String>,
     /// Internal address ranges HTTP tools may reach despite the SSRF guard.
     pub outbound_nets: Vec<String>,
+    /// Commands a stored MCP server may run (empty: stored servers are HTTP only).
+    pub mcp_commands: Vec<String>,
     /// Largest request body, in bytes.
     pub body_limit_bytes: usize,
     /// Seconds a request may take to produce its response head.
@@ -62,6 +64,7 @@ pub(crate) async fn get_config(State(state): State<AppState>) -> Json<ServerSett
         workspace: c.workspace.display().to_string(),
         outbound_hosts: c.outbound_hosts.clone(),
         outbound_nets: c.outbound_nets.clone(),
+        mcp_commands: c.mcp_commands.clone(),
         body_limit_bytes: c.body_limit_bytes,
         request_timeout_secs: c.request_timeout_secs,
         rate_limit_per_second: c.rate_limit_per_second,

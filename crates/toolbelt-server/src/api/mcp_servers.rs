@@ -66,7 +66,8 @@ pub struct McpServerView {
 
 async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
     let problem = match check_config(&record.name, &record.config) {
-        Ok(config) => crate::mcp_servers::outbound_problem(state, &config),
+        Ok(config) => crate::mcp_servers::command_problem(&state.config.mcp_commands, &config)
+            .or_else(|| crate::mcp_servers::outbound_problem(state, &config)),
         Err(p) => Some(format!("{}: {}", p.pointer, p.message)),
     };
     let health = state
@@ -152,7 +153,7 @@ pub(crate) async fn put_mcp_server(
         )
         .with_code("invalid_name"));
     }
-    check_config(&name, &body.config).map_err(|p| {
+    let config = check_config(&name, &body.config).map_err(|p| {
         let pointer = format!("/config{}", p.pointer);
         Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -164,6 +165,18 @@ pub(crate) async fn put_mcp_server(
             message: p.message,
         }])
     })?;
+    if let Some(why) = crate::mcp_servers::command_problem(&state.config.mcp_commands, &config) {
+        let message = why.trim_start_matches("/command: ").to_owned();
+        return Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_mcp_config",
+            format!("/config/command: {message}"),
+        )
+        .with_errors(vec![FieldError {
+            pointer: "/config/command".to_owned(),
+            message,
+        }]));
+    }
     // PUT replaces: without a revision the current one is replaced, whatever it is; with one,
     // only that revision (412 when another change came first).
     let revision = match body.revision {

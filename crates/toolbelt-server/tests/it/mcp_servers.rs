@@ -24,6 +24,11 @@ fn everything() -> Option<PathBuf> {
     }
 }
 
+/// The host's configuration lets stored MCP servers run `node`.
+fn allow_node(config: &mut toolbelt_server::ServerConfig) {
+    config.mcp_commands = vec!["node".to_owned()];
+}
+
 /// Polls `GET /mcp-servers/{name}` until `check` holds on it (10 s at most).
 async fn wait_for(s: &TestServer, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     let start = Instant::now();
@@ -50,7 +55,7 @@ async fn a_stored_mcp_server_is_connected_called_disabled_and_deleted() {
     on_both(|db| {
         let entry = entry.clone();
         async move {
-            let s = TestServer::start_stored(&db, None).await;
+            let s = TestServer::start_stored_with(&db, allow_node).await;
             let config = json!({"command": "node", "args": [entry, "stdio"]});
             let put = |body: Value| {
                 s.http
@@ -158,7 +163,7 @@ async fn a_server_stored_by_another_process_is_connected_within_the_poll() {
     on_both(|db| {
         let entry = entry.clone();
         async move {
-            let s = TestServer::start_stored(&db, None).await;
+            let s = TestServer::start_stored_with(&db, allow_node).await;
             // As `toolbelt mcp add` would: straight into the database, not through this server.
             let other = db.open().await;
             other
@@ -281,6 +286,52 @@ async fn a_stored_servers_url_passes_the_ssrf_guard_unless_the_outbound_list_ope
         .await;
         assert_eq!(up["health"]["tools"], 1, "{up}");
         open.stop().await;
+        db
+    })
+    .await;
+}
+
+/// A stored MCP server runs a program only when the host's configuration lists its command:
+/// an admin's `sh -c …` is refused at `PUT`, and one written straight into the database (as
+/// `toolbelt mcp add` or another process would) is never started, its health saying why.
+#[tokio::test]
+async fn a_stored_server_runs_only_a_command_the_host_allows() {
+    on_both(|db| async move {
+        let s = TestServer::start_stored_with(&db, allow_node).await;
+        let marker = tempfile::tempdir().unwrap();
+        let planted = marker.path().join("ran");
+        let shell =
+            json!({"command": "sh", "args": ["-c", format!("touch {}", planted.display())]});
+        let refused = s
+            .http
+            .put(format!("{}/api/v1/mcp-servers/evil", s.url))
+            .bearer_auth(ADMIN)
+            .json(&json!({"config": shell}))
+            .send()
+            .await
+            .unwrap();
+        let body = problem_of(refused, 422, "invalid_mcp_config").await;
+        assert_eq!(body["errors"][0]["pointer"], "/config/command", "{body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("allowed: node"),
+            "{body}"
+        );
+        db.open()
+            .await
+            .put_mcp_server("direct", &shell, None)
+            .await
+            .unwrap();
+        let view = wait_for(&s, "direct", "no reason shown", |v| {
+            v["health"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("mcp_commands"))
+        })
+        .await;
+        assert_eq!(view["health"]["state"], "not_started", "{view}");
+        // A few polls later the program has still not run.
+        tokio::time::sleep(toolbelt_server::mcp_servers::POLL * 2).await;
+        assert!(!planted.exists(), "the stored command ran");
+        s.stop().await;
         db
     })
     .await;

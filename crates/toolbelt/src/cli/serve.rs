@@ -46,6 +46,10 @@ pub(crate) struct ServeArgs {
     /// `outbound_nets` and `TOOLBELT_OUTBOUND_NETS`).
     #[arg(long = "outbound-net", value_name = "CIDR")]
     outbound_nets: Vec<String>,
+    /// A command a stored MCP server may run (repeatable; added to `mcp_commands` and
+    /// `TOOLBELT_MCP_COMMANDS`). Without any, stored MCP servers are HTTP only.
+    #[arg(long = "mcp-command", value_name = "COMMAND")]
+    mcp_commands: Vec<String>,
     /// Export spans over OTLP/HTTP to this base URL (traces go to URL/v1/traces; default:
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
     #[arg(long, value_name = "URL")]
@@ -102,6 +106,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     config.outbound_hosts.extend(args.outbound_hosts);
     config.outbound_nets.extend(args.outbound_nets);
+    config.mcp_commands.extend(args.mcp_commands);
     if let Some(f) = args.log_format {
         config.log_format = match f {
             LogFormatArg::Text => LogFormat::Text,
