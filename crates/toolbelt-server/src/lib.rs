@@ -44,7 +44,7 @@ pub use runs::{
     ApprovalView, Held, QuestionView, RunDetail, RunEntry, RunEvent, RunRegistry, RunStart,
     RunStatus, RunView, UsageView, audit_entry, call_result_json,
 };
-pub use state::{AppState, StateError};
+pub use state::{AppState, Shared, StateError};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}

@@ -14,9 +14,24 @@ use crate::runs::RunRegistry;
 
 /// The live registry, the executor, the router, the agents, the runs and the tokens.
 ///
-/// Cloning is cheap (every field is shared).
+/// Cloning is one reference count: every request clones the state several times (each
+/// middleware layer and handler takes its own), so it is one `Arc` around [`Shared`],
+/// whose fields it derefs to.
 #[derive(Clone)]
 pub struct AppState {
+    shared: Arc<Shared>,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// What [`AppState`] shares.
+pub struct Shared {
     /// The agents, configured and stored, and the tools they are built over: every run,
     /// preview and tool list of an agent goes through it.
     pub agents: AgentFactory,
@@ -128,7 +143,9 @@ impl AppState {
     /// As [`AppState::new`].
     pub fn with_database(db: &Database, config: ServerConfig) -> Result<Self, StateError> {
         let store = db.live.store().clone();
-        Ok(Self::build(db.agent_factory(), config)?.with_store(store))
+        Ok(Self::from(
+            Self::build(db.agent_factory(), config)?.with_store(store),
+        ))
     }
 
     /// State over a registry that follows `live`'s store (tools, tokens and runs stored there).
@@ -141,21 +158,9 @@ impl AppState {
         config: ServerConfig,
     ) -> Result<Self, StateError> {
         let store = live.store().clone();
-        Ok(Self::build(AgentFactory::live(live), config)?.with_store(store))
-    }
-
-    /// Uses `store` for tokens and run records: only with a factory over the same store, so
-    /// agents and runs never come from two databases.
-    #[must_use]
-    fn with_store(mut self, store: toolbelt_store::Store) -> Self {
-        self.tokens = self.tokens.with_store(store.clone());
-        self.runs = self.runs.with_store(store.clone());
-        // The writer task ends (after a last flush) when every writer is dropped.
-        let (writer, _task) = store.run_log(toolbelt_store::RunLogConfig::default());
-        self.runs = self.runs.with_run_log(writer.clone());
-        self.run_log = Some(writer);
-        self.store = Some(store);
-        self
+        Ok(Self::from(
+            Self::build(AgentFactory::live(live), config)?.with_store(store),
+        ))
     }
 
     /// The tool context of a run of `agent`: the shared extensions plus, when there is a
@@ -178,10 +183,19 @@ impl AppState {
     /// # Errors
     /// [`StateError`] when the workspace or the tokens cannot be used.
     pub fn new(registry: Arc<Registry>, config: ServerConfig) -> Result<Self, StateError> {
-        Self::build(AgentFactory::plain(registry), config)
+        Ok(Self::from(Self::build(
+            AgentFactory::plain(registry),
+            config,
+        )?))
     }
 
-    fn build(agents: AgentFactoryBuilder, config: ServerConfig) -> Result<Self, StateError> {
+    fn from(shared: Shared) -> Self {
+        Self {
+            shared: Arc::new(shared),
+        }
+    }
+
+    fn build(agents: AgentFactoryBuilder, config: ServerConfig) -> Result<Shared, StateError> {
         let configured = config
             .agents
             .iter()
@@ -217,7 +231,7 @@ impl AppState {
             .with_http(http)
             .with_human(Human::new(runs.human_channel()))
             .extensions();
-        Ok(Self {
+        Ok(Shared {
             executor: Executor::new(),
             router: agents.shared_router().clone(),
             agents,
@@ -230,5 +244,21 @@ impl AppState {
             shutdown: CancellationToken::new(),
             mcp_servers: crate::mcp_servers::McpServers::default(),
         })
+    }
+}
+
+impl Shared {
+    /// Uses `store` for tokens and run records: only with a factory over the same store, so
+    /// agents and runs never come from two databases.
+    #[must_use]
+    fn with_store(mut self, store: toolbelt_store::Store) -> Self {
+        self.tokens = self.tokens.with_store(store.clone());
+        self.runs = self.runs.with_store(store.clone());
+        // The writer task ends (after a last flush) when every writer is dropped.
+        let (writer, _task) = store.run_log(toolbelt_store::RunLogConfig::default());
+        self.runs = self.runs.with_run_log(writer.clone());
+        self.run_log = Some(writer);
+        self.store = Some(store);
+        self
     }
 }

@@ -186,10 +186,15 @@ struct Pools {
 
 /// Tools, versions, agents, bindings, the change feed, runs and the run log, in SQLite or Postgres.
 ///
-/// Cloning is cheap (the pool is shared). Every multi-row write runs in one transaction and is
-/// durable when the call returns. `Debug` shows the URL without its password.
+/// Cloning is one reference count (servers clone it per request). Every multi-row write runs
+/// in one transaction and is durable when the call returns. `Debug` shows the URL without its
+/// password.
 #[derive(Clone)]
 pub struct Store {
+    inner: std::sync::Arc<StoreInner>,
+}
+
+struct StoreInner {
     pools: Pools,
     /// Write transactions on SQLite take turns here (see [`Store::begin`]).
     write_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
@@ -203,9 +208,9 @@ pub struct Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("engine", &self.engine)
-            .field("url", &redacted_url(&self.url))
-            .field("pg_schema", &self.pg_schema)
+            .field("engine", &self.inner.engine)
+            .field("url", &redacted_url(&self.inner.url))
+            .field("pg_schema", &self.inner.pg_schema)
             .finish_non_exhaustive()
     }
 }
@@ -227,7 +232,7 @@ pub fn redacted_url(url: &str) -> String {
 
 impl Store {
     pub(crate) fn memory_cache(&self) -> &crate::memory::MemoryCache {
-        &self.memory_cache
+        &self.inner.memory_cache
     }
 
     /// Opens the database at `url`, creating a SQLite file on first use, and applies migrations.
@@ -280,16 +285,18 @@ impl Store {
             sqlx::query(sqlx::AssertSqlSafe(ddl)).execute(&pool).await?;
         }
         let store = Self {
-            pools: Pools {
-                start: pool,
-                wide: std::sync::Arc::default(),
-                widen_to: single.then(|| pool_options(engine, max, pg_schema.clone())),
-            },
-            write_turn: std::sync::Arc::default(),
-            engine,
-            url,
-            pg_schema,
-            memory_cache: std::sync::Arc::default(),
+            inner: std::sync::Arc::new(StoreInner {
+                pools: Pools {
+                    start: pool,
+                    wide: std::sync::Arc::default(),
+                    widen_to: single.then(|| pool_options(engine, max, pg_schema.clone())),
+                },
+                write_turn: std::sync::Arc::default(),
+                engine,
+                url,
+                pg_schema,
+                memory_cache: std::sync::Arc::default(),
+            }),
         };
         let applied = store.applied_schema_version().await?;
         if applied > SCHEMA_VERSION {
@@ -323,7 +330,7 @@ impl Store {
                 known: SCHEMA_VERSION,
             });
         }
-        let source = match self.engine {
+        let source = match self.inner.engine {
             Engine::Sqlite => SQLITE_MIGRATIONS,
             Engine::Postgres => POSTGRES_MIGRATIONS,
         };
@@ -349,7 +356,7 @@ impl Store {
     /// # Errors
     /// The database's error.
     pub async fn applied_schema_version(&self) -> Result<i64> {
-        let exists_sql = match self.engine {
+        let exists_sql = match self.inner.engine {
             Engine::Sqlite => {
                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
             }
@@ -372,17 +379,17 @@ impl Store {
 
     /// The engine behind this store.
     pub fn engine(&self) -> Engine {
-        self.engine
+        self.inner.engine
     }
 
     /// The URL the store was opened with (SQLite URLs gain `mode=rwc`).
     pub fn url(&self) -> &str {
-        &self.url
+        &self.inner.url
     }
 
     /// The Postgres schema this store uses, when one was given.
     pub fn pg_schema(&self) -> Option<&str> {
-        self.pg_schema.as_deref()
+        self.inner.pg_schema.as_deref()
     }
 
     /// Lets the pool grow to `max_connections` after a [single-connection
@@ -392,23 +399,27 @@ impl Store {
     /// # Errors
     /// The database's error when the URL's options no longer parse (they parsed at open).
     pub fn widen_pool(&self) -> Result<()> {
-        let Some(options) = &self.pools.widen_to else {
+        let Some(options) = &self.inner.pools.widen_to else {
             return Ok(());
         };
-        if self.pools.wide.get().is_some() {
+        if self.inner.pools.wide.get().is_some() {
             return Ok(());
         }
-        let wide = options.clone().connect_lazy(&self.url)?;
+        let wide = options.clone().connect_lazy(&self.inner.url)?;
         // Statements under way finish on the start-up pool; its connection then idles until
         // the pool's idle timeout closes it (closing it here could fail a statement that had
         // just picked that pool).
-        let _ = self.pools.wide.set(wide);
+        let _ = self.inner.pools.wide.set(wide);
         Ok(())
     }
 
     /// The underlying pool, for crates that add their own tables through their own migrations.
     pub fn pool(&self) -> &AnyPool {
-        self.pools.wide.get().unwrap_or(&self.pools.start)
+        self.inner
+            .pools
+            .wide
+            .get()
+            .unwrap_or(&self.inner.pools.start)
     }
 
     /// Closes the pool, waiting for connections to be returned.
@@ -422,9 +433,9 @@ impl Store {
     /// order, since SQLite's busy handler polls with sleeps of 1 to 100 ms (eight concurrent
     /// tool updates took 15 ms where one takes 0.3 ms).
     pub(crate) async fn begin(&self) -> Result<WriteTx> {
-        Ok(match self.engine {
+        Ok(match self.inner.engine {
             Engine::Sqlite => {
-                let turn = self.write_turn.clone().lock_owned().await;
+                let turn = self.inner.write_turn.clone().lock_owned().await;
                 WriteTx {
                     tx: self.pool().begin_with("BEGIN IMMEDIATE").await?,
                     _turn: Some(turn),
