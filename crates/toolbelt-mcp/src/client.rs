@@ -9,6 +9,7 @@
 
 mod failure;
 mod handler;
+mod spawner;
 mod tool;
 
 use std::collections::{BTreeMap, HashMap};
@@ -32,6 +33,7 @@ use crate::config::{McpServerConfig, Transport};
 use crate::error::McpError;
 pub(crate) use failure::{Failure, FailureKind};
 use handler::ClientHandlerImpl;
+pub use spawner::{SpawnRefused, StdioCommand, StdioProcess, StdioSpawner};
 pub use tool::McpTool;
 
 /// Where a server is in its life.
@@ -187,6 +189,8 @@ pub(crate) struct Shared {
     config: McpServerConfig,
     /// The client a streamable-HTTP server is reached with, when the host gave one.
     http_client: Option<reqwest::Client>,
+    /// Starts a stdio server, when the host gave one (default: a plain child process).
+    spawner: Option<StdioSpawner>,
     prefix: String,
     backoff: Backoff,
     peer: RwLock<Option<Peer<RoleClient>>>,
@@ -358,7 +362,6 @@ impl std::fmt::Debug for McpClient {
 }
 
 /// Builds an [`McpClient`].
-#[derive(Debug)]
 #[must_use]
 pub struct McpClientBuilder {
     name: String,
@@ -366,6 +369,18 @@ pub struct McpClientBuilder {
     backoff: Backoff,
     registry: Option<Arc<Registry>>,
     http_client: Option<reqwest::Client>,
+    spawner: Option<StdioSpawner>,
+}
+
+impl std::fmt::Debug for McpClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClientBuilder")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("backoff", &self.backoff)
+            .field("spawner", &self.spawner.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl McpClient {
@@ -377,6 +392,7 @@ impl McpClient {
             backoff: Backoff::default(),
             registry: None,
             http_client: None,
+            spawner: None,
         }
     }
 
@@ -488,6 +504,13 @@ impl McpClientBuilder {
         self
     }
 
+    /// Starts a stdio server's process with `spawner` instead of a plain child process: a
+    /// host confines it (toolbelt's server and CLI spawn it in the command sandbox).
+    pub fn spawner(mut self, spawner: StdioSpawner) -> Self {
+        self.spawner = Some(spawner);
+        self
+    }
+
     /// Checks the configuration and starts the supervisor (it connects in the
     /// background: use [`McpClient::ready`] to wait).
     ///
@@ -502,6 +525,7 @@ impl McpClientBuilder {
             name: self.name,
             config: self.config,
             http_client: self.http_client,
+            spawner: self.spawner,
             backoff: self.backoff,
             peer: RwLock::new(None),
             tools: RwLock::new(Vec::new()),
@@ -563,6 +587,35 @@ async fn connect(
             env,
             cwd,
         } => {
+            let spawner = shared
+                .upgrade()
+                .and_then(|s| s.spawner.clone().map(|spawner| (spawner, s.name.clone())));
+            if let Some((spawner, server)) = spawner {
+                let process = spawner(StdioCommand {
+                    server,
+                    command: command.clone(),
+                    args: args.clone(),
+                    env: env.clone(),
+                    cwd: cwd.clone(),
+                })
+                .await
+                .map_err(|refused| Failure {
+                    reason: refused.reason,
+                    kind: if refused.permanent {
+                        FailureKind::Permanent
+                    } else {
+                        FailureKind::Transient
+                    },
+                })?;
+                let stdout = spawner::Held {
+                    stdout: process.stdout,
+                    _keep: process.keep,
+                };
+                return handler
+                    .serve_with_lifecycle((stdout, process.stdin), lifecycle.mode())
+                    .await
+                    .map_err(|e| Failure::of(&e, command));
+            }
             let cmd = tokio::process::Command::new(command).configure(|cmd| {
                 cmd.args(args);
                 cmd.envs(env);

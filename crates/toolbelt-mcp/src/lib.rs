@@ -10,7 +10,10 @@ mod server;
 mod sessions;
 
 pub use agents::{AgentEndpoint, Export, agents_router, agents_router_with_limit};
-pub use client::{Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ServerStatus};
+pub use client::{
+    Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ServerStatus, SpawnRefused,
+    StdioCommand, StdioProcess, StdioSpawner,
+};
 pub use config::{McpConfig, McpServerConfig, Transport};
 pub use convert::{
     MCP_METADATA_KEY, annotations_from_policy, output_from_result, policy_from_annotations,

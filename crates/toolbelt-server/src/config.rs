@@ -79,11 +79,6 @@ pub struct ServerConfig {
     /// Internal address ranges that HTTP tools may reach (`10.0.4.0/24`, `10.0.4.7`; env
     /// `TOOLBELT_OUTBOUND_NETS`, comma-separated; `--allow-net`).
     pub outbound_nets: Vec<String>,
-    /// Commands a stored MCP server may run (stdio servers added through the API or `toolbelt
-    /// mcp add`), exactly as the configuration writes them (`node`, `/usr/bin/uvx`). Empty by
-    /// default: stored servers are HTTP only, since running a program on this machine is the
-    /// host's decision, not an API client's.
-    pub mcp_commands: Vec<String>,
     /// Tokens from the configuration (in addition to stored ones).
     pub tokens: Vec<ConfigToken>,
     /// Agents known to the server.
@@ -118,6 +113,16 @@ pub struct ServerConfig {
     pub mcp_client_approves: bool,
     /// Largest `input` of a run (`POST /agents/{id}/runs`, `POST /runs/{id}/continue`), in bytes.
     pub max_run_input_bytes: usize,
+    /// Programs a stored (API or `toolbelt mcp add`) stdio MCP server may run, matched
+    /// against its `command` exactly as written: `node` allows `node` found on `PATH`, not
+    /// `/tmp/x/node`; `/opt/node/bin/node` allows that path only (env `TOOLBELT_MCP_COMMANDS`,
+    /// comma-separated; `--mcp-command`, repeatable). Empty (the default): stored servers are
+    /// HTTP only. Every stdio server runs in the command sandbox (docs/SECURITY.md).
+    pub mcp_commands: Vec<String>,
+    /// Directories stdio MCP servers may read besides the workspace, the system paths and
+    /// their program's directory: a `node_modules` tree, a virtualenv (env
+    /// `TOOLBELT_MCP_READ_PATHS`, `:`-separated like `PATH`).
+    pub mcp_read_paths: Vec<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -138,7 +143,6 @@ impl Default for ServerConfig {
             workspace: PathBuf::from("."),
             outbound_hosts: Vec::new(),
             outbound_nets: Vec::new(),
-            mcp_commands: Vec::new(),
             tokens: Vec::new(),
             agents: vec![AgentDef::default_agent()],
             run_wait_secs: 20,
@@ -152,6 +156,8 @@ impl Default for ServerConfig {
             max_mcp_sessions: 1000,
             mcp_client_approves: false,
             max_run_input_bytes: 64 * 1024,
+            mcp_commands: Vec::new(),
+            mcp_read_paths: Vec::new(),
         }
     }
 }
@@ -253,6 +259,11 @@ impl ServerConfig {
                 );
             }
         }
+        if let Some(paths) = std::env::var_os("TOOLBELT_MCP_READ_PATHS") {
+            config
+                .mcp_read_paths
+                .extend(std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()));
+        }
         Ok(config)
     }
 
@@ -338,7 +349,6 @@ impl std::fmt::Debug for ServerConfig {
             .field("workspace", &self.workspace)
             .field("outbound_hosts", &self.outbound_hosts)
             .field("outbound_nets", &self.outbound_nets)
-            .field("mcp_commands", &self.mcp_commands)
             .field("tokens", &self.tokens)
             .field("agents", &self.agents)
             .field("run_wait_secs", &self.run_wait_secs)
@@ -352,6 +362,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_mcp_sessions", &self.max_mcp_sessions)
             .field("mcp_client_approves", &self.mcp_client_approves)
             .field("max_run_input_bytes", &self.max_run_input_bytes)
+            .field("mcp_commands", &self.mcp_commands)
+            .field("mcp_read_paths", &self.mcp_read_paths)
             .finish()
     }
 }

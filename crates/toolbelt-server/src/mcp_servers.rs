@@ -7,17 +7,30 @@
 //! `bearerToken` or `url` is replaced when connecting, from the secrets the operator declared
 //! ([`Secrets`]: `TOOLBELT_SECRET_*` variables, the secrets file, allow-listed variables), as
 //! declarative tools do; any other environment variable is never read.
+//!
+//! A stored stdio server runs only a program of the host's allow-list
+//! ([`ServerConfig::mcp_commands`]): the API refuses any other (`422` at `/config/command`), and
+//! one stored otherwise (the CLI, an older version) is never started, its health saying why.
+//! Every stdio server, allowed or configured by the host, is spawned in the command sandbox
+//! ([`sandboxed_spawner`], docs/SECURITY.md, ADR 0060).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
-use toolbelt_mcp::{McpClient, McpServerConfig, ServerStatus};
+use toolbelt_mcp::{
+    McpClient, McpServerConfig, ServerStatus, SpawnRefused, StdioCommand, StdioProcess,
+    StdioSpawner,
+};
 use toolbelt_tools::declarative::{Secrets, secret_names};
+use toolbelt_tools::sandbox::{Sandbox, SandboxError, SandboxMode, SandboxPolicy};
 
+use crate::config::ServerConfig;
 use crate::state::AppState;
 
 /// How often the stored servers are compared with the running clients.
@@ -95,6 +108,155 @@ pub fn check_config(name: &str, config: &Value) -> Result<McpServerConfig, Confi
     Ok(parsed)
 }
 
+/// Why a stored server's `command` may not run: it is not in the host's allow-list `allowed`
+/// ([`ServerConfig::mcp_commands`]), compared exactly as written (no `PATH` look-up, no
+/// basename: `/tmp/x/node` is not `node`). `None` for an HTTP server or an allowed command.
+pub fn command_problem(allowed: &[String], config: &McpServerConfig) -> Option<ConfigProblem> {
+    let command = config.command.as_deref()?;
+    if allowed.iter().any(|a| a == command) {
+        return None;
+    }
+    let list = if allowed.is_empty() {
+        "the list is empty, so stored MCP servers are HTTP only".to_owned()
+    } else {
+        format!(
+            "allowed: {}",
+            allowed
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(ConfigProblem {
+        pointer: "/command".to_owned(),
+        message: format!(
+            "`{command}` is not in the server's allow-list of MCP commands ({list}); the \
+             operator adds it with `mcp_commands` in the server's configuration file, \
+             TOOLBELT_MCP_COMMANDS or `toolbelt serve --mcp-command {command}` \
+             (or use an HTTP server, `url`)"
+        ),
+    })
+}
+
+/// Starts stdio MCP servers in the command sandbox (ADR 0060): Landlock, capabilities dropped,
+/// namespaces where available, in `mode` (workspace-write by default: read-write in the
+/// workspace `root`); readable: the system paths, `PATH`, the program's directory and
+/// `read_paths`; writable besides: a private scratch directory (`TMPDIR`) and a private
+/// `HOME`, both deleted when the process ends. The network is allowed (servers started
+/// with `npx` or `uvx` download their package; many call APIs). The environment is empty but
+/// `PATH`, `LANG`, `LC_ALL`, `TZ`, `HOME`, `TMPDIR` and the server's own `env`.
+///
+/// When the kernel cannot enforce the sandbox (no Landlock) and `mode` is not `full-access`,
+/// the server is refused for good, its status saying why.
+pub fn sandboxed_spawner(
+    root: PathBuf,
+    mode: SandboxMode,
+    read_paths: Vec<PathBuf>,
+) -> StdioSpawner {
+    Arc::new(move |spec: StdioCommand| {
+        let root = root.clone();
+        let read_paths = read_paths.clone();
+        Box::pin(async move { spawn_sandboxed(&root, mode, &read_paths, spec).await })
+    })
+}
+
+/// The spawner of [`sandboxed_spawner`] for the server's configuration: the workspace,
+/// workspace-write mode (as the server's command tools), [`ServerConfig::mcp_read_paths`].
+pub fn server_spawner(config: &ServerConfig) -> StdioSpawner {
+    let root =
+        std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone());
+    sandboxed_spawner(
+        root,
+        SandboxMode::WorkspaceWrite,
+        config.mcp_read_paths.clone(),
+    )
+}
+
+/// The spawner of the CLI's connections to stored servers (`toolbelt mcp ls --check`): the
+/// current directory as the workspace (workspace-write), `TOOLBELT_MCP_READ_PATHS` readable.
+pub fn cli_spawner() -> StdioSpawner {
+    let root = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or_else(|_| PathBuf::from("."));
+    let read_paths = std::env::var_os("TOOLBELT_MCP_READ_PATHS")
+        .map(|paths| {
+            std::env::split_paths(&paths)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    sandboxed_spawner(root, SandboxMode::WorkspaceWrite, read_paths)
+}
+
+async fn spawn_sandboxed(
+    root: &Path,
+    mode: SandboxMode,
+    read_paths: &[PathBuf],
+    spec: StdioCommand,
+) -> Result<StdioProcess, SpawnRefused> {
+    let home = tempfile::Builder::new()
+        .prefix("toolbelt-mcp-home-")
+        .tempdir()
+        .map_err(|e| SpawnRefused::transient(format!("cannot create the server's HOME: {e}")))?;
+    let mut policy = SandboxPolicy::new()
+        .with_mode(mode)
+        .with_network(true)
+        .with_write_path(home.path());
+    if let Some(dir) = program_dir(&spec.command) {
+        policy = policy.with_read_path(dir);
+    }
+    for path in read_paths {
+        policy = policy.with_read_path(path);
+    }
+    let sandbox = Sandbox::new(root, policy);
+    let mut argv = vec![spec.command.clone()];
+    argv.extend(spec.args.iter().cloned());
+    let mut cmd = sandbox
+        .command(&argv)
+        .map_err(|e| SpawnRefused::permanent(e.to_string()))?;
+    for var in ["PATH", "LANG", "LC_ALL", "TZ"] {
+        if let Some(value) = std::env::var_os(var) {
+            cmd.env(var, value);
+        }
+    }
+    cmd.env("HOME", home.path()).envs(&spec.env);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = sandbox.spawn(cmd).await.map_err(|e| match e {
+        SandboxError::Spawn { program, source } => {
+            SpawnRefused::permanent(format!("could not start `{program}`: {source}"))
+        }
+        SandboxError::Scratch(_) => SpawnRefused::transient(e.to_string()),
+        other => SpawnRefused::permanent(format!("MCP server not started in the sandbox: {other}")),
+    })?;
+    let (Some(stdin), Some(stdout)) = (child.child.stdin.take(), child.child.stdout.take()) else {
+        return Err(SpawnRefused::transient("the server's pipes are missing"));
+    };
+    Ok(StdioProcess::new(stdin, stdout, (child, home)))
+}
+
+/// The canonical directory of `command` (as a path, or found on `PATH`).
+fn program_dir(command: &str) -> Option<PathBuf> {
+    let found = if command.contains('/') {
+        PathBuf::from(command)
+    } else {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(command))
+            .find(|candidate| candidate.is_file())?
+    };
+    std::fs::canonicalize(found)
+        .ok()?
+        .parent()
+        .map(Path::to_path_buf)
+}
+
 /// Whether a header of this name carries credentials (`Authorization`, `Cookie`, API keys,
 /// tokens, passwords).
 fn carries_credentials(header: &str) -> bool {
@@ -157,27 +319,6 @@ pub fn outbound_problem(state: &AppState, config: &McpServerConfig) -> Option<St
         .check_outbound(url)
         .err()
         .map(|e| format!("/url: {e} (open it with the server's outbound_hosts or outbound_nets)"))
-}
-
-/// Why a stored server's command will not be run: a stdio server runs a program on this
-/// machine, so only a command the host's configuration lists in `mcp_commands` is run,
-/// compared as written (`node` allows `node` found on `PATH`, not `/tmp/x/node`). `None` for
-/// URL servers and listed commands.
-pub fn command_problem(allowed: &[String], config: &McpServerConfig) -> Option<String> {
-    let command = config.command.as_deref()?;
-    if allowed.iter().any(|a| a == command) {
-        return None;
-    }
-    let listed = if allowed.is_empty() {
-        "none: stored MCP servers are HTTP only".to_owned()
-    } else {
-        allowed.join(", ")
-    };
-    Some(format!(
-        "/command: `{command}` is not a command this server runs for a stored MCP server \
-         (allowed: {listed}); the host's operator allows one with mcp_commands in the \
-         configuration, TOOLBELT_MCP_COMMANDS or `toolbelt serve --mcp-command`"
-    ))
 }
 
 /// What the API shows of a stored server's connection.
@@ -271,7 +412,12 @@ impl McpServers {
             if running.contains_key(name) {
                 continue;
             }
+            // A command outside the host's allow-list is never started, however it was stored.
             let config = check_config(name, &record.config)
+                .and_then(|c| match command_problem(&state.config.mcp_commands, &c) {
+                    Some(problem) => Err(problem),
+                    None => Ok(c),
+                })
                 .map_err(|p| format!("{}: {}", p.pointer, p.message))
                 .and_then(|c| resolve_secrets(&c, &secrets));
             let config = match config {
@@ -281,11 +427,6 @@ impl McpServers {
                     continue;
                 }
             };
-            // A program runs on this machine only when the host's configuration allows it.
-            if let Some(error) = command_problem(&state.config.mcp_commands, &config) {
-                tracing::warn!(server = %name, %error, "MCP server not started");
-                continue;
-            }
             // A URL is reached as the HTTP tools reach one: the SSRF guard after DNS and at
             // every redirect, the server's outbound allow-list opening internal hosts.
             if let Some(url) = &config.url
@@ -294,7 +435,9 @@ impl McpServers {
                 tracing::warn!(server = %name, %error, "MCP server not started");
                 continue;
             }
-            let mut builder = McpClient::builder(name, config).registry(state.shared_registry());
+            let mut builder = McpClient::builder(name, config)
+                .registry(state.shared_registry())
+                .spawner(server_spawner(&state.config));
             match state.http_client() {
                 Ok(client) => builder = builder.http_client(client),
                 Err(error) => {
@@ -347,6 +490,99 @@ pub fn spawn(state: &AppState) -> Option<JoinHandle<()>> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn a_command_is_allowed_only_as_written_in_the_allow_list() {
+        let stdio = |command: &str| check_config("x", &json!({"command": command})).unwrap();
+        let allowed = vec!["node".to_owned(), "/opt/uv/bin/uvx".to_owned()];
+        assert_eq!(command_problem(&allowed, &stdio("node")), None);
+        assert_eq!(command_problem(&allowed, &stdio("/opt/uv/bin/uvx")), None);
+        for refused in ["sh", "/tmp/x/node", "uvx", "./node"] {
+            let problem = command_problem(&allowed, &stdio(refused)).unwrap();
+            assert_eq!(problem.pointer, "/command");
+            assert!(
+                problem.message.contains(&format!("`{refused}`"))
+                    && problem.message.contains("`node`, `/opt/uv/bin/uvx`")
+                    && problem.message.contains("TOOLBELT_MCP_COMMANDS"),
+                "{}",
+                problem.message
+            );
+        }
+        let empty = command_problem(&[], &stdio("node")).unwrap();
+        assert!(empty.message.contains("HTTP only"), "{}", empty.message);
+        let http = check_config("x", &json!({"url": "https://example.test/mcp"})).unwrap();
+        assert_eq!(command_problem(&[], &http), None);
+    }
+
+    /// What a stdio process started by the server's spawner prints, run as `sh -c script`.
+    async fn run_spawned(root: &Path, script: &str) -> Result<String, SpawnRefused> {
+        let spawner =
+            sandboxed_spawner(root.to_path_buf(), SandboxMode::WorkspaceWrite, Vec::new());
+        let mut process = spawner(StdioCommand::new(
+            "probe",
+            "sh",
+            vec!["-c".to_owned(), script.to_owned()],
+        ))
+        .await?;
+        process.stdin.shutdown().await.unwrap();
+        let mut out = String::new();
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            process.stdout.read_to_string(&mut out),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn a_stdio_server_runs_in_the_sandbox_and_cannot_read_outside_the_workspace() {
+        let workspace = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(workspace.path()).unwrap();
+        std::fs::write(root.join("inside.txt"), "inside-ok").unwrap();
+        // A file the server's process can read, outside the workspace.
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret.txt");
+        std::fs::write(&secret, "top-secret-value").unwrap();
+        assert!(std::fs::read_to_string(&secret).is_ok());
+        let script = format!(
+            "cat inside.txt; echo; cat {} 2>&1; echo; echo home=$HOME; touch \"$HOME/h\" && echo home-writable",
+            secret.display()
+        );
+        if !toolbelt_tools::sandbox::probe().landlock() {
+            let refused = run_spawned(&root, &script).await.unwrap_err();
+            assert!(refused.permanent, "{refused:?}");
+            assert!(
+                refused.reason.contains("sandbox is unavailable"),
+                "{refused:?}"
+            );
+            println!("skipped: the kernel has no Landlock; the spawn was refused as it must be");
+            return;
+        }
+        let out = run_spawned(&root, &script).await.unwrap();
+        assert!(out.contains("inside-ok"), "{out}");
+        assert!(
+            !out.contains("top-secret-value"),
+            "the sandbox let it read {out}"
+        );
+        assert!(out.contains("Permission denied"), "{out}");
+        assert!(out.contains("home-writable"), "{out}");
+        // Not started at all when the program does not exist: a permanent refusal.
+        let spawner = sandboxed_spawner(root.clone(), SandboxMode::WorkspaceWrite, Vec::new());
+        let missing = spawner(StdioCommand::new(
+            "probe",
+            "/nonexistent/mcp-server",
+            Vec::new(),
+        ))
+        .await
+        .unwrap_err();
+        assert!(
+            missing.permanent && missing.reason.contains("could not start"),
+            "{missing:?}"
+        );
+    }
 
     #[test]
     fn secrets_are_referenced_by_name_and_filled_in_when_connecting() {

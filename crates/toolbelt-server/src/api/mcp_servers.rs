@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
 use crate::api::manage::store_problem;
-use crate::mcp_servers::{Health, check_config};
+use crate::mcp_servers::{Health, check_config, command_problem};
 use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -66,7 +66,8 @@ pub struct McpServerView {
 
 async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
     let problem = match check_config(&record.name, &record.config) {
-        Ok(config) => crate::mcp_servers::command_problem(&state.config.mcp_commands, &config)
+        Ok(config) => command_problem(&state.config.mcp_commands, &config)
+            .map(|p| format!("{}: {}", p.pointer, p.message))
             .or_else(|| crate::mcp_servers::outbound_problem(state, &config)),
         Err(p) => Some(format!("{}: {}", p.pointer, p.message)),
     };
@@ -86,10 +87,9 @@ async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
 }
 
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
-    state
-        .store
-        .as_ref()
-        .ok_or_else(|| Problem::no_database("stored MCP servers"))
+    state.store.as_ref().ok_or_else(|| {
+        Problem::no_database("stored MCP servers")
+    })
 }
 
 /// Lists the stored MCP servers with their health.
@@ -153,30 +153,14 @@ pub(crate) async fn put_mcp_server(
         )
         .with_code("invalid_name"));
     }
-    let config = check_config(&name, &body.config).map_err(|p| {
-        let pointer = format!("/config{}", p.pointer);
-        Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_mcp_config",
-            format!("{pointer}: {}", p.message),
+    check_config(&name, &body.config)
+        .and_then(
+            |config| match command_problem(&state.config.mcp_commands, &config) {
+                Some(problem) => Err(problem),
+                None => Ok(config),
+            },
         )
-        .with_errors(vec![FieldError {
-            pointer,
-            message: p.message,
-        }])
-    })?;
-    if let Some(why) = crate::mcp_servers::command_problem(&state.config.mcp_commands, &config) {
-        let message = why.trim_start_matches("/command: ").to_owned();
-        return Err(Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_mcp_config",
-            format!("/config/command: {message}"),
-        )
-        .with_errors(vec![FieldError {
-            pointer: "/config/command".to_owned(),
-            message,
-        }]));
-    }
+        .map_err(config_problem)?;
     // PUT replaces: without a revision the current one is replaced, whatever it is; with one,
     // only that revision (412 when another change came first).
     let revision = match body.revision {
@@ -210,22 +194,47 @@ pub(crate) async fn put_mcp_server(
 }
 
 /// Enables or disables an MCP server (a disabled one is disconnected, its tools unavailable).
+/// Enabling a stdio server whose command is not in the host's allow-list is refused (422).
 #[utoipa::path(patch, path = "/api/v1/mcp-servers/{name}", tag = "mcp", request_body = McpServerPatch,
     params(("name" = String, Path, description = "Server name")),
     responses((status = 200, body = McpServerView), (status = 404, body = ProblemDocument), (status = 503, body = ProblemDocument),
-        (status = 412, body = ProblemDocument)),
+        (status = 412, body = ProblemDocument), (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn patch_mcp_server(
     State(state): State<AppState>,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<McpServerPatch>,
 ) -> ApiResult<Json<McpServerView>> {
-    let record = store(&state)?
+    let store = store(&state)?;
+    // Enabling a stdio server whose command the host does not allow is refused as a PUT is.
+    if body.enabled {
+        let current = store.get_mcp_server(&name).await.map_err(store_problem)?;
+        if let Ok(config) = check_config(&name, &current.config)
+            && let Some(problem) = command_problem(&state.config.mcp_commands, &config)
+        {
+            return Err(config_problem(problem));
+        }
+    }
+    let record = store
         .set_mcp_server_enabled(&name, body.enabled, body.revision)
         .await
         .map_err(store_problem)?;
     state.mcp_servers.sync(&state).await;
     Ok(Json(view(&state, record).await))
+}
+
+/// A `422` naming the field of the configuration (`/config/...`).
+fn config_problem(p: crate::mcp_servers::ConfigProblem) -> Problem {
+    let pointer = format!("/config{}", p.pointer);
+    Problem::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_mcp_config",
+        format!("{pointer}: {}", p.message),
+    )
+    .with_errors(vec![FieldError {
+        pointer,
+        message: p.message,
+    }])
 }
 
 /// Deletes an MCP server; its tools leave the registry.

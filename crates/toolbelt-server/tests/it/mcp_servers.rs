@@ -9,24 +9,29 @@ use serde_json::{Value, json};
 
 use crate::support::{ADMIN, READER, TestServer, json_of, on_both, problem_of};
 
+fn peers() -> PathBuf {
+    let dir = std::env::var_os("TOOLBELT_MCP_PEERS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
+        PathBuf::from,
+    );
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+/// The server's configuration for the reference server: `node` allow-listed, the peers'
+/// `node_modules` readable in the sandbox.
+fn node_allowed(config: &mut toolbelt_server::ServerConfig) {
+    config.mcp_commands = vec!["node".to_owned()];
+    config.mcp_read_paths = vec![peers()];
+}
+
 fn everything() -> Option<PathBuf> {
-    let entry = std::env::var_os("TOOLBELT_MCP_PEERS")
-        .map_or_else(
-            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
-            PathBuf::from,
-        )
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if entry.exists() {
         Some(entry)
     } else {
         println!("skipped: server-everything is not installed (run scripts/setup-mcp-peers.sh)");
         None
     }
-}
-
-/// The host's configuration lets stored MCP servers run `node`.
-fn allow_node(config: &mut toolbelt_server::ServerConfig) {
-    config.mcp_commands = vec!["node".to_owned()];
 }
 
 /// Polls `GET /mcp-servers/{name}` until `check` holds on it (10 s at most).
@@ -55,7 +60,7 @@ async fn a_stored_mcp_server_is_connected_called_disabled_and_deleted() {
     on_both(|db| {
         let entry = entry.clone();
         async move {
-            let s = TestServer::start_stored_with(&db, allow_node).await;
+            let s = TestServer::start_stored_with(&db, node_allowed).await;
             let config = json!({"command": "node", "args": [entry, "stdio"]});
             let put = |body: Value| {
                 s.http
@@ -163,7 +168,7 @@ async fn a_server_stored_by_another_process_is_connected_within_the_poll() {
     on_both(|db| {
         let entry = entry.clone();
         async move {
-            let s = TestServer::start_stored_with(&db, allow_node).await;
+            let s = TestServer::start_stored_with(&db, node_allowed).await;
             // As `toolbelt mcp add` would: straight into the database, not through this server.
             let other = db.open().await;
             other
@@ -291,46 +296,85 @@ async fn a_stored_servers_url_passes_the_ssrf_guard_unless_the_outbound_list_ope
     .await;
 }
 
-/// A stored MCP server runs a program only when the host's configuration lists its command:
-/// an admin's `sh -c …` is refused at `PUT`, and one written straight into the database (as
-/// `toolbelt mcp add` or another process would) is never started, its health saying why.
 #[tokio::test]
-async fn a_stored_server_runs_only_a_command_the_host_allows() {
+async fn a_stdio_command_outside_the_allow_list_is_refused_and_never_started() {
     on_both(|db| async move {
-        let s = TestServer::start_stored_with(&db, allow_node).await;
-        let marker = tempfile::tempdir().unwrap();
-        let planted = marker.path().join("ran");
-        let shell =
-            json!({"command": "sh", "args": ["-c", format!("touch {}", planted.display())]});
-        let refused = s
+        let s = TestServer::start_stored_with(&db, |config| {
+            config.mcp_commands = vec!["node".to_owned()];
+        })
+        .await;
+        let put = s
             .http
-            .put(format!("{}/api/v1/mcp-servers/evil", s.url))
+            .put(format!("{}/api/v1/mcp-servers/shell", s.url))
             .bearer_auth(ADMIN)
-            .json(&json!({"config": shell}))
+            .json(&json!({"config": {"command": "sh", "args": ["-c", "cat /etc/shadow"]}}))
             .send()
             .await
             .unwrap();
-        let body = problem_of(refused, 422, "invalid_mcp_config").await;
-        assert_eq!(body["errors"][0]["pointer"], "/config/command", "{body}");
-        assert!(
-            body["detail"].as_str().unwrap().contains("allowed: node"),
-            "{body}"
+        let problem = problem_of(put, 422, "invalid_mcp_config").await;
+        assert_eq!(
+            problem["errors"][0]["pointer"], "/config/command",
+            "{problem}"
         );
-        db.open()
-            .await
-            .put_mcp_server("direct", &shell, None)
+        let message = problem["errors"][0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("`sh`")
+                && message.contains("`node`")
+                && message.contains("mcp_commands"),
+            "{problem}"
+        );
+        // The basename is not enough: `/tmp/x/node` is not `node`.
+        let put = s
+            .http
+            .put(format!("{}/api/v1/mcp-servers/fake", s.url))
+            .bearer_auth(ADMIN)
+            .json(&json!({"config": {"command": "/tmp/x/node"}}))
+            .send()
             .await
             .unwrap();
-        let view = wait_for(&s, "direct", "no reason shown", |v| {
-            v["health"]["error"]
-                .as_str()
-                .is_some_and(|e| e.contains("mcp_commands"))
+        problem_of(put, 422, "invalid_mcp_config").await;
+        // Stored behind the API's back (`toolbelt mcp add`, an older version): never started.
+        let marker = tempfile::tempdir().unwrap();
+        let file = marker.path().join("ran");
+        let other = db.open().await;
+        other
+            .put_mcp_server(
+                "direct",
+                &json!({"command": "sh", "args": ["-c", format!("touch {}", file.display())]}),
+                None,
+            )
+            .await
+            .unwrap();
+        let refused = wait_for(&s, "direct", "never refused", |v| {
+            v["health"]["state"] == "not_started" && v["health"]["error"].is_string()
         })
         .await;
-        assert_eq!(view["health"]["state"], "not_started", "{view}");
-        // A few polls later the program has still not run.
+        let error = refused["health"]["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("/command: `sh` is not in the server's allow-list"),
+            "{refused}"
+        );
+        // Two polls later it has still not run.
         tokio::time::sleep(toolbelt_server::mcp_servers::POLL * 2).await;
-        assert!(!planted.exists(), "the stored command ran");
+        assert!(!file.exists(), "the refused command ran");
+        // Enabling it again through the API is refused as a PUT is.
+        other
+            .set_mcp_server_enabled("direct", false, None)
+            .await
+            .unwrap();
+        let patch = s
+            .http
+            .patch(format!("{}/api/v1/mcp-servers/direct", s.url))
+            .bearer_auth(ADMIN)
+            .json(&json!({"enabled": true}))
+            .send()
+            .await
+            .unwrap();
+        let problem = problem_of(patch, 422, "invalid_mcp_config").await;
+        assert_eq!(
+            problem["errors"][0]["pointer"], "/config/command",
+            "{problem}"
+        );
         s.stop().await;
         db
     })
