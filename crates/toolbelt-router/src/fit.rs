@@ -121,22 +121,24 @@ impl ValueFit {
         let Some(props) = spec.parameters.get("properties").and_then(Value::as_object) else {
             return 0.0;
         };
-        let required: Vec<&str> = spec
+        // Read in place: this runs for every candidate of every request.
+        let required = spec
             .parameters
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+            .map_or(&[][..], Vec::as_slice);
+        let is_required = |name: &str| required.iter().any(|r| r.as_str() == Some(name));
         let mut judged = 0usize;
         let mut unmet = 0usize;
         let mut named_enum = false;
         for (name, prop) in props {
-            if let Some(values) = prop.get("enum").and_then(Value::as_array) {
-                named_enum |= values.iter().filter_map(Value::as_str).any(|v| {
-                    v.chars().count() >= 3 && contains_word(input_lower, &v.to_lowercase())
-                });
+            if !named_enum && let Some(values) = prop.get("enum").and_then(Value::as_array) {
+                named_enum = values
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .any(|v| v.chars().count() >= 3 && contains_word(input_lower, &lower(v)));
             }
-            if !required.contains(&name.as_str()) {
+            if !is_required(name) {
                 continue;
             }
             if let Some(need) = need_of(name, prop) {
@@ -170,7 +172,7 @@ impl ValueFit {
 fn need_of(name: &str, prop: &Value) -> Option<Need> {
     let ty = prop.get("type").and_then(Value::as_str).unwrap_or("");
     let format = prop.get("format").and_then(Value::as_str).unwrap_or("");
-    let name = name.to_lowercase();
+    let name = lower(name);
     match format {
         "date" | "date-time" => return Some(Need::Date),
         "time" => return Some(Need::Time),
@@ -184,11 +186,12 @@ fn need_of(name: &str, prop: &Value) -> Option<Need> {
     if matches!(ty, "integer" | "number") {
         return Some(Need::Number);
     }
-    let words: Vec<&str> = name
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let camel = |word: &str| name.ends_with(word) || words.contains(&word);
+    let camel = |word: &str| {
+        name.ends_with(word)
+            || name
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == word)
+    };
     if camel("email") {
         Some(Need::Email)
     } else if camel("url") || camel("link") || camel("website") {
@@ -199,6 +202,15 @@ fn need_of(name: &str, prop: &Value) -> Option<Need> {
         Some(Need::Time)
     } else {
         None
+    }
+}
+
+/// `text` in lower case, borrowed when it already is.
+fn lower(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_uppercase) {
+        std::borrow::Cow::Owned(text.to_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(text)
     }
 }
 

@@ -87,9 +87,10 @@ async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
 }
 
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
-    state.store.as_ref().ok_or_else(|| {
-        Problem::no_database("stored MCP servers")
-    })
+    state
+        .store
+        .as_ref()
+        .ok_or_else(|| Problem::no_database("stored MCP servers"))
 }
 
 /// Lists the stored MCP servers with their health.
