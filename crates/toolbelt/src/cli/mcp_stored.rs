@@ -322,7 +322,11 @@ async fn check(name: &str, config: &Value, deadline: tokio::time::Instant) -> Va
         Ok(config) => config,
         Err(e) => return json!({"state": "invalid", "error": e}),
     };
-    let client = match McpClient::builder(name, config).start() {
+    // A stored record may come from an admin token: its process runs in the command sandbox.
+    let client = match McpClient::builder(name, config)
+        .spawner(toolbelt_server::mcp_servers::cli_spawner())
+        .start()
+    {
         Ok(client) => client,
         Err(e) => return json!({"state": "down", "error": e.to_string()}),
     };

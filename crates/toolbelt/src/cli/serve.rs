@@ -46,9 +46,11 @@ pub(crate) struct ServeArgs {
     /// `outbound_nets` and `TOOLBELT_OUTBOUND_NETS`).
     #[arg(long = "outbound-net", value_name = "CIDR")]
     outbound_nets: Vec<String>,
-    /// A command a stored MCP server may run (repeatable; added to `mcp_commands` and
-    /// `TOOLBELT_MCP_COMMANDS`). Without any, stored MCP servers are HTTP only.
-    #[arg(long = "mcp-command", value_name = "COMMAND")]
+    /// A program stored stdio MCP servers may run, matched exactly as written in their
+    /// `command` (`node`, `/opt/uv/bin/uvx`; repeatable; added to `mcp_commands` and
+    /// `TOOLBELT_MCP_COMMANDS`). Without any, stored MCP servers are HTTP only. They run in
+    /// the command sandbox (docs/SECURITY.md).
+    #[arg(long = "mcp-command", value_name = "PROGRAM")]
     mcp_commands: Vec<String>,
     /// Export spans over OTLP/HTTP to this base URL (traces go to URL/v1/traces; default:
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
@@ -189,6 +191,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map(String::as_str)
                 .collect::<Vec<_>>()
                 .join(", ")
+        );
+    }
+    if !config.mcp_commands.is_empty() {
+        println!(
+            "stored stdio MCP servers may run (in the command sandbox): {}",
+            config.mcp_commands.join(", ")
         );
     }
     #[cfg(feature = "multilingual-embed")]

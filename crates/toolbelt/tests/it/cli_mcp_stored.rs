@@ -10,13 +10,16 @@ use serde_json::{Value, json};
 
 use crate::cli_db::{Db, databases, schema};
 
+fn peers() -> PathBuf {
+    let dir = std::env::var_os("TOOLBELT_MCP_PEERS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
+        PathBuf::from,
+    );
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
 fn everything() -> Option<PathBuf> {
-    let entry = std::env::var_os("TOOLBELT_MCP_PEERS")
-        .map_or_else(
-            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
-            PathBuf::from,
-        )
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if entry.exists() {
         Some(entry)
     } else {
@@ -31,6 +34,8 @@ fn toolbelt(db: &Db, dir: &Path, args: &[&str]) -> Output {
             .current_dir(dir)
             .env("TOOLBELT_DATABASE_URL", &db.url)
             .env("TOOLBELT_MEMORY_EMBEDDER", "off")
+            // `mcp ls --check` starts the peer in the sandbox: its node_modules must be readable.
+            .env("TOOLBELT_MCP_READ_PATHS", peers())
             .args(args),
         "",
     )
@@ -200,7 +205,7 @@ async fn check_waits_once_for_all_down_servers_and_not_at_all_for_missing_progra
     assert_eq!(
         error.split_once(" ms: ").map(|(_, status)| status),
         Some(
-            "down (cannot start `/no/such/server`: No such file or directory; not retried until its configuration changes)"
+            "down (could not start `/no/such/server`: No such file or directory (os error 2); not retried until its configuration changes)"
         ),
         "{error}"
     );
