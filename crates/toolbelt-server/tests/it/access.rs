@@ -3,33 +3,13 @@
 //! routines), sees nothing else in lists, and is refused on every agent route of another
 //! agent and on every route that acts on the whole server.
 
-use std::time::Duration;
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::support::{
     ADMIN, FakeModel, READER, TestServer, json_of, on_both, problem_of, text, tool_call,
+    wait_status,
 };
-
-/// Waits until run `id` waits for a person, as the unlimited reader sees it.
-async fn waiting(s: &TestServer, id: &str) -> Value {
-    for _ in 0..200 {
-        let run = json_of(
-            s.get(&format!("/api/v1/runs/{id}"), READER)
-                .send()
-                .await
-                .unwrap(),
-            200,
-        )
-        .await;
-        if run["status"] == "waiting" {
-            return run;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("run {id} never waited");
-}
 
 fn names(list: &Value, key: &str) -> Vec<String> {
     let mut out: Vec<String> = list
@@ -206,14 +186,14 @@ async fn a_token_limited_to_an_agent_reaches_only_that_agent_and_what_belongs_to
         )
         .await;
         let theirs_id = theirs["id"].as_str().unwrap().to_owned();
-        waiting(&s, &theirs_id).await;
+        wait_status(&s, &theirs_id, "waiting").await;
         let mine = json_of(
             s.post("/api/v1/agents/helper/runs", team).json(&json!({"input": "delete mine.txt"})).send().await.unwrap(),
             202,
         )
         .await;
         let mine_id = mine["id"].as_str().unwrap().to_owned();
-        waiting(&s, &mine_id).await;
+        wait_status(&s, &mine_id, "waiting").await;
         let runs = json_of(s.get("/api/v1/runs", team).send().await.unwrap(), 200).await;
         assert_eq!(names(&runs["items"], "id"), vec![mine_id.as_str()]);
         for (method, path) in [

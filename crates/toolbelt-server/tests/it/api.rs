@@ -503,26 +503,14 @@ async fn without_a_database_every_stored_thing_is_503_no_database() {
         )
         .await;
     }
-    let tool = json!({"name": "t", "description": "d", "command": {"argv": ["true"]}});
-    problem_of(
-        s.post("/api/v1/tools", ADMIN)
-            .json(&tool)
-            .send()
-            .await
-            .unwrap(),
-        503,
-        "no_database",
-    )
-    .await;
-    let agent = json!({"name": "a", "selection": "util"});
-    problem_of(
-        s.post("/api/v1/agents", ADMIN)
-            .json(&agent)
-            .send()
-            .await
-            .unwrap(),
-        503,
-        "no_database",
-    )
-    .await;
+    for (path, body) in [
+        (
+            "/api/v1/tools",
+            json!({"name": "t", "description": "d", "command": {"argv": ["true"]}}),
+        ),
+        ("/api/v1/agents", json!({"name": "a", "selection": "util"})),
+    ] {
+        let r = s.post(path, ADMIN).json(&body).send().await.unwrap();
+        problem_of(r, 503, "no_database").await;
+    }
 }

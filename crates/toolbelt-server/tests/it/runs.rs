@@ -6,25 +6,9 @@ use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::support::{FakeModel, READER, RUNNER, TestServer, json_of, problem_of, text, tool_call};
-
-async fn wait_status(s: &TestServer, run: &str, status: &str) -> Value {
-    for _ in 0..100 {
-        let r = json_of(
-            s.get(&format!("/api/v1/runs/{run}"), READER)
-                .send()
-                .await
-                .unwrap(),
-            200,
-        )
-        .await;
-        if r["status"] == status {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("run {run} never reached {status}");
-}
+use crate::support::{
+    FakeModel, READER, RUNNER, TestServer, json_of, problem_of, text, tool_call, wait_status,
+};
 
 #[tokio::test]
 async fn a_run_answers_as_json_with_its_transcript() {

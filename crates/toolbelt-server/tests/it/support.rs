@@ -388,3 +388,22 @@ where
         db.cleanup().await;
     }
 }
+
+/// Polls run `run` (as the reader) until its status is `status`; its detail.
+pub(crate) async fn wait_status(s: &TestServer, run: &str, status: &str) -> Value {
+    for _ in 0..100 {
+        let r = json_of(
+            s.get(&format!("/api/v1/runs/{run}"), READER)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        if r["status"] == status {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("run {run} never reached {status}");
+}
