@@ -72,6 +72,30 @@ pub struct McpServerConfig {
     /// they are read-only and not destructive (the `autoApprove` key other MCP hosts read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub auto_approve: Vec<String>,
+    /// How the host confines this stdio server, when the host reads it (`toolbelt`'s CLI does
+    /// for its `--mcp-config` files; a server's stored records may not set it, the server's
+    /// own configuration decides for them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<McpSandbox>,
+}
+
+/// The `sandbox` key of a host's own `mcpServers` entry: the command sandbox's mode for this
+/// server and the paths it may read or write besides the workspace and the system paths.
+/// This crate only carries the settings; the host that spawns the process applies them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct McpSandbox {
+    /// `read-only`, `workspace-write` or `full-access` (the host's default when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Directories or files the server may read (relative paths: from the configuration
+    /// file's directory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_paths: Vec<PathBuf>,
+    /// Directories the server may write (and read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_paths: Vec<PathBuf>,
 }
 
 /// The transport a [`McpServerConfig`] resolves to.
@@ -116,7 +140,7 @@ impl McpConfig {
         Ok(config)
     }
 
-    /// Reads and parses a file.
+    /// Reads and parses a file; relative `sandbox` paths are taken from the file's directory.
     ///
     /// # Errors
     /// [`McpError::ReadConfig`] or [`McpError::Config`].
@@ -126,7 +150,26 @@ impl McpConfig {
             path: path.to_owned(),
             source,
         })?;
-        Self::from_json(&text)
+        let mut config = Self::from_json(&text)?;
+        // A `sandbox` path written relative is relative to the file, not to where the host runs.
+        if let Some(dir) = path.parent() {
+            for sandbox in config
+                .servers
+                .values_mut()
+                .filter_map(|s| s.sandbox.as_mut())
+            {
+                for p in sandbox
+                    .read_paths
+                    .iter_mut()
+                    .chain(&mut sandbox.write_paths)
+                {
+                    if p.is_relative() {
+                        *p = dir.join(&*p);
+                    }
+                }
+            }
+        }
+        Ok(config)
     }
 
     /// The servers that are not `disabled`.
@@ -291,5 +334,34 @@ mod tests {
         );
         assert!(err(r#"{"mcpServers": {"d": {"url": "ftp://x"}}}"#).contains("http://"));
         assert!(err(r#"{"mcpServers": []}"#).starts_with("invalid MCP config: invalid type"));
+    }
+
+    #[test]
+    fn sandbox_paths_written_relative_are_taken_from_the_files_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"fs": {"command": "node", "args": ["s.js"],
+                "sandbox": {"mode": "read-only", "readPaths": ["lib", "/opt/x"],
+                            "writePaths": ["out"]}}}}"#,
+        )
+        .unwrap();
+        let config = McpConfig::from_file(&path).unwrap();
+        let sandbox = config.servers["fs"].sandbox.clone().unwrap();
+        assert_eq!(sandbox.mode.as_deref(), Some("read-only"));
+        assert_eq!(
+            sandbox.read_paths,
+            [dir.path().join("lib"), PathBuf::from("/opt/x")]
+        );
+        assert_eq!(sandbox.write_paths, [dir.path().join("out")]);
+        let unknown = McpConfig::from_json(
+            r#"{"mcpServers": {"fs": {"command": "node", "sandbox": {"network": false}}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            unknown.to_string().contains("unknown field `network`"),
+            "{unknown}"
+        );
     }
 }

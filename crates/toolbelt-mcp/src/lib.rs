@@ -14,7 +14,7 @@ pub use client::{
     Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ServerStatus, SpawnRefused,
     StdioCommand, StdioProcess, StdioSpawner,
 };
-pub use config::{McpConfig, McpServerConfig, Transport};
+pub use config::{McpConfig, McpSandbox, McpServerConfig, Transport};
 pub use convert::{
     MCP_METADATA_KEY, annotations_from_policy, output_from_result, policy_from_annotations,
     result_from_outcome, tool_definition,

@@ -83,6 +83,15 @@ pub fn check_config(name: &str, config: &Value) -> Result<McpServerConfig, Confi
         },
         message: e.to_string(),
     })?;
+    if parsed.sandbox.is_some() {
+        return Err(ConfigProblem {
+            pointer: "/sandbox".to_owned(),
+            message: "a stored server runs in the server's own sandbox (workspace-write over its \
+                      workspace, the paths of `mcp_read_paths`); `sandbox` is read only from a \
+                      host's own configuration file (`toolbelt … --mcp-config`)"
+                .to_owned(),
+        });
+    }
     if let Some(token) = &parsed.bearer_token
         && !is_secret_reference(token)
     {
@@ -154,11 +163,69 @@ pub fn sandboxed_spawner(
     mode: SandboxMode,
     read_paths: Vec<PathBuf>,
 ) -> StdioSpawner {
+    sandboxed_spawner_writing(root, mode, read_paths, Vec::new())
+}
+
+/// [`sandboxed_spawner`] with `write_paths` writable besides the workspace (ignored in
+/// `read-only` mode).
+pub fn sandboxed_spawner_writing(
+    root: PathBuf,
+    mode: SandboxMode,
+    read_paths: Vec<PathBuf>,
+    write_paths: Vec<PathBuf>,
+) -> StdioSpawner {
+    let paths = Arc::new((read_paths, write_paths));
     Arc::new(move |spec: StdioCommand| {
         let root = root.clone();
-        let read_paths = read_paths.clone();
-        Box::pin(async move { spawn_sandboxed(&root, mode, &read_paths, spec).await })
+        let paths = paths.clone();
+        Box::pin(async move { spawn_sandboxed(&root, mode, &paths.0, &paths.1, spec).await })
     })
+}
+
+/// The spawner of one entry of a host's own `--mcp-config` file (the CLI's `run`, `tools`,
+/// `route` and `mcp serve`): the command sandbox over `root`, in the entry's `sandbox.mode`
+/// (`workspace-write` when absent), its `readPaths` and `TOOLBELT_MCP_READ_PATHS` readable,
+/// its `writePaths` writable.
+///
+/// # Errors
+/// The entry's `sandbox.mode` is not one of `read-only`, `workspace-write`, `full-access`.
+pub fn config_spawner(
+    root: &Path,
+    sandbox: Option<&toolbelt_mcp::McpSandbox>,
+) -> Result<StdioSpawner, String> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let mode = match sandbox.and_then(|s| s.mode.as_deref()) {
+        None => SandboxMode::WorkspaceWrite,
+        Some(mode) => mode.parse().map_err(|_| {
+            format!(
+                "sandbox.mode: `{mode}` is not a sandbox mode (read-only, workspace-write, \
+                 full-access)"
+            )
+        })?,
+    };
+    let mut read_paths = env_read_paths();
+    let mut write_paths = Vec::new();
+    if let Some(sandbox) = sandbox {
+        read_paths.extend(sandbox.read_paths.iter().cloned());
+        write_paths.extend(sandbox.write_paths.iter().cloned());
+    }
+    Ok(sandboxed_spawner_writing(
+        root,
+        mode,
+        read_paths,
+        write_paths,
+    ))
+}
+
+/// `TOOLBELT_MCP_READ_PATHS`, split like `PATH`.
+fn env_read_paths() -> Vec<PathBuf> {
+    std::env::var_os("TOOLBELT_MCP_READ_PATHS")
+        .map(|paths| {
+            std::env::split_paths(&paths)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The spawner of [`sandboxed_spawner`] for the server's configuration: the workspace,
@@ -179,20 +246,14 @@ pub fn cli_spawner() -> StdioSpawner {
     let root = std::env::current_dir()
         .and_then(std::fs::canonicalize)
         .unwrap_or_else(|_| PathBuf::from("."));
-    let read_paths = std::env::var_os("TOOLBELT_MCP_READ_PATHS")
-        .map(|paths| {
-            std::env::split_paths(&paths)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    sandboxed_spawner(root, SandboxMode::WorkspaceWrite, read_paths)
+    sandboxed_spawner(root, SandboxMode::WorkspaceWrite, env_read_paths())
 }
 
 async fn spawn_sandboxed(
     root: &Path,
     mode: SandboxMode,
     read_paths: &[PathBuf],
+    write_paths: &[PathBuf],
     spec: StdioCommand,
 ) -> Result<StdioProcess, SpawnRefused> {
     let home = tempfile::Builder::new()
@@ -208,6 +269,9 @@ async fn spawn_sandboxed(
     }
     for path in read_paths {
         policy = policy.with_read_path(path);
+    }
+    for path in write_paths {
+        policy = policy.with_write_path(path);
     }
     let sandbox = Sandbox::new(root, policy);
     let mut argv = vec![spec.command.clone()];
@@ -612,6 +676,17 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(literal.pointer, "/bearerToken");
+        // The sandbox of a stored server is the host's to set, never the record's.
+        let escape = check_config(
+            "x",
+            &json!({"command": "node", "sandbox": {"mode": "full-access"}}),
+        )
+        .unwrap_err();
+        assert_eq!(escape.pointer, "/sandbox");
+        assert!(
+            escape.message.contains("server's own sandbox"),
+            "{escape:?}"
+        );
         for header in ["Authorization", "X-Api-Key", "Cookie", "private-token"] {
             let literal = check_config(
                 "gh",

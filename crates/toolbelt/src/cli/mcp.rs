@@ -131,16 +131,22 @@ pub(crate) async fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
 
 /// Starts a client for every enabled server of `path`, keeping `registry` in
 /// step, and waits for each (a server that does not start is reported and
-/// retried in the background).
+/// retried in the background). Stdio servers run in the command sandbox over `workspace`,
+/// as each entry's `sandbox` key says (ADR 0062).
 pub(crate) async fn import(
     registry: &Arc<Registry>,
     path: &Path,
+    workspace: &Path,
 ) -> anyhow::Result<Vec<McpClient>> {
     let config = McpConfig::from_file(path)?;
     let mut clients = Vec::new();
     for (name, server) in config.enabled() {
+        let spawner =
+            toolbelt_server::mcp_servers::config_spawner(workspace, server.sandbox.as_ref())
+                .map_err(|e| anyhow::anyhow!("{}: mcpServers.{name}.{e}", path.display()))?;
         let client = McpClient::builder(name.clone(), server.clone())
             .registry(registry.clone())
+            .spawner(spawner)
             .start()?;
         clients.push(client);
     }
@@ -150,6 +156,11 @@ pub(crate) async fn import(
         }
     }
     Ok(clients)
+}
+
+/// The workspace of `mcp serve`: `--root`, else the current directory.
+fn workspace_root(args: &ServeArgs) -> PathBuf {
+    args.root.clone().unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// The built-in tools' configuration of `mcp serve`: the workspace and, with a database, the
@@ -292,7 +303,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => {
             let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
             let clients = match &args.mcp_config {
-                Some(path) => import(&registry, path).await?,
+                Some(path) => import(&registry, path, &workspace_root(&args)).await?,
                 None => Vec::new(),
             };
             // After the import, so that --groups may name the imported servers' tags.
@@ -446,7 +457,7 @@ async fn stored_agent(
     .context("loading the stored tools")?;
     let registry = db.live.shared_registry();
     let clients = match &args.mcp_config {
-        Some(path) => import(&registry, path).await?,
+        Some(path) => import(&registry, path, &workspace_root(args)).await?,
         None => Vec::new(),
     };
     hide_host_only_tools(&registry, None, true)?;
@@ -544,7 +555,7 @@ fn search_router() -> anyhow::Result<HybridRouter> {
 
 async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let registry = Arc::new(Registry::new());
-    let clients = import(&registry, &args.mcp_config).await?;
+    let clients = import(&registry, &args.mcp_config, Path::new(".")).await?;
     let mut out = std::io::stdout().lock();
     use std::io::Write;
     if args.json {

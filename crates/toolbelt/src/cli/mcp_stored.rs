@@ -194,7 +194,15 @@ pub(crate) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
     let mut failed = false;
     for (name, server) in &file.servers {
-        let config = serde_json::to_value(server)?;
+        let mut server = server.clone();
+        // A stored server runs in the server's own sandbox: the file's is the file's host's.
+        if server.sandbox.take().is_some() {
+            eprintln!(
+                "note: `{name}`: its `sandbox` key is not stored (a stored server runs in the \
+                 serving host's sandbox; see `mcp_read_paths`)"
+            );
+        }
+        let config = serde_json::to_value(&server)?;
         match put(&store, name, &config, args.replace).await {
             Ok(done) => {
                 if server.disabled {

@@ -203,7 +203,7 @@ pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
     let mut _mcp_clients = Vec::new();
     if let Some(path) = &args.mcp_config {
         let registry = std::sync::Arc::new(toolbelt_core::Registry::new());
-        _mcp_clients = super::mcp::import(&registry, path).await?;
+        _mcp_clients = super::mcp::import(&registry, path, std::path::Path::new(".")).await?;
         toolset = toolset.with_tools(registry.list());
     }
     let router = build_router(&args, builtin)?;

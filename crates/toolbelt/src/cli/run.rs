@@ -206,7 +206,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
     // Held for the run: dropping the clients stops the MCP servers.
     let _mcp_clients = match &args.mcp_config {
-        Some(path) => super::mcp::import(&registry, path).await?,
+        Some(path) => super::mcp::import(&registry, path, std::path::Path::new(".")).await?,
         None => Vec::new(),
     };
     let selection = args.groups.as_deref().or(preset.groups);

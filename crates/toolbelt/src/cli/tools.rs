@@ -170,7 +170,7 @@ async fn open_local(sources: &Sources, by: &str) -> anyhow::Result<Local> {
         (Arc::new(registry), None, None)
     };
     let mcp = match &sources.mcp_config {
-        Some(path) => super::mcp::import(&registry, path).await?,
+        Some(path) => super::mcp::import(&registry, path, std::path::Path::new(".")).await?,
         None => Vec::new(),
     };
     Ok(Local {

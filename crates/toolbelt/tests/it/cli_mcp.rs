@@ -314,7 +314,10 @@ fn mcp_tools_lists_the_filesystem_servers_tools_from_an_mcp_servers_file() {
     }
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
-    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, dir.path()]}}});
+    // Stdio servers run in the command sandbox: the npm tree and the served folder are
+    // named readable (ADR 0062).
+    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, dir.path()],
+        "sandbox": {"readPaths": [peers(), dir.path().to_path_buf()]}}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args(["mcp", "tools", "--mcp-config"])
@@ -341,7 +344,8 @@ fn toolbelt_imports_the_builtin_tools_another_toolbelt_serves() {
     let bin = env!("CARGO_BIN_EXE_toolbelt");
     let config = dir.path().join("mcp.json");
     let servers = json!({"mcpServers": {"tb": {"command": bin,
-        "args": ["mcp", "serve", "--groups", "file_read,list_dir", "--root", dir.path()]}}});
+        "args": ["mcp", "serve", "--groups", "file_read,list_dir", "--root", dir.path()],
+        "sandbox": {"readPaths": [dir.path()]}}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let output = Command::new(bin)
         .args(["mcp", "tools", "--json", "--mcp-config"])
@@ -374,7 +378,8 @@ fn route_sends_the_filesystem_servers_tools_when_the_request_needs_them() {
     }
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
-    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, dir.path()]}}});
+    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, dir.path()],
+        "sandbox": {"readPaths": [peers(), dir.path().to_path_buf()]}}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
         .args([
@@ -410,7 +415,8 @@ fn reexported_mcp_tools_keep_images_and_structured_content() {
     }
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
-    let servers = json!({"mcpServers": {"ev": {"command": "node", "args": [entry, "stdio"]}}});
+    let servers = json!({"mcpServers": {"ev": {"command": "node", "args": [entry, "stdio"],
+        "sandbox": {"readPaths": [peers()]}}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let config = config.display().to_string();
     let bin = env!("CARGO_BIN_EXE_toolbelt");
@@ -636,7 +642,8 @@ fn tools_ls_and_tools_call_reach_an_mcp_servers_tools_beside_the_stored_ones() {
     std::fs::create_dir_all(&files).unwrap();
     std::fs::write(files.join("hello.txt"), "hello from fs\n").unwrap();
     let config = dir.path().join("mcp.json");
-    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, &files]}}});
+    let servers = json!({"mcpServers": {"fs": {"command": "node", "args": [entry, &files],
+        "sandbox": {"readPaths": [peers()]}}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let db = format!("sqlite://{}", dir.path().join("t.db").display());
     let toolbelt = |args: &[&str]| {
@@ -747,5 +754,62 @@ fn mcp_serve_agent_serves_a_stored_agents_pinned_and_available_tools_only() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
         "error: --agent nobody: no agent of that name in the database (stored: helper)"
+    );
+}
+
+/// A stdio server of a `--mcp-config` file runs in the command sandbox: the process itself
+/// (here another toolbelt serving `file_read` over a folder outside the workspace) cannot read
+/// what its entry's `sandbox` does not name, reads it once `readPaths` names it, and a mode
+/// that is not one is an error naming the entry and the allowed values.
+#[test]
+fn a_config_files_stdio_server_reads_only_what_its_sandbox_entry_names() {
+    if !toolbelt_tools::sandbox::probe().landlock() {
+        assert!(
+            std::env::var_os("TOOLBELT_REQUIRE_SANDBOX").is_none(),
+            "TOOLBELT_REQUIRE_SANDBOX is set, but there is no Landlock"
+        );
+        println!("skipped: no Landlock, stdio MCP servers cannot be confined here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "kept out of the workspace\n").unwrap();
+    let config = dir.path().join("mcp.json");
+    let call = |sandbox: Value| {
+        let entry = json!({"command": env!("CARGO_BIN_EXE_toolbelt"),
+            "args": ["mcp", "serve", "--groups", "file_read", "--root", &outside],
+            "sandbox": sandbox});
+        std::fs::write(&config, json!({"mcpServers": {"tb": entry}}).to_string()).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(["tools", "call", "tb.file_read", r#"{"path": "secret.txt"}"#])
+            .arg("--mcp-config")
+            .arg(&config)
+            .current_dir(&work)
+            .output()
+            .unwrap()
+    };
+    let refused = call(json!({}));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!said.contains("kept out"), "{said}");
+    assert!(
+        !refused.status.success() && said.contains("ermission denied"),
+        "{said}"
+    );
+    let read = crate::ok(&call(json!({"readPaths": [&outside]})));
+    assert!(read.contains("kept out of the workspace"), "{read}");
+    let bad = call(json!({"mode": "open"}));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success()
+            && err.contains("mcpServers.tb.sandbox.mode: `open` is not a sandbox mode")
+            && err.contains("read-only, workspace-write, full-access"),
+        "{err}"
     );
 }
