@@ -274,6 +274,12 @@ async fn spawn_sandboxed(
         policy = policy.with_write_path(path);
     }
     let sandbox = Sandbox::new(root, policy);
+    if let Some((uid, gid)) = sandbox.run_as() {
+        // The server runs as the workspace's owner: its HOME is that user's to write.
+        std::os::unix::fs::chown(home.path(), Some(uid), Some(gid)).map_err(|e| {
+            SpawnRefused::transient(format!("cannot hand the server its HOME: {e}"))
+        })?;
+    }
     let mut argv = vec![spec.command.clone()];
     argv.extend(spec.args.iter().cloned());
     let mut cmd = sandbox

@@ -17,9 +17,10 @@
 //! - **Capabilities**: `no_new_privs`, and the effective, permitted,
 //!   inheritable and ambient sets emptied; the bounding set too when the
 //!   process holds `CAP_SETPCAP` (a root server), so an `exec` as uid 0 gains
-//!   nothing. The uid stays the server's: a root server's commands run as uid 0
-//!   without any capability, which keeps a root-owned workspace writable in
-//!   workspace-write mode (ADR 0050).
+//!   nothing. A root server runs a confined command as the workspace's owner
+//!   when that is another user ([`Sandbox::run_as`]); in a root-owned workspace
+//!   the command runs as uid 0 without any capability, which keeps it writable
+//!   in workspace-write mode (ADR 0050).
 //! - **Seccomp**, unless the network is allowed: `socket(AF_UNIX, …)` and
 //!   io_uring fail with `EACCES`, so no UNIX socket (the database's, Docker's,
 //!   an ssh-agent's) is reachable; `socketpair` still works.
@@ -320,7 +321,7 @@ pub fn probe() -> &'static SandboxSupport {
             let namespaces = isolate::enter(isolate::confined_flags(false)).is_ok()
                 && isolate::private_proc().is_ok()
                 && isolate::set_hostname().is_ok();
-            let bounding = isolate::drop_capabilities().unwrap_or(false);
+            let bounding = isolate::drop_capabilities(false).unwrap_or(false);
             let unix = isolate::refuse_unix_sockets().is_ok();
             (namespaces, bounding, unix)
         })
@@ -381,6 +382,10 @@ pub struct Confinement {
     pub bounding_set_cleared: bool,
     /// A seccomp filter refuses its `AF_UNIX` sockets (and io_uring).
     pub unix_sockets_refused: bool,
+    /// The user it runs as when that is not the server's: a root server runs a confined
+    /// command as the owner of the workspace when that is another user
+    /// ([`Sandbox::run_as`]).
+    pub uid: Option<u32>,
 }
 
 impl Sandbox {
@@ -400,6 +405,22 @@ impl Sandbox {
     /// The workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The user and group a confined command runs as, when not the server's: for a root
+    /// server (effective uid 0), the owner of the workspace root when that is another user,
+    /// so the command has that user's rights and no more (root's ownership of `/etc`, `/root`
+    /// and the server's files no longer applies). `None` in `full-access` mode, for a
+    /// non-root server and for a workspace root owns: such a command runs as uid 0 with no
+    /// capability (ADR 0050), because an unprivileged user could not write a root-owned
+    /// workspace.
+    pub fn run_as(&self) -> Option<(u32, u32)> {
+        use std::os::unix::fs::MetadataExt;
+        if self.policy.mode == SandboxMode::FullAccess || !nix::unistd::geteuid().is_root() {
+            return None;
+        }
+        let owner = std::fs::metadata(&self.root).ok()?;
+        (owner.uid() != 0).then(|| (owner.uid(), owner.gid()))
     }
 
     /// A command for `argv[0]` with `argv[1..]`, its working directory at the root,
@@ -439,12 +460,20 @@ impl Sandbox {
             .tempdir()
             .map_err(SandboxError::Scratch)?;
         cmd.env("TMPDIR", scratch.path());
+        let run_as = self.run_as();
+        if let Some((uid, gid)) = run_as {
+            // The scratch directory is the command's: created by the server, given to its user.
+            std::os::unix::fs::chown(scratch.path(), Some(uid), Some(gid))
+                .map_err(SandboxError::Scratch)?;
+            cmd.uid(uid).gid(gid);
+        }
         let plan = Plan {
             root: self.root.clone(),
             scratch: scratch.path().to_path_buf(),
             policy: self.policy.clone(),
             confine,
             namespaces: support.namespaces,
+            run_as: run_as.map(|(uid, _)| uid),
         };
         let program = cmd.as_std().get_program().to_string_lossy().into_owned();
         let handle = tokio::runtime::Handle::current();
@@ -482,6 +511,7 @@ struct Plan {
     policy: SandboxPolicy,
     confine: bool,
     namespaces: bool,
+    run_as: Option<u32>,
 }
 
 impl Plan {
@@ -496,6 +526,7 @@ impl Plan {
             capabilities_dropped: false,
             bounding_set_cleared: false,
             unix_sockets_refused: false,
+            uid: self.run_as,
         };
         if self.namespaces {
             let flags = if self.confine {
@@ -515,7 +546,7 @@ impl Plan {
         }
         if self.confine {
             confinement.bounding_set_cleared =
-                isolate::drop_capabilities().map_err(SpawnFailure::Setup)?;
+                isolate::drop_capabilities(self.run_as.is_some()).map_err(SpawnFailure::Setup)?;
             confinement.capabilities_dropped = true;
             // Without seccomp (an architecture `seccompiler` lacks) the start-up line says so.
             if !self.policy.allow_network && probe().unix_sockets_refused {

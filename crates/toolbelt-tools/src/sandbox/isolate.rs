@@ -74,7 +74,12 @@ pub(super) fn set_hostname() -> Result<(), String> {
 /// effective and permitted. Returns whether the bounding set is now empty
 /// (a server without `CAP_SETPCAP` cannot lower it; `no_new_privs` then keeps
 /// an exec from gaining what it holds).
-pub(super) fn drop_capabilities() -> Result<bool, String> {
+///
+/// With `switch_uid` (a root server about to run the command as another user), the
+/// effective and permitted sets keep `CAP_SETUID` and `CAP_SETGID` only: the child uses them
+/// to take that user's ids before `exec`, and the kernel clears both sets when a root process
+/// becomes a non-root user, so the command starts with none.
+pub(super) fn drop_capabilities(switch_uid: bool) -> Result<bool, String> {
     nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs failed: {e}"))?;
     fn err(what: &'static str) -> impl Fn(caps::errors::CapsError) -> String {
         move |e| format!("clearing {what}: {e}")
@@ -83,12 +88,15 @@ pub(super) fn drop_capabilities() -> Result<bool, String> {
         caps::clear(None, CapSet::Bounding).map_err(err("the bounding set"))?;
     }
     caps::clear(None, CapSet::Ambient).map_err(err("the ambient set"))?;
-    for (set, name) in [
-        (CapSet::Inheritable, "the inheritable set"),
-        (CapSet::Effective, "the effective set"),
-        (CapSet::Permitted, "the permitted set"),
-    ] {
-        caps::clear(None, set).map_err(err(name))?;
+    caps::clear(None, CapSet::Inheritable).map_err(err("the inheritable set"))?;
+    if switch_uid {
+        let keep: caps::CapsHashSet = [Capability::CAP_SETUID, Capability::CAP_SETGID].into();
+        // The effective set must stay within the permitted one: lowered first.
+        caps::set(None, CapSet::Effective, &keep).map_err(err("the effective set"))?;
+        caps::set(None, CapSet::Permitted, &keep).map_err(err("the permitted set"))?;
+    } else {
+        caps::clear(None, CapSet::Effective).map_err(err("the effective set"))?;
+        caps::clear(None, CapSet::Permitted).map_err(err("the permitted set"))?;
     }
     let bounding = caps::read(None, CapSet::Bounding).map_err(err("the bounding set"))?;
     Ok(bounding.is_empty())

@@ -468,3 +468,80 @@ fn denied_unavailable_error_names_the_mode() {
         "{msg}"
     );
 }
+
+/// Runs `script` with `sh -c` in `sandbox`; its exit status, stdout and stderr.
+async fn sh_in(sandbox: &Sandbox, script: &str) -> (bool, String, String, Option<u32>) {
+    let mut cmd = sandbox.command(&["sh", "-c", script]).unwrap();
+    cmd.env("PATH", "/usr/bin:/bin")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = sandbox.spawn(cmd).await.unwrap();
+    let uid = child.confinement.uid;
+    let out = child.child.wait_with_output().await.unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        uid,
+    )
+}
+
+/// A root server runs a confined command as the workspace's owner when that is another
+/// user: the command writes its workspace as that user, holds no capability, and a
+/// root-only file it may read by the Landlock rules stays closed to it. Beside it, the
+/// reason: in a root-owned workspace the command is uid 0 (without capabilities) and reads
+/// that file by owner permission.
+#[tokio::test]
+async fn a_root_server_runs_commands_as_the_workspace_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !landlock_or_skip() {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: the server is not root, commands already run as its own user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let private = base.join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::write(private.join("key"), "root only\n").unwrap();
+    std::fs::set_permissions(private.join("key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let owned = base.join("owned");
+    std::fs::create_dir(&owned).unwrap();
+    std::os::unix::fs::chown(&owned, Some(65534), Some(65534)).unwrap();
+    let script = "id -u; touch made && echo made; grep -E '^Cap(Prm|Eff)' /proc/self/status; \
+                  cat ../private/key";
+    let policy = SandboxPolicy::new().with_read_path(&private);
+
+    let sandbox = Sandbox::new(&owned, policy.clone());
+    assert_eq!(sandbox.run_as(), Some((65534, 65534)));
+    let (ok, out, err, uid) = sh_in(&sandbox, script).await;
+    assert_eq!(uid, Some(65534));
+    let zero = "0000000000000000";
+    assert_eq!(
+        out,
+        format!("65534\nmade\nCapPrm:\t{zero}\nCapEff:\t{zero}\n"),
+        "{err}"
+    );
+    assert!(!ok && err.contains("Permission denied"), "{err}");
+    assert_eq!(std::fs::metadata(owned.join("made")).unwrap().uid(), 65534);
+
+    let root_owned = base.join("root-owned");
+    std::fs::create_dir(&root_owned).unwrap();
+    let sandbox = Sandbox::new(&root_owned, policy);
+    assert_eq!(sandbox.run_as(), None);
+    let (ok, out, err, uid) = sh_in(&sandbox, script).await;
+    assert_eq!(uid, None);
+    assert!(
+        ok && out.starts_with("0\nmade\n") && out.ends_with("root only\n"),
+        "{out}{err}"
+    );
+    // full-access keeps the server's user: it is the mode that opts out of confinement.
+    let open = Sandbox::new(
+        &owned,
+        SandboxPolicy::new().with_mode(SandboxMode::FullAccess),
+    );
+    assert_eq!(open.run_as(), None);
+}
