@@ -76,6 +76,10 @@ export function badge(text, kind = '') {
   return h('span', { class: `badge ${kind}` }, text);
 }
 
+const STATUS_KIND = { succeeded: 'ok', running: 'info', waiting: 'warn', failed: 'bad', cancelled: 'bad', interrupted: 'warn' };
+/** A run's status as a badge coloured by what it means. */
+export const statusBadge = (s) => badge(s, STATUS_KIND[s] || '');
+
 /** A labelled form control. */
 export function field(label, control, hint) {
   const id = control.id || `f-${Math.random().toString(36).slice(2, 9)}`;

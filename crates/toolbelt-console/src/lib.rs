@@ -35,6 +35,7 @@ static ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("api.js", JS),
     asset!("dom.js", JS),
+    asset!("access.js", JS),
     asset!("schema-form.js", JS),
     asset!("pages/tools.js", JS),
     asset!("pages/agents.js", JS),

@@ -1,6 +1,7 @@
 // Agents: the list, an agent's page (selection, bound tools, why the others are not
 // available, bind/unbind in one click, version pins, start a run) and the route preview.
 
+import { can, wholeServer } from '../access.js';
 import { call, get, post, startRun } from '../api.js';
 import { badge, clear, errorBox, field, h, labelCells, num, pre, say } from '../dom.js';
 
@@ -30,7 +31,7 @@ export async function agentList(main) {
         h('td', {}, a.description || ''),
         h('td', {}, h('code', {}, a.tools || '–')),
         h('td', {}, [a.provider?.kind, a.provider?.model].filter(Boolean).join(' / ') || 'from the environment')))))),
-    form);
+    can('admin') ? form : null);
 }
 
 export async function agentPage(main, id) {
@@ -41,6 +42,7 @@ export async function agentPage(main, id) {
     call(`/agents/${enc}/stored`).catch((e) => (e.status === 404 || e.status === 503 ? null : Promise.reject(e))),
   ]);
   const record = stored?.data;
+  const admin = record && can('admin'); // binding and pinning change the stored agent
   const bound = new Map((record?.tools || []).map((b) => [b.tool, b.version ?? null]));
 
   async function change(method, tool, body, message) {
@@ -67,10 +69,10 @@ export async function agentPage(main, id) {
         h('th', { scope: 'row' }, h('a', { href: `#/tools/${encodeURIComponent(t.name)}` }, t.name)),
         h('td', {}, t.available ? badge('available', 'ok') : badge('unavailable', 'warn')),
         h('td', { class: 'why' }, t.why),
-        h('td', {}, record ? (isBound
+        h('td', {}, admin ? (isBound
           ? h('button', { type: 'button', class: 'secondary small', 'data-unbind': t.name, onclick: () => change('DELETE', t.name, undefined, `Unbound ${t.name}.`) }, `Unbind ${t.name}`)
           : h('button', { type: 'button', class: 'small', 'data-bind': t.name, onclick: () => change('POST', t.name, undefined, `Bound ${t.name}.`) }, `Bind ${t.name}`)) : '–'),
-        h('td', {}, record ? h('span', { class: 'pin-box' }, pin, h('button', { type: 'button', class: 'secondary small',
+        h('td', {}, admin ? h('span', { class: 'pin-box' }, pin, h('button', { type: 'button', class: 'secondary small',
           onclick: () => change('POST', t.name, pin.value ? { version: Number(pin.value) } : {}, pin.value ? `Pinned ${t.name} to v${pin.value}.` : `${t.name} follows the current version.`) }, 'Pin')) : '–'));
     }));
   }
@@ -104,7 +106,7 @@ export async function agentPage(main, id) {
       h('dt', {}, 'Bound tools'), h('dd', { id: 'bound-tools' }, bound.size ? [...bound].map(([t, v]) => h('span', { class: 'tag' }, v ? `${t}@v${v}` : t)) : (record ? 'none' : 'not a stored agent: defined in the configuration')),
       h('dt', {}, 'Model'), h('dd', {}, [agent.provider?.kind, agent.provider?.model].filter(Boolean).join(' / ') || 'from the environment'),
       h('dt', {}, 'Tools available'), h('dd', {}, `${num(available)} of ${num(tools.length)}`)),
-    runForm,
+    can('run') ? runForm : null,
     h('section', { 'aria-labelledby': 'at-h' },
       h('h2', { id: 'at-h' }, 'Tools and why'),
       h('form', { class: 'filters', onsubmit: (e) => e.preventDefault() }, field('Filter', filter), field('Show', onlyAvail)),
@@ -117,7 +119,9 @@ export async function agentPage(main, id) {
 export async function routePreview(main) {
   const agents = await get('/agents');
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
-  const agent = h('select', { id: 'route-agent' }, h('option', { value: '' }, 'every tool'), agents.map((a) => h('option', { value: a.id }, a.id)));
+  // A token limited to agents previews for one of them (the server answers `agent_required`).
+  const every = wholeServer() ? h('option', { value: '' }, 'every tool') : null;
+  const agent = h('select', { id: 'route-agent' }, every, agents.map((a) => h('option', { value: a.id }, a.id)));
   if (params.get('agent')) agent.value = params.get('agent');
   const input = h('textarea', { id: 'route-input', rows: 3, required: true, placeholder: 'e.g. read the README and list its sections' });
   const out = h('div', { id: 'route-result', 'aria-live': 'polite' });

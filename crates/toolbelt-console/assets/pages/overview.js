@@ -1,9 +1,11 @@
 // Overview: calls, errors and latency per tool over time, routing fallbacks and tokens per
 // agent, from GET /api/v1/stats; charts drawn by the vendored uPlot, each with a table
-// twin for screen readers and keyboard users.
+// twin for screen readers and keyboard users. A token limited to agents is refused the
+// statistics (they cover the whole server): it gets its agents and their latest runs instead.
 
+import { serverNotice, wholeServer } from '../access.js';
 import { get } from '../api.js';
-import { clear, field, h, num } from '../dom.js';
+import { clear, field, h, num, statusBadge, when } from '../dom.js';
 
 const COLORS = ['#2f5d8a', '#c0392b', '#27ae60', '#8e44ad', '#d35400', '#16a085', '#7f8c8d', '#b7950b'];
 let uPlotModule = null;
@@ -32,7 +34,26 @@ function chart(U, el, width, title, xs, series, yLabel) {
   return plot;
 }
 
+/** The overview of a token limited to agents, from the lists it reaches (filtered by the server). */
+async function limitedOverview(main) {
+  const [agents, runs] = await Promise.all([get('/agents'), get('/runs?limit=10')]);
+  clear(main, h('h1', {}, 'Overview'),
+    serverNotice('the statistics cover the whole server, so this page lists its agents and their latest runs'),
+    h('section', { 'aria-labelledby': 'my-agents-h' }, h('h2', { id: 'my-agents-h' }, 'Agents'),
+      agents.length ? h('ul', { id: 'overview-agents' }, agents.map((a) => h('li', {},
+        h('a', { href: `#/agents/${encodeURIComponent(a.id)}` }, a.id), a.description ? ` — ${a.description}` : '')))
+        : h('p', { class: 'muted' }, 'None of its agents exists on this server yet.')),
+    h('section', { 'aria-labelledby': 'my-runs-h' }, h('h2', { id: 'my-runs-h' }, 'Latest runs'),
+      runs.items.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'list', id: 'overview-runs' },
+        h('thead', {}, h('tr', {}, ['Run', 'Status', 'Agent', 'Started'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, runs.items.map((r) => h('tr', {},
+          h('th', { scope: 'row' }, h('a', { href: `#/runs/${encodeURIComponent(r.id)}` }, r.id)),
+          h('td', {}, statusBadge(r.status)), h('td', {}, r.agent), h('td', {}, when(r.created_at_ms)))))))
+        : h('p', { class: 'muted' }, 'No runs yet.')));
+}
+
 export async function overview(main) {
+  if (!wholeServer()) return limitedOverview(main);
   const windowSel = h('select', { id: 'stats-window' },
     h('option', { value: '60' }, 'last hour'), h('option', { value: '1440' }, 'last day'), h('option', { value: '10080' }, 'last week'));
   const params = new URLSearchParams(location.hash.split('?')[1] || '');

@@ -2,11 +2,10 @@
 // messages, the routing decision, tool calls with arguments and results, approvals
 // (approve / edit / reject) and questions (answer).
 
+import { can } from '../access.js';
 import { ApiError, followEvents, get, post } from '../api.js';
-import { badge, clear, errorBox, field, h, labelCells, ms, num, pre, say, when } from '../dom.js';
+import { badge, clear, errorBox, field, h, labelCells, ms, num, pre, say, statusBadge, when } from '../dom.js';
 
-const STATUS_KIND = { succeeded: 'ok', running: 'info', waiting: 'warn', failed: 'bad', cancelled: 'bad', interrupted: 'warn' };
-const statusBadge = (s) => badge(s, STATUS_KIND[s] || '');
 const duration = (r) => (r.finished_at_ms ? r.finished_at_ms - r.created_at_ms : Date.now() - r.created_at_ms);
 
 export async function runList(main) {
@@ -193,10 +192,13 @@ export async function runPage(main, id) {
   // A card stays the same element while its approval or question waits: a refresh (any event
   // triggers one) must not reset a choice or an edit the person is making.
   const cards = new Map();
+  // Answering needs the run scope: a read-only token sees what waits, without the buttons.
+  const answers = can('run');
+  const waiting = (text) => h('p', { class: 'card muted' }, `${text} (a token with the run scope answers it).`);
   function showPending(r) {
     const wanted = [
-      ...r.pending_approvals.map((a) => [`a:${a.id}`, () => approvalCard(a, refresh)]),
-      ...r.pending_questions.map((q) => [`q:${q.id}`, () => questionCard(q, refresh)]),
+      ...r.pending_approvals.map((a) => [`a:${a.id}`, () => (answers ? approvalCard(a, refresh) : waiting(`${a.tool} waits for approval`))]),
+      ...r.pending_questions.map((q) => [`q:${q.id}`, () => (answers ? questionCard(q, refresh) : waiting(`The agent asks: ${q.question}`))]),
     ];
     const keys = new Set(wanted.map(([k]) => k));
     for (const k of [...cards.keys()]) if (!keys.has(k)) cards.delete(k);
@@ -232,8 +234,8 @@ export async function runPage(main, id) {
       showPending(r);
       clear(transcript, r.messages.length ? r.messages.map(renderMessage) : h('li', { class: 'muted' }, 'No messages recorded yet; the events on the left are live.'));
       const terminal = !['running', 'waiting'].includes(r.status);
-      cancel.hidden = terminal;
-      contForm.hidden = !terminal;
+      cancel.hidden = terminal || !answers;
+      contForm.hidden = !terminal || !answers;
       if (terminal) live.textContent = '';
       main.dataset.runStatus = r.status;
       return r;

@@ -1,11 +1,15 @@
 // Tools: the filterable table, a tool's page (schema, policy, versions and diff, rollback,
 // enable/disable, try it) and the editor of declarative tools with live validation.
 
+import { can, wholeServer } from '../access.js';
 import { ApiError, all, call, get, post } from '../api.js';
 import { badge, clear, debounce, errorBox, field, h, labelCells, ms, pre, say, setFieldError, when } from '../dom.js';
 import { renderSchema, schemaForm } from '../schema-form.js';
 
 const PAGE = 200;
+
+/** Whether the token may change tools: that changes what every agent gets (ADR 0061). */
+const toolAdmin = () => can('admin') && wholeServer();
 
 function options(values, all = 'any') {
   return [h('option', { value: '' }, all), ...values.map((v) => h('option', { value: v }, v))];
@@ -14,11 +18,12 @@ function options(values, all = 'any') {
 export async function toolList(main) {
   const [live, stored, groups] = await Promise.all([
     all('/tools', 5000), // one request for a catalog of up to 5,000 tools
-    get('/stored-tools'),
+    // The stored tools' list covers the whole server: a token limited to agents is refused it.
+    wholeServer() ? get('/stored-tools') : [],
     get('/groups'),
   ]);
   const byName = new Map();
-  for (const t of live) byName.set(t.name, { ...t, available: true, source: 'compiled', enabled: true });
+  for (const t of live) byName.set(t.name, { ...t, available: true, source: t.source || 'compiled', enabled: true });
   for (const s of stored) {
     const row = byName.get(s.name) || { name: s.name, description: '', tags: [], kind: '', version: String(s.current_version), available: false };
     Object.assign(row, { source: s.source, enabled: s.enabled, missing: s.missing, restricted: s.restricted });
@@ -76,7 +81,7 @@ export async function toolList(main) {
   more.addEventListener('click', () => { shown += PAGE; draw(); });
 
   clear(main,
-    h('div', { class: 'page-head' }, h('h1', {}, 'Tools'), h('div', {}, h('a', { class: 'button', href: '#/tools/new' }, 'New tool'), ' ', h('a', { class: 'button', href: '#/tools/import' }, 'Import OpenAPI'))),
+    h('div', { class: 'page-head' }, h('h1', {}, 'Tools'), toolAdmin() ? h('div', {}, h('a', { class: 'button', href: '#/tools/new' }, 'New tool'), ' ', h('a', { class: 'button', href: '#/tools/import' }, 'Import OpenAPI')) : null),
     h('form', { class: 'filters', role: 'search', onsubmit: (e) => e.preventDefault() },
       field('Search', q), field('Group', group), field('Kind', kind), field('Source', source),
       field('Enabled', enabled), field('Availability', avail)),
@@ -140,10 +145,10 @@ export async function toolPage(main, name) {
   const head = h('div', { class: 'page-head' },
     h('h1', {}, name),
     h('div', { class: 'actions' },
-      record ? h('button', { type: 'button', id: 'toggle-enabled', class: 'secondary',
+      record && toolAdmin() ? h('button', { type: 'button', id: 'toggle-enabled', class: 'secondary',
         onclick: () => act(`/tools/${enc}/${record.enabled ? 'disable' : 'enable'}`, undefined, record.enabled ? 'Disabled.' : 'Enabled.') },
       record.enabled ? 'Disable' : 'Enable') : null,
-      record?.definition ? h('a', { class: 'button secondary', href: `#/tools/${enc}/edit` }, 'Edit') : null));
+      record?.definition && toolAdmin() ? h('a', { class: 'button secondary', href: `#/tools/${enc}/edit` }, 'Edit') : null));
 
   const facts = h('dl', { class: 'facts' },
     h('dt', {}, 'Kind'), h('dd', {}, s.kind || '–'),
@@ -187,7 +192,7 @@ export async function toolPage(main, name) {
         h('tbody', {}, [...versions].reverse().map((v) => h('tr', {},
           h('th', { scope: 'row' }, `v${v.version} `, record?.current_version === v.version ? badge('current', 'ok') : null),
           h('td', {}, when(v.changed_at)), h('td', {}, v.changed_by), h('td', {}, v.note || ''),
-          h('td', {}, record?.current_version === v.version ? '' : h('button', { type: 'button', class: 'secondary small',
+          h('td', {}, record?.current_version === v.version || !toolAdmin() ? '' : h('button', { type: 'button', class: 'secondary small',
             onclick: () => { if (confirm(`Roll ${name} back to v${v.version}?`)) act(`/tools/${enc}/rollback`, { version: v.version }, `Rolled back to v${v.version}.`); } },
           `Roll back to v${v.version}`))))))),
       h('div', { class: 'row' }, field('Diff from', from), field('to', to)),
@@ -197,7 +202,7 @@ export async function toolPage(main, name) {
 
   // Try it.
   let tryBox = null;
-  if (spec) {
+  if (spec && can('run')) {
     const form = schemaForm(s.parameters, { idPrefix: 'try' });
     const result = h('div', { id: 'try-result', 'aria-live': 'polite' });
     const run = h('button', { type: 'submit' }, 'Call');

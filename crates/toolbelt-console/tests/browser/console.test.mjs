@@ -1,15 +1,17 @@
 // The console's browser test: a person's path through the console in Chromium, against the
 // real server and a scripted model. Log in, create a tool (live validation, try it, a second
 // version and its diff), bind it to an agent, preview a route, run the agent, approve the
-// call from the page, read the transcript, see runs and the overview. Screenshots of the main
-// pages go to $ARTIFACTS (default target/console-screenshots), at 1280×800 and phone width.
+// call from the page, read the transcript, see runs and the overview. Then a token limited to
+// the agent and a read-only token: the console asks for nothing the server would refuse them.
+// Screenshots of the main pages go to $ARTIFACTS (default target/console-screenshots), at
+// 1280×800 and phone width.
 //
 // Run: scripts/console-test.sh (builds the binary, installs Chromium and playwright-core).
 
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launchChromium, scriptedModel, startServer } from './support.mjs';
+import { createToken, launchChromium, scriptedModel, startServer } from './support.mjs';
 
 const ARTIFACTS = process.env.ARTIFACTS || join(process.cwd(), 'target', 'console-screenshots');
 mkdirSync(ARTIFACTS, { recursive: true });
@@ -24,6 +26,8 @@ const page = context.pages()[0] || (await context.newPage());
 const consoleErrors = [];
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 page.on('pageerror', (e) => consoleErrors.push(String(e)));
+let refusals = null; // the 403 answers the page got, collected from step 12 on
+page.on('response', (r) => { if (refusals && r.status() === 403) refusals.push(`${r.request().method()} ${r.url()}`); });
 page.setDefaultTimeout(15_000);
 
 const shot = async (name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -40,6 +44,16 @@ async function go(hash) {
 /** Waits until the table shows exactly `n` rows (filters redraw after a short debounce). */
 const rows = (table, n) => page.waitForFunction(([t, k]) => document.querySelectorAll(`${t} tbody tr`).length === k, [table, n]);
 /** Every visible form control has an accessible name (a <label for>, aria-label or labelledby). */
+/** Logs out and in again with `secret`; resolves once the overview is drawn. */
+async function logIn(secret) {
+  await go('#/'); // logging out goes there: from elsewhere a second render would redraw the form
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.getByRole('heading', { name: 'Log in' }).waitFor();
+  await page.getByLabel('Token').fill(secret);
+  await page.evaluate(() => { document.getElementById('main').dataset.ready = ''; });
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await ready('#/');
+}
 async function checkLabels(where) {
   const unlabelled = await page.evaluate(() => [...document.querySelectorAll('main input, main select, main textarea')]
     .filter((c) => c.offsetParent !== null)
@@ -252,6 +266,60 @@ try {
     assert.ok(overflow <= 1, `${hash} scrolls sideways by ${overflow}px at phone width`);
     await shot(name);
   }
+  // 12. A token limited to the agent (ADR 0061): the console asks for nothing of the whole
+  // server, says the limit in the header, lists only the agent, and one line stands in for a
+  // page that covers the whole server.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const other = await fetch(`${server.url}/api/v1/agents`, {
+    method: 'POST', headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'other_agent', selection: '' }),
+  });
+  assert.equal(other.status, 201, 'a second agent, which the limited token must not see');
+  refusals = [];
+  await logIn(createToken(server.db, 'writer', '--scope', 'run', '--agent', AGENT));
+  await page.locator('#overview-agents').getByRole('link', { name: AGENT }).waitFor();
+  assert.equal(await page.locator('main div.error, main [role="alert"]').count(), 0, 'no error box on the overview');
+  assert.ok(await page.locator('#limits').isVisible(), 'the header shows the limits');
+  assert.equal(await page.locator('#limits').textContent(), `run scope; limited to: ${AGENT}`);
+  assert.match(await page.locator('#limited-notice').textContent(), /limited to agent console_agent; the statistics cover the whole server/);
+  await shot('15-limited-overview');
+  await go('#/agents');
+  await rows('#agents-table', 1);
+  assert.deepEqual(await page.locator('#agents-table tbody th').allTextContents(), [AGENT]);
+  assert.equal(await page.locator('#new-agent').count(), 0, 'creating agents needs admin');
+  await go('#/tools');
+  await page.locator('#tools-table').getByRole('link', { name: TOOL }).waitFor();
+  assert.equal(await page.getByRole('link', { name: 'New tool' }).count(), 0, 'tools are the whole server\'s');
+  await go(`#/tools/${TOOL}`);
+  await page.locator('#try-form').waitFor();
+  assert.equal(await page.getByRole('button', { name: /Roll back|Disable|Enable/ }).count(), 0, 'no tool admin');
+  await go('#/route');
+  assert.deepEqual(await page.locator('#route-agent option').allTextContents(), [AGENT], 'a preview for its agent only');
+  await go('#/runs');
+  await rows('#runs-table', 2);
+  for (const hash of ['#/tools/new', '#/tools/import', `#/tools/${TOOL}/edit`]) {
+    await go(hash);
+    assert.equal(await page.locator('#limited-notice').textContent(),
+      `This token is limited to agent ${AGENT}; this page covers the whole server.`, `${hash} by URL`);
+    assert.equal(await page.locator('main form').count(), 0, `${hash} shows no form`);
+  }
+  await shot('16-limited-whole-server-page');
+  assert.deepEqual(refusals, [], 'the console asked for something the limited token is refused');
+
+  // 13. A read-only token: no route preview, no run, no binding; one line on #/route.
+  await logIn(createToken(server.db, 'reader', '--scope', 'read'));
+  await page.locator('#chart-calls canvas').waitFor();
+  assert.ok(await page.locator('#limits').isVisible(), 'the header shows the scope');
+  assert.equal(await page.locator('#limits').textContent(), 'read only');
+  assert.equal(await page.locator('header nav a[href="#/route"]').isVisible(), false, 'no route preview in the navigation');
+  await go(`#/agents/${AGENT}`);
+  await page.locator('#agent-tools').waitFor();
+  assert.equal(await page.locator('#run-form').count(), 0, 'running needs the run scope');
+  assert.equal(await page.getByRole('button', { name: /^(Bind|Unbind|Pin)/ }).count(), 0, 'binding needs admin');
+  await go('#/route');
+  await page.locator('#scope-notice').getByText('needs a token with the run scope').waitFor();
+  assert.deepEqual(refusals, [], 'the console asked for something the read-only token is refused');
+
   // Network answers such as the 401 of the wrong token are logged too; only script errors count.
   assert.deepEqual(consoleErrors.filter((e) => !e.startsWith('Failed to load resource')), [], 'no script errors in the page');
   console.log(`ok: console browser test passed; screenshots in ${ARTIFACTS}`);

@@ -69,6 +69,16 @@ export function toolbeltBinary() {
   return bin;
 }
 
+/**
+ * Creates a token with `toolbelt tokens create NAME ...args` (e.g. `--scope run --agent A`)
+ * in the database at `db`; returns its secret. The server reads tokens from the database, so
+ * this works while it runs.
+ */
+export function createToken(db, name, ...args) {
+  const out = execFileSync(toolbeltBinary(), ['tokens', 'create', name, ...args, '--database-url', db], { encoding: 'utf8' });
+  return out.trim().split(/\s+/).pop();
+}
+
 /** Starts `toolbelt serve` on a fresh database; returns {url, token, dir, stop()}. */
 export async function startServer({ modelUrl, databaseUrl, extraEnv = {} } = {}) {
   const bin = toolbeltBinary();
@@ -77,7 +87,7 @@ export async function startServer({ modelUrl, databaseUrl, extraEnv = {} } = {})
   // The tools' workspace is a folder of its own: the server refuses a database inside it.
   const workspace = join(dir, 'work');
   mkdirSync(workspace, { recursive: true });
-  const token = execFileSync(bin, ['tokens', 'create', 'admin', '--scope', 'admin', '--database-url', db], { encoding: 'utf8' }).trim().split(/\s+/).pop();
+  const token = createToken(db, 'admin', '--scope', 'admin');
   const port = await freePort();
   const env = {
     ...process.env, TOOLBELT_PROVIDER: 'openai', TOOLBELT_MODEL: 'scripted', OPENAI_API_KEY: 'test-key',
