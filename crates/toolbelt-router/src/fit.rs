@@ -117,41 +117,20 @@ impl ValueFit {
     /// whose kind of value (number, date, time, e-mail, URL) the request lacks, taken off,
     /// and 1 added when the request names one of its enum values (see the module docs).
     /// Parameters of other kinds (most strings) say nothing.
+    #[cfg(test)]
     pub(crate) fn score(&self, spec: &ToolSpec, input_lower: &str) -> f32 {
-        let Some(props) = spec.parameters.get("properties").and_then(Value::as_object) else {
-            return 0.0;
-        };
-        // Read in place: this runs for every candidate of every request.
-        let required = spec
-            .parameters
-            .get("required")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
-        let is_required = |name: &str| required.iter().any(|r| r.as_str() == Some(name));
-        let mut judged = 0usize;
-        let mut unmet = 0usize;
-        let mut named_enum = false;
-        for (name, prop) in props {
-            if !named_enum && let Some(values) = prop.get("enum").and_then(Value::as_array) {
-                named_enum = values
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .any(|v| v.chars().count() >= 3 && contains_word(input_lower, &lower(v)));
-            }
-            if !is_required(name) {
-                continue;
-            }
-            if let Some(need) = need_of(name, prop) {
-                judged += 1;
-                if !self.has(need) {
-                    unmet += 1;
-                }
-            }
-        }
+        self.fit(&ValueProfile::of(spec), input_lower)
+    }
+
+    /// [`ValueFit::score`] from the tool's [`ValueProfile`], read once per tool version.
+    pub(crate) fn fit(&self, profile: &ValueProfile, input_lower: &str) -> f32 {
+        let named_enum = profile.enums.iter().any(|v| contains_word(input_lower, v));
+        let judged = profile.needs.len();
+        let unmet = profile.needs.iter().filter(|n| !self.has(**n)).count();
         let missing = if judged == 0 {
             0.0
         } else {
-            unmet as f32 / required.len().max(judged) as f32
+            unmet as f32 / profile.required.max(judged) as f32
         };
         f32::from(u8::from(named_enum)) - missing
     }
@@ -165,6 +144,51 @@ impl ValueFit {
             Need::Email => self.email,
             Need::Url => self.url,
         }
+    }
+}
+
+/// What [`ValueFit::fit`] reads of a tool's schema: how many parameters it requires, the
+/// kinds of value the required ones ask for, and its enum values of three characters or
+/// more, in lower case. Read when a tool enters the router's index, not on every request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ValueProfile {
+    required: usize,
+    needs: Vec<Need>,
+    enums: Vec<Box<str>>,
+}
+
+impl ValueProfile {
+    /// The profile of `spec`'s parameters.
+    pub(crate) fn of(spec: &ToolSpec) -> Self {
+        let Some(props) = spec.parameters.get("properties").and_then(Value::as_object) else {
+            return Self::default();
+        };
+        let required = spec
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        let mut profile = Self {
+            required: required.len(),
+            ..Self::default()
+        };
+        for (name, prop) in props {
+            if let Some(values) = prop.get("enum").and_then(Value::as_array) {
+                profile.enums.extend(
+                    values
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .filter(|v| v.chars().count() >= 3)
+                        .map(|v| lower(v).into_owned().into_boxed_str()),
+                );
+            }
+            if required.iter().any(|r| r.as_str() == Some(name))
+                && let Some(need) = need_of(name, prop)
+            {
+                profile.needs.push(need);
+            }
+        }
+        profile
     }
 }
 

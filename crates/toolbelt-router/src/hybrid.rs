@@ -913,11 +913,14 @@ impl HybridRouter {
         let fit = ValueFit::of(input);
         let lower = input.to_lowercase();
         let n = fused.len().min(cfg.candidates);
-        for tool in &mut fused[..n] {
-            if let Some(handle) = toolset.get(&tool.name) {
-                tool.score += cfg.value_weight * unit * fit.score(handle.spec(), &lower);
+        // The schemas were read when the tools entered the index: nothing is parsed here.
+        self.lexical.with_values(toolset, |values| {
+            for tool in &mut fused[..n] {
+                if let Some(profile) = values.get(tool.name.as_str()) {
+                    tool.score += cfg.value_weight * unit * fit.fit(profile, &lower);
+                }
             }
-        }
+        });
         fused[..n].sort_by(|a, b| b.score.total_cmp(&a.score));
     }
 

@@ -68,6 +68,10 @@ struct GroupsFile {
 #[derive(Debug, Clone)]
 pub struct KeywordRouter {
     groups: Vec<Group>,
+    /// Every group's keywords in one automaton: a request is read once, not once per keyword.
+    matcher: Option<aho_corasick::AhoCorasick>,
+    /// For each pattern of `matcher`, its group's index.
+    owners: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -101,7 +105,7 @@ impl KeywordRouter {
                 )));
             }
         }
-        let groups = groups
+        let groups: Vec<Group> = groups
             .into_iter()
             .map(|spec| Group {
                 lowered: spec
@@ -112,13 +116,28 @@ impl KeywordRouter {
                 spec,
             })
             .collect();
-        Ok(Self { groups })
+        let (owners, patterns): (Vec<usize>, Vec<&str>) = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(at, g)| g.lowered.iter().map(move |k| (at, k.as_str())))
+            .unzip();
+        let matcher = aho_corasick::AhoCorasick::new(&patterns)
+            .map_err(|e| RouteError::Config(format!("keyword groups: {e}")))?;
+        Ok(Self {
+            groups,
+            matcher: Some(matcher),
+            owners,
+        })
     }
 
     /// The built-in keyword groups (file, shell, git, web, memory, routine, …), adapted to toolbelt's built-in tools.
     pub fn builtin() -> Self {
         // Checked by a unit test.
-        Self::from_json(BUILTIN).unwrap_or_else(|_| Self { groups: Vec::new() })
+        Self::from_json(BUILTIN).unwrap_or_else(|_| Self {
+            groups: Vec::new(),
+            matcher: None,
+            owners: Vec::new(),
+        })
     }
 
     /// Parses `{"groups": [{"name", "keywords", "tools", "tags"}]}`.
@@ -160,16 +179,26 @@ impl KeywordRouter {
     /// `config` group).
     pub fn matching_groups(&self, input: &str) -> Vec<(&KeywordGroup, usize)> {
         let lowered = mask_file_names(&input.to_lowercase());
+        let Some(matcher) = &self.matcher else {
+            return Vec::new();
+        };
+        // A keyword counts once however often it occurs, as `contains_keyword` would say.
+        let mut found = vec![false; self.owners.len()];
+        for m in matcher.find_overlapping_iter(&lowered) {
+            let pattern = m.pattern().as_usize();
+            if !found[pattern] && keyword_at(&lowered, m.start(), m.end()) {
+                found[pattern] = true;
+            }
+        }
+        let mut hits = vec![0usize; self.groups.len()];
+        for (pattern, _) in found.iter().enumerate().filter(|(_, f)| **f) {
+            hits[self.owners[pattern]] += 1;
+        }
         self.groups
             .iter()
-            .filter_map(|g| {
-                let hits = g
-                    .lowered
-                    .iter()
-                    .filter(|k| contains_keyword(&lowered, k))
-                    .count();
-                (hits > 0).then_some((&g.spec, hits))
-            })
+            .zip(hits)
+            .filter(|(_, hits)| *hits > 0)
+            .map(|(g, hits)| (&g.spec, hits))
             .collect()
     }
 
@@ -298,16 +327,25 @@ fn mask_file_names(text: &str) -> String {
 /// An ASCII keyword must be a whole word, give or take an inflection
 /// (`read` matches "reads" and "reading", not "already" or "ready").
 fn contains_keyword(text: &str, keyword: &str) -> bool {
-    if !keyword.is_ascii() {
-        return text.contains(keyword);
+    text.match_indices(keyword)
+        .any(|(i, _)| keyword_at(text, i, i + keyword.len()))
+}
+
+/// Whether the keyword found at `text[start..end]` counts: anywhere for a keyword with a
+/// non-ASCII character, else at the start of a word and followed by nothing but an
+/// inflection to the word's end.
+fn keyword_at(text: &str, start: usize, end: usize) -> bool {
+    if !text[start..end].is_ascii() {
+        return true;
     }
     let is_word = |c: char| c.is_ascii_alphanumeric();
-    text.match_indices(keyword).any(|(i, _)| {
-        let starts = text[..i].chars().next_back().is_none_or(|c| !is_word(c));
-        let rest = &text[i + keyword.len()..];
-        let tail = &rest[..rest.find(|c: char| !is_word(c)).unwrap_or(rest.len())];
-        starts && matches!(tail, "" | "s" | "es" | "ed" | "d" | "ing" | "er" | "ers")
-    })
+    let starts = text[..start]
+        .chars()
+        .next_back()
+        .is_none_or(|c| !is_word(c));
+    let rest = &text[end..];
+    let tail = &rest[..rest.find(|c: char| !is_word(c)).unwrap_or(rest.len())];
+    starts && matches!(tail, "" | "s" | "es" | "ed" | "d" | "ing" | "er" | "ers")
 }
 
 impl Router for KeywordRouter {
@@ -331,6 +369,53 @@ mod tests {
     fn builtin_groups_parse() {
         assert!(KeywordRouter::from_json(BUILTIN).is_ok());
         assert!(KeywordRouter::builtin().groups().count() >= 7);
+    }
+
+    #[test]
+    fn the_automaton_counts_what_a_search_per_keyword_counts() {
+        let router = KeywordRouter::builtin();
+        let shared = KeywordRouter::new(vec![
+            KeywordGroup::new("a", ["file", "read"], []),
+            KeywordGroup::new("b", ["file", "文件"], []),
+        ])
+        .unwrap();
+        for input in [
+            "read the config file and list the open todos",
+            "already reading files; reader reads, then read",
+            "Which file in this folder mentions the word invoice?",
+            "把这个文件的内容读出来，然后搜索 README.md",
+            "git commit and push, then run the tests in the shell",
+            "remember that I prefer short answers; schedule a daily report",
+            "fetch https://example.com and summarise it",
+            "",
+        ] {
+            for router in [&router, &shared] {
+                let lowered = mask_file_names(&input.to_lowercase());
+                let expected: Vec<(String, usize)> = router
+                    .groups
+                    .iter()
+                    .map(|g| {
+                        let hits = g
+                            .lowered
+                            .iter()
+                            .filter(|k| contains_keyword(&lowered, k))
+                            .count();
+                        (g.spec.name.clone(), hits)
+                    })
+                    .filter(|(_, hits)| *hits > 0)
+                    .collect();
+                let got: Vec<(String, usize)> = router
+                    .matching_groups(input)
+                    .into_iter()
+                    .map(|(g, hits)| (g.name.clone(), hits))
+                    .collect();
+                assert_eq!(got, expected, "{input}");
+            }
+        }
+        // A keyword two groups share counts in both.
+        let both = shared.matching_groups("read a file");
+        assert_eq!(both.len(), 2);
+        assert_eq!((both[0].1, both[1].1), (2, 1));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use toolbelt_core::{ToolHandle, Toolset};
 
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
+use crate::fit::ValueProfile;
 use crate::index::{FastMap, LexicalConfig, LexicalIndex};
 use crate::learn::{LearnedUsage, SharedUsage};
 use crate::router::Router;
@@ -20,6 +21,8 @@ struct State {
     order: Vec<ToolHandle>,
     /// The learned examples indexed with them.
     learned: Option<SharedUsage>,
+    /// What the value-fit signal reads of each tool's schema, by tool name.
+    values: FastMap<String, ValueProfile>,
 }
 
 /// Indexes kept for different toolsets at once (e.g. agents with different views).
@@ -85,6 +88,7 @@ impl State {
             .collect();
         for name in &stale {
             self.index.remove(name);
+            self.values.remove(name);
         }
         let (mut added, mut kept) = (0usize, 0usize);
         for tool in toolset.iter() {
@@ -96,6 +100,8 @@ impl State {
                 kept += 1;
                 continue;
             }
+            self.values
+                .insert(tool.name().to_string(), ValueProfile::of(tool.spec()));
             let mut text = ToolText::from_spec(tool.spec());
             if let Some(learned) = learned {
                 text.examples = learned.examples(tool.name().as_str()).to_vec();
@@ -161,6 +167,7 @@ impl Shared {
                 index: LexicalIndex::new(self.config.clone()),
                 order: Vec::new(),
                 learned: None,
+                values: FastMap::default(),
             },
         };
         state.sync(toolset, self.learned().as_ref());
@@ -272,6 +279,15 @@ impl LexicalRouter {
     /// Runs `f` on the index, synced with `toolset`.
     pub fn with_index<T>(&self, toolset: &Toolset, f: impl FnOnce(&LexicalIndex) -> T) -> T {
         f(&self.synced(toolset).index)
+    }
+
+    /// Runs `f` on the value profiles of `toolset`'s tools, by name (kept with the index).
+    pub(crate) fn with_values<T>(
+        &self,
+        toolset: &Toolset,
+        f: impl FnOnce(&FastMap<String, ValueProfile>) -> T,
+    ) -> T {
+        f(&self.synced(toolset).values)
     }
 
     fn synced(&self, toolset: &Toolset) -> Arc<State> {
