@@ -193,7 +193,6 @@ pub fn config_spawner(
     root: &Path,
     sandbox: Option<&toolbelt_mcp::McpSandbox>,
 ) -> Result<StdioSpawner, String> {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let mode = match sandbox.and_then(|s| s.mode.as_deref()) {
         None => SandboxMode::WorkspaceWrite,
         Some(mode) => mode.parse().map_err(|_| {
@@ -203,18 +202,24 @@ pub fn config_spawner(
             )
         })?,
     };
+    Ok(host_spawner(root, mode, sandbox))
+}
+
+/// The spawner of a process of the host's own (the CLI's): the sandbox over `root`
+/// (canonicalised), `TOOLBELT_MCP_READ_PATHS` and `sandbox`'s paths.
+fn host_spawner(
+    root: &Path,
+    mode: SandboxMode,
+    sandbox: Option<&toolbelt_mcp::McpSandbox>,
+) -> StdioSpawner {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let mut read_paths = env_read_paths();
     let mut write_paths = Vec::new();
     if let Some(sandbox) = sandbox {
         read_paths.extend(sandbox.read_paths.iter().cloned());
         write_paths.extend(sandbox.write_paths.iter().cloned());
     }
-    Ok(sandboxed_spawner_writing(
-        root,
-        mode,
-        read_paths,
-        write_paths,
-    ))
+    sandboxed_spawner_writing(root, mode, read_paths, write_paths)
 }
 
 /// `TOOLBELT_MCP_READ_PATHS`, split like `PATH`.
@@ -243,10 +248,7 @@ pub fn server_spawner(config: &ServerConfig) -> StdioSpawner {
 /// The spawner of the CLI's connections to stored servers (`toolbelt mcp ls --check`): the
 /// current directory as the workspace (workspace-write), `TOOLBELT_MCP_READ_PATHS` readable.
 pub fn cli_spawner() -> StdioSpawner {
-    let root = std::env::current_dir()
-        .and_then(std::fs::canonicalize)
-        .unwrap_or_else(|_| PathBuf::from("."));
-    sandboxed_spawner(root, SandboxMode::WorkspaceWrite, env_read_paths())
+    host_spawner(Path::new("."), SandboxMode::WorkspaceWrite, None)
 }
 
 async fn spawn_sandboxed(

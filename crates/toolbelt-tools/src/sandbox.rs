@@ -295,6 +295,40 @@ impl SandboxSupport {
     }
 }
 
+/// Who a command in a sandbox runs as ([`command_user`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommandUser {
+    /// The server's own user: a non-root server, or `full-access` mode.
+    Server,
+    /// A root server's confined command in a workspace another user owns: that user's ids,
+    /// so the command has that user's rights and no more.
+    Owner {
+        /// The workspace owner's uid.
+        uid: u32,
+        /// The workspace owner's gid.
+        gid: u32,
+    },
+    /// A root server's confined command in a root-owned workspace: uid 0 with no capability
+    /// (ADR 0050), because an unprivileged user could not write that workspace.
+    RootWithoutCapabilities,
+}
+
+/// Who a command confined in `mode` over the workspace `root` runs as.
+pub fn command_user(root: &Path, mode: SandboxMode) -> CommandUser {
+    use std::os::unix::fs::MetadataExt;
+    if mode == SandboxMode::FullAccess || !nix::unistd::geteuid().is_root() {
+        return CommandUser::Server;
+    }
+    match std::fs::metadata(root) {
+        Ok(owner) if owner.uid() != 0 => CommandUser::Owner {
+            uid: owner.uid(),
+            gid: owner.gid(),
+        },
+        _ => CommandUser::RootWithoutCapabilities,
+    }
+}
+
 /// Probes Landlock and namespaces once (in throwaway threads) and caches the answer.
 pub fn probe() -> &'static SandboxSupport {
     static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
@@ -407,20 +441,13 @@ impl Sandbox {
         &self.root
     }
 
-    /// The user and group a confined command runs as, when not the server's: for a root
-    /// server (effective uid 0), the owner of the workspace root when that is another user,
-    /// so the command has that user's rights and no more (root's ownership of `/etc`, `/root`
-    /// and the server's files no longer applies). `None` in `full-access` mode, for a
-    /// non-root server and for a workspace root owns: such a command runs as uid 0 with no
-    /// capability (ADR 0050), because an unprivileged user could not write a root-owned
-    /// workspace.
+    /// The user and group a confined command runs as, when not the server's
+    /// ([`command_user`] for this sandbox's root and mode).
     pub fn run_as(&self) -> Option<(u32, u32)> {
-        use std::os::unix::fs::MetadataExt;
-        if self.policy.mode == SandboxMode::FullAccess || !nix::unistd::geteuid().is_root() {
-            return None;
+        match command_user(&self.root, self.policy.mode) {
+            CommandUser::Owner { uid, gid } => Some((uid, gid)),
+            CommandUser::Server | CommandUser::RootWithoutCapabilities => None,
         }
-        let owner = std::fs::metadata(&self.root).ok()?;
-        (owner.uid() != 0).then(|| (owner.uid(), owner.gid()))
     }
 
     /// A command for `argv[0]` with `argv[1..]`, its working directory at the root,

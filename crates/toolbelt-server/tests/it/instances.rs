@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     FakeModel, READER, RUNNER, TestServer, json_of, on_both, problem_of, text, tool_call,
+    wait_status,
 };
 
 /// Starts a run of `helper` on `server` that waits for the approval of `delete_file`:
@@ -110,22 +111,7 @@ async fn an_approval_sent_to_the_other_instance_names_the_instance_holding_the_r
             200,
         )
         .await;
-        let started = std::time::Instant::now();
-        loop {
-            let stored = json_of(
-                b.get(&format!("/api/v1/runs/{run}"), READER)
-                    .send()
-                    .await
-                    .unwrap(),
-                200,
-            )
-            .await;
-            if stored["status"] == "succeeded" {
-                break;
-            }
-            assert!(started.elapsed().as_secs() < 5, "{}: {stored}", db.engine);
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        wait_status(&b, &run, "succeeded").await;
         misdirected(
             &b,
             &format!("/api/v1/approvals/{approval}"),

@@ -167,22 +167,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Which of the sandbox's guards hold on this machine, said once at start-up (the probe
     // logs its summary: a warning when commands cannot be confined).
     let _ = toolbelt_tools::sandbox::probe();
-    let as_user = toolbelt_tools::sandbox::Sandbox::new(
-        std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone()),
-        toolbelt_tools::sandbox::SandboxPolicy::new(),
-    )
-    .run_as();
-    match as_user {
-        Some((uid, gid)) => tracing::info!(
+    let workspace =
+        std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone());
+    use toolbelt_tools::sandbox::{CommandUser, SandboxMode, command_user};
+    match command_user(&workspace, SandboxMode::WorkspaceWrite) {
+        CommandUser::Owner { uid, gid } => tracing::info!(
             uid,
             gid,
             "sandbox: commands run as the workspace's owner, not as root"
         ),
-        None if running_as_root() => tracing::warn!(
+        CommandUser::RootWithoutCapabilities => tracing::warn!(
             "sandbox: the workspace belongs to root, so commands run as uid 0 with no \
              capability; give the workspace to a user (chown) for commands to run as that user"
         ),
-        None => {}
+        _ => {}
     }
     tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
     println!(
@@ -297,10 +295,4 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
-}
-
-/// Whether this process runs as root (effective uid 0), read from `/proc/self`'s owner.
-fn running_as_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
