@@ -500,7 +500,8 @@ impl Run<'_> {
             .with_used_tools(used_tools(history));
         let decision = router.route_or_fallback(&request).await;
         tracing::debug!(router = %decision.router, outcome = ?decision.outcome,
-            tools = ?decision.tool_names(), fallback = decision.fallback, "routed");
+            tools = ?decision.tool_names(), fallback = decision.fallback,
+            reason = %decision.reason, "routed");
         emit(self.sink, || AgentEvent::Routed(decision.clone()));
         let question = match &decision.outcome {
             RouteOutcome::Tools if decision.fallback => None,

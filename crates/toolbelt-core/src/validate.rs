@@ -8,6 +8,9 @@ use crate::spec::ToolSpec;
 /// Most violations reported for one call; more only add noise for the model.
 const MAX_VIOLATIONS: usize = 8;
 
+/// Most characters of unreadable arguments quoted back to the model.
+const MAX_QUOTED: usize = 200;
+
 /// A parameter schema compiled once per tool.
 pub(crate) struct CompiledSchema {
     validator: jsonschema::Validator,
@@ -34,6 +37,11 @@ impl CompiledSchema {
         if self.validator.is_valid(args) {
             return Ok(());
         }
+        if let Value::String(raw) = args {
+            return Err(ToolError::InvalidArguments {
+                violations: vec![self.not_json(raw)],
+            });
+        }
         let violations: Vec<Violation> = self
             .validator
             .iter_errors(args)
@@ -53,6 +61,33 @@ impl CompiledSchema {
             })
             .collect();
         Err(ToolError::InvalidArguments { violations })
+    }
+
+    /// Arguments a model wrote that did not parse (a provider keeps them as a JSON string):
+    /// what was wrong, in serde's words, and the object the tool expects.
+    fn not_json(&self, raw: &str) -> Violation {
+        let reason = match serde_json::from_str::<Value>(raw) {
+            Err(e) => format!("they are not valid JSON ({e})"),
+            Ok(_) => "they are a JSON string, not an object".to_owned(),
+        };
+        let shown: String = raw.chars().take(MAX_QUOTED).collect();
+        let cut = if shown.len() < raw.len() { "…" } else { "" };
+        let required: Vec<String> = self.schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|n| format!("\"{n}\": …"))
+            .collect();
+        Violation {
+            pointer: String::new(),
+            schema_path: "/type".to_owned(),
+            message: format!(
+                "the arguments `{shown}{cut}` could not be read: {reason}; send them as one JSON \
+                 object, {{{}}}",
+                required.join(", ")
+            ),
+        }
     }
 
     /// "unknown argument `limit`; the arguments are `path`, `start_line`, `end_line`", the

@@ -63,7 +63,7 @@ pub fn router_for(
 }
 
 /// The tools every workspace question gets for a small model (see [`for_profile`]).
-pub const WORKSPACE_TOOLS: [&str; 3] = ["file_search", "list_dir", "file_read"];
+pub const WORKSPACE_TOOLS: [&str; 3] = ["file_search", "file_read", "list_dir"];
 
 /// `config` adjusted to what the model of `profile` handles: at most `max_tools` tools a
 /// request; for a model that should get no tools when the router is unsure (small local

@@ -701,7 +701,7 @@ impl HybridRouter {
         let dense =
             self.has_minilm() && embedding.iter().chain(&multilingual).any(|v| !v.is_empty());
         let mut fused = self.fuse(&rankings, toolset.len(), dense);
-        self.add_value_fit(toolset, input, &mut fused, dense);
+        self.add_value_fit(toolset, &self.words_of(input), &mut fused, dense);
         fused.truncate(k);
         Ranking {
             tools: fused,
@@ -714,13 +714,27 @@ impl HybridRouter {
         }
     }
 
+    /// The request as the word signals (BM25, value fit) read it. With the workspace rule on
+    /// (a workspace assistant), a file name names a file, not a tool: `logs/app.log` is read
+    /// as "file", as the keyword groups read it, so neither its extension nor its stem ranks
+    /// `git` (whose text and `subcommand` values speak of the log).
+    fn words_of<'a>(&self, input: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.config.workspace_tools.is_empty() {
+            std::borrow::Cow::Borrowed(input)
+        } else {
+            std::borrow::Cow::Owned(crate::keyword::mask_file_names(&input.to_lowercase()))
+        }
+    }
+
     /// The word signals of a request (BM25, keyword groups) and the text its vector is
     /// made from: the latest turn, or with an elliptical turn, the previous user turn
     /// joined to it. What [`HybridRouter::rank_request`] starts from and
     /// [`HybridRouter::embed_requests`] embeds ahead.
     fn plan(&self, toolset: &Toolset, input: &str, recent: &[String], n: usize) -> Plan {
         let cfg = &self.config;
-        let lexical = self.lexical.search(toolset, input, n);
+        let words = self.words_of(input);
+        let words = words.as_ref();
+        let lexical = self.lexical.search(toolset, words, n);
         let mut lexical_ok = lexical
             .first()
             .is_some_and(|t| t.score >= cfg.min_lexical_score);
@@ -736,7 +750,7 @@ impl HybridRouter {
         let coverage = match lexical.first() {
             Some(best) if (lexical_ok && cfg.min_lexical_words > 1) || short_follow_up => self
                 .lexical
-                .with_index(toolset, |index| index.coverage(input, &best.name)),
+                .with_index(toolset, |index| index.coverage(words, &best.name)),
             _ => None,
         };
         if lexical_ok
@@ -1029,9 +1043,15 @@ impl HybridRouter {
         d
     }
 
-    /// The workspace rule ([`HybridConfig::workspace_tools`]): a request that names the
-    /// workspace and got none of those tools (nor another tool of their groups) gets them, in
-    /// their order, in place of the lowest-ranked others beyond `max_k` (the best stays).
+    /// The workspace rule ([`HybridConfig::workspace_tools`]), for a request that names the
+    /// workspace:
+    /// - one that only asks for facts (no verb of change, see
+    ///   [`crate::keyword::asks_to_change`]) gets no mutating tool, and every workspace tool:
+    ///   they take the places left free, then those of the lowest-ranked other tools (the
+    ///   best-ranked tool stays), up to `max_k`;
+    /// - one that asks for a change and got none of those tools (nor another tool of their
+    ///   groups) gets them, in their order, in place of the lowest-ranked others beyond
+    ///   `max_k` (the best stays).
     fn add_workspace_tools(
         &self,
         request: &RouteRequest,
@@ -1043,32 +1063,75 @@ impl HybridRouter {
             return;
         }
         let toolset = &request.toolset;
-        // A ranked tool of the same group (`file_edit` beside `file_read`) already serves.
-        let tags = |name: &str| -> Vec<String> {
-            toolset
-                .get(name)
-                .map(|t| t.spec().tags.clone())
-                .unwrap_or_default()
-        };
-        let family: Vec<String> = cfg.workspace_tools.iter().flat_map(|t| tags(t)).collect();
-        if tools.iter().any(|t| {
-            cfg.workspace_tools.contains(&t.name)
-                || tags(&t.name).iter().any(|g| family.contains(g))
-        }) {
-            return;
-        }
-        let mut add: Vec<&String> = cfg
+        let mut missing: Vec<&String> = cfg
             .workspace_tools
             .iter()
-            .filter(|t| toolset.contains(t))
+            .filter(|t| toolset.contains(t) && !tools.iter().any(|r| &r.name == *t))
             .collect();
+        let mut add: Vec<&String> = Vec::new();
+        if !crate::keyword::asks_to_change(&request.input) {
+            // Small models called `file_edit` for "What theme is set in settings.json?" and
+            // `git` for "How many lines in logs/app.log contain ERROR?".
+            let mutating = |name: &str| {
+                toolset
+                    .get(name)
+                    .is_some_and(|t| !t.spec().policy.is_read_only())
+            };
+            let dropped: Vec<String> = tools
+                .iter()
+                .filter(|t| mutating(&t.name))
+                .map(|t| t.name.clone())
+                .collect();
+            if !dropped.is_empty() {
+                tools.retain(|t| !mutating(&t.name));
+                reason.push_str(&format!(
+                    "; the request only asks for facts: left out {}",
+                    dropped.join(", ")
+                ));
+            }
+            while !missing.is_empty() {
+                if tools.len() + add.len() >= cfg.max_k.max(1) {
+                    let other = tools
+                        .iter()
+                        .skip(1)
+                        .rposition(|t| !cfg.workspace_tools.contains(&t.name));
+                    match other {
+                        Some(at) => {
+                            tools.remove(at + 1);
+                        }
+                        None => break,
+                    }
+                }
+                add.push(missing.remove(0));
+            }
+        } else {
+            // A ranked tool of the same group (`file_edit` beside `file_read`) already serves.
+            let tags = |name: &str| -> Vec<String> {
+                toolset
+                    .get(name)
+                    .map(|t| t.spec().tags.clone())
+                    .unwrap_or_default()
+            };
+            let family: Vec<String> = cfg.workspace_tools.iter().flat_map(|t| tags(t)).collect();
+            let served = tools.iter().any(|t| {
+                cfg.workspace_tools.contains(&t.name)
+                    || tags(&t.name).iter().any(|g| family.contains(g))
+            });
+            if !served && !missing.is_empty() {
+                // The best-ranked tool stays; the workspace tools fill the rest up to `max_k`.
+                let keep = cfg
+                    .max_k
+                    .saturating_sub(missing.len())
+                    .max(1)
+                    .min(tools.len());
+                tools.truncate(keep);
+                missing.truncate(cfg.max_k.saturating_sub(keep).max(1));
+                add = missing;
+            }
+        }
         if add.is_empty() {
             return;
         }
-        // The best-ranked tool stays; the workspace tools fill the rest up to `max_k`.
-        let keep = cfg.max_k.saturating_sub(add.len()).max(1).min(tools.len());
-        tools.truncate(keep);
-        add.truncate(cfg.max_k.saturating_sub(keep).max(1));
         let names: Vec<&str> = add.iter().map(|t| t.as_str()).collect();
         reason.push_str(&format!(
             "; the request names the workspace: sent {}",

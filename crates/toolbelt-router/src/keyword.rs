@@ -266,8 +266,6 @@ const FILE_EXTENSIONS: &[&str] = &[
     "tsx", "tsv", "txt", "xls", "xlsx", "xml", "yaml", "yml", "zip",
 ];
 
-/// `text` (lower-case) with every file name (a path-like run ending in
-/// `.ext` with a known extension) replaced by the word `file`.
 /// Words that name the workspace (lower case): its files, folders and project, in English
 /// and Chinese. A file name (`data.csv`) counts too.
 const WORKSPACE_WORDS: &[&str] = &[
@@ -281,6 +279,7 @@ const WORKSPACE_WORDS: &[&str] = &[
     "repository",
     "codebase",
     "workspace",
+    "git",
     "文件",
     "目录",
     "项目",
@@ -297,7 +296,83 @@ pub(crate) fn mentions_workspace(input: &str) -> bool {
         .any(|w| contains_keyword(&lowered, w))
 }
 
-fn mask_file_names(text: &str) -> String {
+/// Verbs that ask for a change in the workspace (lower case), in English and Chinese: a
+/// request without one only reads. English ones count in their base form only (the
+/// imperative: "change the port", not "uncommitted changes" or "which files changed"), and
+/// `set` only as "set … to".
+const CHANGE_WORDS: &[&str] = &[
+    "write",
+    "rewrite",
+    "overwrite",
+    "create",
+    "add",
+    "append",
+    "insert",
+    "change",
+    "edit",
+    "modify",
+    "update",
+    "replace",
+    "rename",
+    "delete",
+    "remove",
+    "save",
+    "fix",
+    "copy",
+    "move",
+    "make",
+    "put",
+    "写入",
+    "写进",
+    "写上",
+    "写下",
+    "写一",
+    "写个",
+    "写成",
+    "新建",
+    "创建",
+    "添加",
+    "追加",
+    "插入",
+    "改",
+    "编辑",
+    "更新",
+    "替换",
+    "重命名",
+    "删除",
+    "删掉",
+    "保存",
+    "修复",
+    "复制",
+    "移动",
+    "设置为",
+    "设为",
+    "设成",
+];
+
+/// Whether `input` asks for a change (a verb of [`CHANGE_WORDS`], or "set … to"), not only
+/// for facts: "What theme is set in settings.json?" reads, "set retries to 10" changes.
+pub(crate) fn asks_to_change(input: &str) -> bool {
+    let lowered = mask_file_names(&input.to_lowercase());
+    let words: Vec<&str> = lowered
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    CHANGE_WORDS.iter().any(|w| {
+        if w.is_ascii() {
+            words.contains(w)
+        } else {
+            lowered.contains(w)
+        }
+    }) || words
+        .iter()
+        .enumerate()
+        .any(|(i, w)| *w == "set" && words[i + 1..].iter().take(5).any(|w| *w == "to"))
+}
+
+/// `text` (lower-case) with every file name (a path-like run ending in
+/// `.ext` with a known extension) replaced by the word `file`.
+pub(crate) fn mask_file_names(text: &str) -> String {
     let path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.' | '~');
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -364,6 +439,33 @@ impl Router for KeywordRouter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_for_facts_does_not_ask_to_change() {
+        for reads in [
+            "What theme is set in data/settings.json?",
+            "How many lines in logs/app.log contain ERROR?",
+            "List the files in this directory, then read notes.md and tell me the secret word.",
+            "Which files have uncommitted changes in this git repository?",
+            "data/settings.json 里 owner 的名字是什么？",
+            "src 目录下有几个 .py 文件？",
+            "Read settings.json; what is it set for?",
+            "这个文件里写的是什么？",
+        ] {
+            assert!(!asks_to_change(reads), "{reads}");
+        }
+        for changes in [
+            "In data/settings.json, set retries to 10.",
+            "In config.txt, change the port from 8080 to 9090.",
+            "Create a file named todo.txt containing the line: buy milk",
+            "Read config.txt and write the host name it uses into a new file host.txt.",
+            "把 notes.md 里的秘密单词从 marmalade 改成 honey。",
+            "新建一个文件 greeting.txt，内容写：你好。",
+            "Set the theme of settings.json to light",
+        ] {
+            assert!(asks_to_change(changes), "{changes}");
+        }
+    }
 
     #[test]
     fn builtin_groups_parse() {

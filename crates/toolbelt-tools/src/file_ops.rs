@@ -12,7 +12,7 @@ use serde_json::json;
 use toolbelt_core::{ToolContext, ToolError, ToolOutput};
 use toolbelt_macros::tool;
 
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, WorkspaceError};
 
 pub use self::search::{FileSearchTool, file_search};
 
@@ -220,7 +220,35 @@ fn check_git_write(workspace: &Workspace, resolved: &Path, shown: &str) -> Resul
     Ok(())
 }
 
-/// Write a text file in the workspace, replacing it if it exists (atomically: a temporary file, then a rename).
+/// `file_edit` with an empty `old_text`: creates `path` holding `new_text` when no file is
+/// there; otherwise changes nothing and says what to give instead.
+fn create_with_edit(
+    workspace: &Workspace,
+    path: &str,
+    new_text: &str,
+) -> Result<String, ToolError> {
+    let target = workspace.resolve_for_write(path)?;
+    let shown = workspace.display_path(&target);
+    check_git_write(workspace, &target, &shown)?;
+    if target.exists() {
+        return Err(ToolError::invalid_argument(
+            "/old_text",
+            format!(
+                "must not be empty: {shown} exists. Give the exact text to replace (read the \
+                 file first), or use file_write to replace the whole file"
+            ),
+        ));
+    }
+    workspace
+        .write_atomic(&target, new_text.as_bytes())
+        .map_err(|e| io_error("write", &shown, &e))?;
+    Ok(format!(
+        "created {shown} ({} bytes): it did not exist and old_text was empty",
+        new_text.len()
+    ))
+}
+
+/// Create a text file in the workspace, or replace it if it exists (atomically: a temporary file, then a rename).
 #[tool(tags("file_ops"), mutating, timeout = "30s")]
 pub async fn file_write(
     ctx: &ToolContext,
@@ -257,13 +285,14 @@ pub async fn file_write(
 ///
 /// `old_text` must occur exactly once (or set `replace_all`); the call fails,
 /// changing nothing, when the text is absent or ambiguous. Include enough
-/// surrounding lines to make it unique.
+/// surrounding lines to make it unique. An empty `old_text` creates a file that
+/// does not exist yet, holding `new_text`.
 #[tool(tags("file_ops"), mutating, timeout = "30s")]
 pub async fn file_edit(
     ctx: &ToolContext,
     /// Path relative to the workspace root.
     path: String,
-    /// The exact text to replace, whitespace and indentation included.
+    /// The exact text to replace, whitespace and indentation included (empty: create the file).
     old_text: String,
     /// The replacement text.
     new_text: String,
@@ -272,10 +301,10 @@ pub async fn file_edit(
 ) -> Result<String, ToolError> {
     let workspace = Workspace::from_context(ctx)?;
     if old_text.is_empty() {
-        return Err(ToolError::invalid_argument(
-            "/old_text",
-            "must not be empty",
-        ));
+        // Small models create files with `file_edit` and an empty `old_text`; a file that
+        // does not exist yet is created, an existing one is never overwritten this way.
+        let workspace = workspace.clone();
+        return blocking(move || create_with_edit(&workspace, &path, &new_text)).await;
     }
     if old_text == new_text {
         return Err(ToolError::invalid_argument(
@@ -287,7 +316,15 @@ pub async fn file_edit(
     let replace_all = replace_all.unwrap_or(false);
     let workspace = workspace.clone();
     blocking(move || {
-        let file = workspace.resolve(&path)?;
+        let file = match workspace.resolve(&path) {
+            Err(WorkspaceError::NotFound { path }) => {
+                return Err(ToolError::failed(format!(
+                    "{path:?} does not exist in the workspace, so there is no text to replace; \
+                     to create it, call file_write (or file_edit with an empty old_text)"
+                )));
+            }
+            other => other?,
+        };
         let shown = workspace.display_path(&file);
         check_git_write(&workspace, &file, &shown)?;
         let original = read_text(&workspace, &file, &shown, cap)?;

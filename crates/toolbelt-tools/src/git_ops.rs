@@ -17,7 +17,7 @@ use toolbelt_macros::tool;
 use crate::process::{self, Limits, RunError};
 use crate::sandbox::{Sandbox, SandboxMode, SandboxPolicy};
 use crate::shell::{ShellConfig, error_chain};
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// What `git` may run; none of these changes the repository.
 // Variant doc comments would make schemars emit `oneOf` with descriptions, which
@@ -62,7 +62,7 @@ pub async fn git(
     /// Directory of the repository relative to the workspace root (default: the root).
     repo: Option<String>,
 ) -> Result<ToolOutput, ToolError> {
-    let git = Git::open(ctx, repo.as_deref())?;
+    let (git, note) = Git::open_or_root(ctx, repo.as_deref())?;
     let mut args: Vec<OsString> = Vec::new();
     match command {
         GitQuery::Status => args.extend(os([
@@ -107,7 +107,7 @@ pub async fn git(
         args.extend(git.paths(paths.as_deref().unwrap_or_default())?);
     }
     let out = git.run(args, true).await?;
-    Ok(ToolOutput::text(if out.trim().is_empty() {
+    let out = if out.trim().is_empty() {
         match command {
             GitQuery::Diff => "no changes".to_owned(),
             GitQuery::Log => "no commits".to_owned(),
@@ -115,6 +115,10 @@ pub async fn git(
         }
     } else {
         out
+    };
+    Ok(ToolOutput::text(match note {
+        Some(note) => format!("{note}\n{out}"),
+        None => out,
     }))
 }
 
@@ -224,6 +228,32 @@ impl<'a> Git<'a> {
             shell: ShellConfig::from_context(ctx),
             cancel: ctx.cancellation(),
         })
+    }
+
+    /// [`Git::open`] for the read-only `git` tool, forgiving a `repo` that names no folder
+    /// of the workspace (small models wrote `root` and `path/to/repo`): the workspace root
+    /// is used instead, with a note saying so. A `repo` outside the workspace is still refused.
+    fn open_or_root(
+        ctx: &'a ToolContext,
+        repo: Option<&str>,
+    ) -> Result<(Self, Option<String>), ToolError> {
+        let workspace = Workspace::from_context(ctx)?;
+        let missing = match repo {
+            Some(r) => match workspace.resolve(r) {
+                Ok(dir) => !dir.is_dir(),
+                Err(WorkspaceError::NotFound { .. }) => true,
+                Err(e) => return Err(e.into()),
+            },
+            None => false,
+        };
+        if missing {
+            let note = format!(
+                "[repo {:?} is not a folder of the workspace; used the workspace root]",
+                repo.unwrap_or_default()
+            );
+            return Ok((Self::open(ctx, None)?, Some(note)));
+        }
+        Ok((Self::open(ctx, repo)?, None))
     }
 
     /// Checks each path against the workspace and hands git an absolute path

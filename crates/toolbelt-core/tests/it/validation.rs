@@ -86,3 +86,26 @@ async fn the_model_reads_a_corrective_message() {
     );
     assert_eq!(result.attempts, 0, "the tool never ran");
 }
+
+/// A provider keeps arguments that did not parse as a JSON string (Qwen2.5-Coder-1.5B
+/// wrote `{"to": ["a@b.c"], "body": "hi` and stopped); the model is told what it wrote, why
+/// it could not be read, and which arguments the object needs.
+#[tokio::test]
+async fn arguments_that_are_not_json_are_quoted_with_the_reason() {
+    let v = violations(json!(r#"{"to": ["a@b.c"], "body": "hi"#)).await;
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].pointer, "");
+    assert_eq!(
+        v[0].message,
+        "the arguments `{\"to\": [\"a@b.c\"], \"body\": \"hi` could not be read: they are not \
+         valid JSON (EOF while parsing a string at line 1 column 29); send them as one JSON \
+         object, {\"to\": …, \"body\": …}"
+    );
+    let long = "x".repeat(500);
+    let v = violations(json!(long)).await;
+    assert!(
+        v[0].message.contains(&format!("`{}…`", "x".repeat(200))),
+        "{}",
+        v[0].message
+    );
+}

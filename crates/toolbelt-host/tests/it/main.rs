@@ -3,5 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod small_models;
 mod stored_agents;
 mod support;

@@ -76,9 +76,11 @@ fn message(message: &Message) -> Value {
 }
 
 fn call(call: &ToolCall) -> Value {
-    // Unparsed arguments go back exactly as the model wrote them.
+    // Arguments that were not JSON go back as `{}`: servers that render the history
+    // through a chat template (llama.cpp's) refuse the whole request when a call's
+    // arguments do not parse. The tool result beside the call quotes what the model wrote.
     let arguments = match &call.arguments {
-        Value::String(raw) => raw.clone(),
+        Value::String(_) => "{}".to_owned(),
         other => other.to_string(),
     };
     json!({

@@ -50,7 +50,8 @@ pub async fn file_search(
     /// Answer with numbers instead of lines: how many lines match per file (with
     /// `pattern`), or how many files there are and how many lines each has.
     count: Option<bool>,
-    /// Match `pattern` regardless of upper and lower case.
+    /// Match `pattern` regardless of upper and lower case. Default: any case when
+    /// `pattern` has no capital letter, exact case when it has one.
     case_insensitive: Option<bool>,
     /// Also search hidden files and folders (names starting with `.`).
     include_hidden: Option<bool>,
@@ -62,10 +63,12 @@ pub async fn file_search(
         .filter(|g| !g.trim().is_empty())
         .map(|g| PathGlob::new(&g))
         .transpose()?;
-    let case_insensitive = case_insensitive.unwrap_or(false);
     let pattern = pattern
         .filter(|p| !p.is_empty())
-        .map(|p| Pattern::compile(p, case_insensitive))
+        .map(|p| {
+            let any_case = case_insensitive.unwrap_or_else(|| !has_capital(&p));
+            Pattern::compile(p, any_case)
+        })
         .transpose()?;
     let query = Query {
         workspace: workspace.clone(),
@@ -201,6 +204,18 @@ impl Pattern {
             }
         )
     }
+}
+
+/// Whether `pattern` holds a capital letter, escapes (`\S`, `\W`) not counted: what
+/// "smart case" reads as asking for an exact case (`invoice` finds `Invoice`, `Invoice`
+/// does not find `invoice`).
+fn has_capital(pattern: &str) -> bool {
+    let mut escaped = false;
+    pattern.chars().any(|c| {
+        let capital = !escaped && c.is_uppercase();
+        escaped = !escaped && c == '\\';
+        capital
+    })
 }
 
 /// The regex engine's complaint in one line (its parse errors span several,

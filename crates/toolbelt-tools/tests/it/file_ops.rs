@@ -221,6 +221,49 @@ async fn edits_a_unique_match_and_refuses_absent_or_ambiguous_text() {
     assert_eq!(fx.read("m.rs"), "let a = 9;\nlet b = 9;\nlet c = 3;\n");
 }
 
+/// Qwen2.5-Coder-1.5B asked to create `todo.txt` called `file_edit` with an empty
+/// `old_text` (30-task set, create-todo); it was refused as invalid and gave up.
+#[tokio::test]
+async fn an_empty_old_text_creates_a_missing_file_and_never_overwrites() {
+    let fx = Fx::new();
+    let out = fx
+        .ok(
+            "file_edit",
+            json!({"path": "notes/todo.txt", "old_text": "", "new_text": "buy milk\n"}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        "created notes/todo.txt (9 bytes): it did not exist and old_text was empty"
+    );
+    assert_eq!(fx.read("notes/todo.txt"), "buy milk\n");
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "notes/todo.txt", "old_text": "", "new_text": "eggs\n"}),
+        )
+        .await;
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments: at /old_text: must not be empty: notes/todo.txt exists. Give the \
+         exact text to replace (read the file first), or use file_write to replace the whole file"
+    );
+    assert_eq!(fx.read("notes/todo.txt"), "buy milk\n");
+    // A non-empty old_text in a file that is not there names the way to create it.
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "todo.txt", "old_text": "milk", "new_text": "eggs"}),
+        )
+        .await;
+    assert_eq!(
+        err.to_string(),
+        "\"todo.txt\" does not exist in the workspace, so there is no text to replace; to \
+         create it, call file_write (or file_edit with an empty old_text)"
+    );
+    assert!(!exists(&fx.root().join("todo.txt")));
+}
+
 #[tokio::test]
 async fn lists_directories_with_kinds_and_sizes() {
     let fx = Fx::new();
@@ -273,7 +316,7 @@ async fn searches_by_glob_and_content_respecting_gitignore_and_hidden() {
     );
     assert_eq!(
         fx.ok("file_search", json!({"pattern": "zzz"})).await,
-        "no matches for `zzz` (regular expression, exact case): searched 2 files under .; \
+        "no matches for `zzz` (regular expression, any case): searched 2 files under .; \
          hidden files and files ignored by .gitignore are skipped"
     );
 }
@@ -285,7 +328,7 @@ async fn search_lists_symlinks_but_does_not_read_through_them() {
     symlink(outside.join("secret.txt"), fx.root().join("s.txt")).unwrap();
     assert_eq!(
         fx.ok("file_search", json!({"pattern": "s3cret"})).await,
-        "no matches for `s3cret` (regular expression, exact case): searched 0 files under .; \
+        "no matches for `s3cret` (regular expression, any case): searched 0 files under .; \
          hidden files and files ignored by .gitignore are skipped"
     );
     // Without glob or pattern, every file is listed.

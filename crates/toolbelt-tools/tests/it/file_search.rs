@@ -71,7 +71,7 @@ async fn no_match_answers_say_what_was_searched() {
     let fx = notes();
     assert_eq!(
         fx.ok("file_search", json!({"pattern": "zzz"})).await,
-        "no matches for `zzz` (regular expression, exact case): searched 3 files under . \
+        "no matches for `zzz` (regular expression, any case): searched 3 files under . \
          (1 file skipped as binary); hidden files and files ignored by .gitignore are skipped"
     );
     assert_eq!(
@@ -85,7 +85,7 @@ async fn no_match_answers_say_what_was_searched() {
     assert_eq!(
         fx.ok("file_search", json!({"glob": "*.md", "pattern": "zzz"}))
             .await,
-        "no matches for `zzz` (regular expression, exact case): searched the 1 file under . \
+        "no matches for `zzz` (regular expression, any case): searched the 1 file under . \
          matching glob `*.md` (of 4 files); hidden files and files ignored by .gitignore are \
          skipped"
     );
@@ -98,6 +98,41 @@ async fn a_different_case_is_found_when_the_exact_case_is_not() {
         fx.ok("file_search", json!({"pattern": "Invoice"})).await,
         "[no line matches `Invoice` with its exact case; these match it in any case]\n\
          notes/b.md:2: the invoice is due friday\n[1 matching line in 1 file under .]"
+    );
+}
+
+/// Qwen2.5-Coder-1.5B asked "which file mentions the word invoice" searched for `invoice`
+/// in a folder whose file says `Invoice` (30-task set, search-word). A pattern with no
+/// capital letter matches any case; one with a capital keeps its case; the argument wins.
+#[tokio::test]
+async fn a_lower_case_pattern_matches_any_case() {
+    let fx = notes();
+    fx.write("notes/c.md", "INVOICE 7\n");
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"pattern": "invoice", "path": "notes"})
+        )
+        .await,
+        "notes/b.md:2: the invoice is due friday\nnotes/c.md:1: INVOICE 7\n\
+         [2 matching lines in 2 files under notes]"
+    );
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"pattern": "invoice", "path": "notes", "case_insensitive": false})
+        )
+        .await,
+        "notes/b.md:2: the invoice is due friday\n[1 matching line in 1 file under notes]"
+    );
+    // An escape is not a capital: `\S` does not ask for the exact case.
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"pattern": "invoice \\S*7", "path": "notes"})
+        )
+        .await,
+        "notes/c.md:1: INVOICE 7\n[1 matching line in 1 file under notes]"
     );
 }
 

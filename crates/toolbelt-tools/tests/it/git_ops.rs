@@ -115,6 +115,44 @@ async fn branch_and_checkout() {
     );
 }
 
+/// Qwen2.5-Coder-1.5B asked for the last commit with `"repo": "path/to/repo"` and
+/// `"repo": "root"` (30-task set, git-last and git-zh), got "does not exist" and gave up.
+/// The read-only tool uses the workspace root for a `repo` that names no folder, and says
+/// so; one outside the workspace is still refused.
+#[tokio::test]
+async fn a_repo_that_names_no_folder_reads_the_workspace_root() {
+    let fx = repo();
+    fx.write("a.txt", "one\n");
+    sh_git(fx.dir.path(), &["add", "a.txt"]);
+    sh_git(fx.dir.path(), &["commit", "-q", "-m", "fix the off-by-one"]);
+    for repo in ["path/to/repo", "root", "a.txt"] {
+        let log = fx
+            .ok(
+                "git",
+                json!({"command": "log", "max_count": 1, "repo": repo}),
+            )
+            .await;
+        assert!(
+            log.starts_with(&format!(
+                "[repo {repo:?} is not a folder of the workspace; used the workspace root]\n"
+            )) && log.ends_with(" Test: fix the off-by-one"),
+            "{log}"
+        );
+    }
+    assert!(is_denied(
+        &fx.err("git", json!({"command": "log", "repo": "../elsewhere"}))
+            .await
+    ));
+    // git_write changes things: it keeps refusing a repo that is not there.
+    let err = fx
+        .err(
+            "git_write",
+            json!({"command": "add", "paths": ["a.txt"], "repo": "root"}),
+        )
+        .await;
+    assert!(err.to_string().contains("does not exist"), "{err}");
+}
+
 #[tokio::test]
 async fn refuses_option_injection_missing_arguments_and_outside_paths() {
     let fx = repo();

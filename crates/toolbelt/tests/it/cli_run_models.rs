@@ -352,3 +352,50 @@ fn a_small_model_gets_few_tools_and_none_for_a_question_it_can_answer() {
         "{offered:?}"
     );
 }
+
+/// Qwen2.5-Coder-1.5B on llama-server wrote a call whose arguments stopped mid-string
+/// (count-zh, json-zh in the 30-task set). The history sent back held them raw, and
+/// llama-server refused every later request (`500 Failed to parse tool call arguments as
+/// JSON`), so the run died. Now the history carries `{}` for them and the tool result
+/// quotes what the model wrote and why it could not be read.
+#[test]
+fn arguments_that_do_not_parse_go_back_as_an_object_with_the_reason_beside_them() {
+    let dir = workspace();
+    let broken = json!({"index": 0, "id": "call_1", "type": "function",
+        "function": {"name": "file_read", "arguments": "{\"path\": \"hello.t"}});
+    let (url, server) = fake_openai(vec![
+        sse(
+            &[json!({"role": "assistant", "tool_calls": [broken]})],
+            "tool_calls",
+        ),
+        fixture("qwen1.5b-native-call.sse"),
+        text("hello.txt says the basket holds 42 apples.", "stop"),
+    ]);
+    let out = toolbelt_run(
+        dir.path(),
+        &env(&url),
+        &["--no-router", "--groups", "file_read", "Read hello.txt"],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let bodies = server.join().unwrap();
+    for body in &bodies[1..] {
+        for message in body["messages"].as_array().unwrap() {
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                let arguments = call["function"]["arguments"].as_str().unwrap();
+                let parsed: Value = serde_json::from_str(arguments)
+                    .unwrap_or_else(|e| panic!("{arguments:?} does not parse: {e}"));
+                assert!(parsed.is_object(), "{arguments}");
+            }
+        }
+    }
+    let result = last_message(&bodies[1]);
+    assert_eq!(result["role"], "tool", "{result}");
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.contains("the arguments `{\"path\": \"hello.t` could not be read")
+            && content.contains("{\"path\": …}"),
+        "{content}"
+    );
+}

@@ -1,0 +1,84 @@
+//! The router a small local model gets (`for_profile` with the shipped profile of
+//! Qwen2.5-Coder-1.5B) over the real built-in tools: what the 30-task set of
+//! `scripts/real-llm.sh` showed it offering, and what it offers now.
+
+use toolbelt_core::Toolset;
+use toolbelt_llm::ModelProfiles;
+use toolbelt_router::{AnyRouter, HybridConfig, HybridRouter, RouteDecision, RouteRequest};
+
+fn small_model_router(tools: &Toolset) -> AnyRouter {
+    let profile = ModelProfiles::builtin().find("qwen2.5-coder-1.5b-instruct");
+    let config = toolbelt_host::for_profile(HybridConfig::default(), &profile, tools.len());
+    AnyRouter::new(HybridRouter::standard().with_config(config))
+}
+
+fn route(router: &AnyRouter, tools: &Toolset, input: &str) -> RouteDecision {
+    let request = RouteRequest::new(input.to_owned(), tools.clone());
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(router.route_or_fallback(&request))
+}
+
+/// Qwen2.5-Coder-1.5B was offered `file_edit` first for "What theme is set in
+/// data/settings.json?", `git` and `shell_exec` for a count of a log's lines (it called
+/// `git log`), `git_write` for the last commit's message. A question for facts about the
+/// workspace gets no mutating tool and the file tools that read (`list_dir` too when the
+/// best-ranked tool is one of them; another best-ranked tool keeps its place); a request to
+/// change keeps its writing tools.
+#[test]
+fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
+    let tools = Toolset::from_tools(toolbelt_tools::builtin_tools().unwrap());
+    let router = small_model_router(&tools);
+    let mutating = |name: &str| !tools.get(name).unwrap().spec().policy.is_read_only();
+    let reading = ["file_search", "file_read", "list_dir"];
+    let mut wrong = Vec::new();
+    for input in [
+        "What theme is set in data/settings.json?",
+        "How many lines in logs/app.log contain ERROR?",
+        "How many rows of data, not counting the header, are in data/users.csv?",
+        "How many replicas does data/deploy.yaml ask for, and which image version does it deploy?",
+        "data/settings.json 里 owner 的名字是什么？",
+        "Read hello.txt and tell me what it says.",
+        "先找到提到 Dana 的文件，再告诉我会议讨论的主题。",
+    ] {
+        let d = route(&router, &tools, input);
+        let names = d.tool_names();
+        let needed = if reading.contains(&names[0].as_str()) {
+            &reading[..]
+        } else {
+            &reading[..2]
+        };
+        if names.len() > 3
+            || names.iter().any(|t| mutating(t))
+            || !needed.iter().all(|t| names.iter().any(|n| n == t))
+        {
+            wrong.push(format!("{input}: {names:?} ({})", d.reason));
+        }
+    }
+    let d = route(
+        &router,
+        &tools,
+        "What was the message of the most recent git commit?",
+    );
+    if !d.tool_names().iter().any(|t| t == "git") || d.tool_names().iter().any(|t| mutating(t)) {
+        wrong.push(format!("git commit: {:?} ({})", d.tool_names(), d.reason));
+    }
+    // `file_edit` with an empty `old_text` creates a file, so either tool serves a creation.
+    for input in [
+        "In data/settings.json, set retries to 10.",
+        "Create a file named todo.txt containing the line: buy milk",
+        "把 notes.md 里的秘密单词从 marmalade 改成 honey。",
+        "Read config.txt and write the host name it uses into a new file host.txt.",
+    ] {
+        let d = route(&router, &tools, input);
+        if !d
+            .tool_names()
+            .iter()
+            .any(|t| t == "file_edit" || t == "file_write")
+        {
+            wrong.push(format!("{input}: {:?} ({})", d.tool_names(), d.reason));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
