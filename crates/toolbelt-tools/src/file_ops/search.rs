@@ -301,6 +301,16 @@ impl Query {
             notes.push(note);
             return Ok(self.render(dir, shown, &walk, notes, None));
         }
+        if let Some(p) = pattern
+            && walk.hits.is_empty()
+            && !self.count
+            && dir != self.root
+            && dir.is_dir()
+            && let Some((walk, note)) = self.widened(shown, p, stop)?
+        {
+            notes.push(note);
+            return Ok(self.render(&self.root, ".", &walk, notes, None));
+        }
         Ok(self.render(dir, shown, &walk, notes, glob))
     }
 
@@ -351,6 +361,39 @@ impl Query {
             }
         }
         Ok(None)
+    }
+
+    /// After a search under a folder found no line however relaxed: the whole workspace,
+    /// in any case (Qwen2.5-Coder-1.5B looked for a company's name under `src` while the
+    /// invoice naming it sits in `docs`, and answered that nothing mentions it).
+    fn widened(
+        &self,
+        shown: &str,
+        pattern: &Pattern,
+        stop: &CancellationToken,
+    ) -> Result<Option<(Walk, String)>, ToolError> {
+        let any_case = if pattern.case_insensitive {
+            None
+        } else {
+            pattern.with_case_ignored()
+        };
+        let wide = any_case.as_ref().unwrap_or(pattern);
+        let walk = self.walk(&self.root, None, Some(wide), stop)?;
+        if walk.hits.is_empty() {
+            return Ok(None);
+        }
+        let note = format!(
+            "[no line under {shown} matches {}, so the whole workspace was searched{} ({}); \
+             these match]",
+            pattern.describe(),
+            if any_case.is_some() {
+                " in any case"
+            } else {
+                ""
+            },
+            files(walk.read)
+        );
+        Ok(Some((walk, note)))
     }
 
     fn render(

@@ -136,6 +136,34 @@ async fn a_lower_case_pattern_matches_any_case() {
     );
 }
 
+/// Qwen2.5-Coder-1.5B asked which file mentions Acme Corp searched `{"path": "src",
+/// "pattern": "Acme Corp"}` while the invoice naming it is in `docs` (30-task set,
+/// search-zh), and answered that nothing does. A folder that has no match, however relaxed,
+/// is followed by the whole workspace; one file is not.
+#[tokio::test]
+async fn a_folder_without_the_text_is_followed_by_the_whole_workspace() {
+    let fx = Fx::new();
+    fx.write("src/app.py", "print('hi')\n");
+    fx.write("docs/invoice.md", "Billed to: ACME Corp\n");
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"path": "src", "pattern": "Acme Corp"})
+        )
+        .await,
+        "[no line under src matches `Acme Corp` (regular expression, exact case), so the whole \
+         workspace was searched in any case (2 files); these match]\n\
+         docs/invoice.md:1: Billed to: ACME Corp\n[1 matching line in 1 file under .]"
+    );
+    let one_file = fx
+        .ok(
+            "file_search",
+            json!({"path": "src/app.py", "pattern": "Acme"}),
+        )
+        .await;
+    assert!(one_file.starts_with("no matches for `Acme`"), "{one_file}");
+}
+
 #[tokio::test]
 async fn a_regex_the_engine_rejects_is_explained_and_searched_as_text() {
     let fx = Fx::new();

@@ -390,12 +390,50 @@ fn arguments_that_do_not_parse_go_back_as_an_object_with_the_reason_beside_them(
             }
         }
     }
-    let result = last_message(&bodies[1]);
-    assert_eq!(result["role"], "tool", "{result}");
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let result = messages.iter().rfind(|m| m["role"] == "tool").unwrap();
     let content = result["content"].as_str().unwrap();
     assert!(
         content.contains("the arguments `{\"path\": \"hello.t` could not be read")
             && content.contains("{\"path\": …}"),
         "{content}"
     );
+}
+
+/// Qwen2.5-Coder-1.5B read `hello.txt` and answered "Thank you for your response." (read-zh
+/// in the 30-task set): behind the tool results it lost the request. Its profile restates
+/// the request after each turn of results; a model without that profile field gets none.
+#[test]
+fn a_small_models_request_is_restated_after_tool_results() {
+    for (model, restated) in [(QWEN, true), ("gpt-4o", false)] {
+        let dir = workspace();
+        let (url, server) = fake_openai(vec![
+            fixture("qwen1.5b-native-call.sse"),
+            text("It says the basket holds 42 apples.", "stop"),
+        ]);
+        let out = toolbelt_run(
+            dir.path(),
+            &[("OPENAI_BASE_URL", url.as_str()), ("TOOLBELT_MODEL", model)],
+            &["--no-router", "--groups", "file_read", "读取 hello.txt"],
+            "",
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bodies = server.join().unwrap();
+        let last = last_message(&bodies[1]);
+        if restated {
+            assert_eq!(last["role"], "user", "{last}");
+            let content = last["content"].as_str().unwrap();
+            assert!(
+                content.starts_with("(runtime) The tool results are above.")
+                    && content.ends_with("My request: 读取 hello.txt"),
+                "{content}"
+            );
+        } else {
+            assert_eq!(last["role"], "tool", "{last}");
+        }
+    }
 }
