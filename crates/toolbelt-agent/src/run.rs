@@ -773,13 +773,6 @@ impl Run<'_> {
                  without calling tools. My request: {}",
                 self.input
             )));
-        } else if self.profile.restate_request {
-            self.transcript.messages.push(Message::user(format!(
-                "(runtime) The tool results are above. If they hold what my request asks, \
-                 answer it now from them, quoting the facts; otherwise call the next tool. \
-                 My request: {}",
-                self.input
-            )));
         }
         Ok(())
     }

@@ -39,11 +39,6 @@ pub struct ModelProfile {
     /// from what it knows (small models call whatever tool they are offered,
     /// e.g. `ask_human` for "What is the capital of France?").
     pub tools_when_unsure: bool,
-    /// Whether the user's request is restated after each turn of tool results (as the last
-    /// user message, asking for the answer or the next call). Small models lose the request
-    /// behind the results: Qwen2.5-Coder-1.5B read `hello.txt` and answered "Thank you for
-    /// your response." (docs/MODELS.md).
-    pub restate_request: bool,
 }
 
 impl Default for ModelProfile {
@@ -57,7 +52,6 @@ impl Default for ModelProfile {
             max_tokens: 4096,
             context_tokens: None,
             tools_when_unsure: true,
-            restate_request: false,
         }
     }
 }
@@ -108,8 +102,6 @@ struct Fields {
     context_tokens: Option<Option<u32>>,
     #[serde(default)]
     tools_when_unsure: Option<bool>,
-    #[serde(default)]
-    restate_request: Option<bool>,
 }
 
 fn null_or<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
@@ -136,9 +128,6 @@ impl Fields {
         if let Some(v) = self.tools_when_unsure {
             profile.tools_when_unsure = v;
         }
-        if let Some(v) = self.restate_request {
-            profile.restate_request = v;
-        }
     }
 }
 
@@ -150,8 +139,7 @@ impl Fields {
 /// ```json
 /// {
 ///   "default": {"max_tools": 16, "native_tool_calls": true, "text_tool_calls": false,
-///               "max_tokens": 4096, "context_tokens": null, "tools_when_unsure": true,
-///               "restate_request": false},
+///               "max_tokens": 4096, "context_tokens": null, "tools_when_unsure": true},
 ///   "profiles": [
 ///     {"match": "*qwen2.5*1.5b*", "max_tools": 3, "text_tool_calls": true, "max_tokens": 1024}
 ///   ]
