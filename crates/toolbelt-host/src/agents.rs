@@ -20,7 +20,7 @@ use crate::error::HostError;
 use crate::factories::AgentToolFactory;
 use crate::provider::{ProviderFor, env_provider, provider_config};
 use crate::router::{for_profile, router_for};
-use crate::skills::stored_skills;
+use crate::skills::skill_set;
 
 /// Turns agent records into runnable agents over one process's tools.
 ///
@@ -49,6 +49,26 @@ pub(crate) struct Inner {
     slot: EmbeddingSlot,
     secrets: Secrets,
     providers: ProviderFor,
+    /// Per agent, what [`AgentFactory::build`] made for its current definition: runs of an
+    /// unchanged agent share one provider (its HTTP client and connections) and one executor
+    /// (its concurrency permits and result cache).
+    parts: std::sync::Mutex<BTreeMap<String, Parts>>,
+    /// The stored skills as last indexed.
+    skills: std::sync::Mutex<Option<IndexedSkills>>,
+}
+
+/// Stored skills indexed once, with the `(name, content hash)` list they came from.
+struct IndexedSkills {
+    seen: Vec<(String, String)>,
+    set: SkillSet,
+}
+
+/// What one definition of an agent (its record at one revision) builds once.
+struct Parts {
+    /// The record's revision and update time when built (configured agents have 0 and 0).
+    revision: (i64, i64),
+    provider: toolbelt_llm::Provider,
+    executor: Executor,
 }
 
 #[derive(Clone)]
@@ -133,6 +153,8 @@ impl AgentFactoryBuilder {
                     .collect(),
                 secrets: self.secrets.unwrap_or_else(Secrets::from_env),
                 providers: self.providers.unwrap_or_else(env_provider),
+                parts: std::sync::Mutex::new(BTreeMap::new()),
+                skills: std::sync::Mutex::new(None),
             }),
         };
         if let Some(tools) = self.attach {
@@ -433,23 +455,24 @@ impl AgentFactory {
     /// [`HostError::Provider`] when no provider is configured; [`HostError::InvalidAgent`]
     /// naming the field the runtime refuses (`router.strategy`, `options.tool_choice` naming a
     /// tool the agent does not get, …); the database's error.
+    ///
+    /// The tools are decided again on every call (availability rules read the clock, secrets
+    /// and settings); the provider and the executor are made once per definition of the agent
+    /// (its revision) and shared by the runs of that definition, and the stored skills are
+    /// indexed again only when they changed.
     pub async fn build(&self, record: &AgentRecord) -> Result<BuiltAgent, HostError> {
         let (toolset, report) = self.tools(record).await?;
-        let provider = (self.inner.providers)(record)?;
+        let (provider, executor) = self.parts(record)?;
         let router = self.router_of(record)?;
         let skills = match self.store() {
-            Some(store) => stored_skills(store).await,
+            Some(store) => self.skills(store).await,
             None => SkillSet::default(),
         };
         let o = &record.options;
-        let mut executor = Executor::builder().policy(o.approval.clone().unwrap_or_default());
-        if let Some(ms) = o.tool_timeout_ms {
-            executor = executor.default_timeout(Duration::from_millis(ms));
-        }
         let mut builder = Agent::builder(provider)
             .name(&record.name)
             .tools(toolset)
-            .executor(executor.build())
+            .executor(executor)
             .skills(skills);
         if !record.description.is_empty() {
             builder = builder.description(&record.description);
@@ -489,6 +512,69 @@ impl AgentFactory {
             model: self.model_name(record),
             tools: report,
         })
+    }
+
+    /// The provider and executor of `record`'s definition: made on the first build of each
+    /// revision, then shared.
+    fn parts(&self, record: &AgentRecord) -> Result<(toolbelt_llm::Provider, Executor), HostError> {
+        let revision = (record.revision, record.updated_at);
+        let mut parts = self
+            .inner
+            .parts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(p) = parts.get(&record.name)
+            && p.revision == revision
+        {
+            return Ok((p.provider.clone(), p.executor.clone()));
+        }
+        let provider = (self.inner.providers)(record)?;
+        let o = &record.options;
+        let mut executor = Executor::builder().policy(o.approval.clone().unwrap_or_default());
+        if let Some(ms) = o.tool_timeout_ms {
+            executor = executor.default_timeout(Duration::from_millis(ms));
+        }
+        let executor = executor.build();
+        parts.insert(
+            record.name.clone(),
+            Parts {
+                revision,
+                provider: provider.clone(),
+                executor: executor.clone(),
+            },
+        );
+        Ok((provider, executor))
+    }
+
+    /// The stored skills, indexed again only when their names or contents changed.
+    async fn skills(&self, store: &Store) -> SkillSet {
+        let records = match store.list_skills().await {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the stored skills; running without them");
+                return SkillSet::default();
+            }
+        };
+        let key: Vec<(String, String)> = records
+            .iter()
+            .map(|r| (r.name.clone(), r.content_hash.clone()))
+            .collect();
+        let mut cached = self
+            .inner
+            .skills
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(indexed) = cached.as_ref()
+            && indexed.seen == key
+        {
+            return indexed.set.clone();
+        }
+        let set = skill_set(records);
+        *cached = Some(IndexedSkills {
+            seen: key,
+            set: set.clone(),
+        });
+        set
     }
 
     /// Builds the agent stored or configured as `name`.

@@ -1,7 +1,7 @@
 //! Stored skills as the runtime's [`Skill`]s.
 
 use toolbelt_router::{Skill, SkillError, SkillSet};
-use toolbelt_store::{SkillRecord, Store};
+use toolbelt_store::SkillRecord;
 
 /// The runtime's skill for a stored one.
 ///
@@ -14,16 +14,9 @@ pub fn skill_of(record: SkillRecord) -> Result<Skill, SkillError> {
     Ok(skill)
 }
 
-/// The skills stored in `store`. A skill that cannot be read is logged and left out: runs go
-/// on without it, as they do when the database cannot be read.
-pub(crate) async fn stored_skills(store: &Store) -> SkillSet {
-    let records = match store.list_skills().await {
-        Ok(records) => records,
-        Err(error) => {
-            tracing::warn!(%error, "cannot read the stored skills; running without them");
-            return SkillSet::default();
-        }
-    };
+/// The stored skills `records`, indexed. A skill that cannot be read is logged and left out:
+/// runs go on without it, as they do when the database cannot be read.
+pub(crate) fn skill_set(records: Vec<SkillRecord>) -> SkillSet {
     let skills = records
         .into_iter()
         .filter_map(|record| {

@@ -261,3 +261,84 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
         drop_schema(&store).await;
     }
 }
+
+/// Runs of an unchanged agent share one provider (its HTTP client) and one executor; a new
+/// revision of the agent gets new ones, built from what it now says. Stored skills are
+/// indexed again only when they change.
+#[tokio::test]
+async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
+    for (store, _dir) in stores("parts").await {
+        let mut draft = AgentDraft::new("writer");
+        draft.options.temperature = Some(0.25);
+        let first = store.create_agent(&draft).await.unwrap();
+        let db = toolbelt_host::open_store(store.clone(), Vec::new(), "test", Secrets::default())
+            .await
+            .unwrap();
+        let made = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let script = ScriptedProvider::new()
+            .then_text("one")
+            .then_text("two")
+            .then_text("three");
+        let provider = script.provider();
+        let counter = Arc::clone(&made);
+        let agents = db
+            .agent_factory()
+            .providers(Arc::new(move |_record| {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(provider.clone())
+            }))
+            .build();
+        let count = || made.load(std::sync::atomic::Ordering::SeqCst);
+        for answer in ["one", "two"] {
+            let built = agents.build_named("writer").await.unwrap();
+            assert_eq!(built.agent.run("hi").await.unwrap().answer, answer);
+        }
+        assert_eq!(count(), 1, "two runs of one revision");
+        draft.options.temperature = Some(0.75);
+        store.update_agent(&draft, first.revision).await.unwrap();
+        let built = agents.build_named("writer").await.unwrap();
+        assert_eq!(count(), 2, "a new revision");
+        assert_eq!(built.agent.run("hi").await.unwrap().answer, "three");
+        let temperatures: Vec<Option<f32>> =
+            script.requests().iter().map(|r| r.temperature).collect();
+        assert_eq!(temperatures, [Some(0.25), Some(0.25), Some(0.75)]);
+
+        let skill = |name: &str, about: &str| {
+            toolbelt_store::SkillDraft::new(name, about, "Do it step by step.")
+        };
+        store
+            .put_skill(&skill("release-notes", "Write release notes"))
+            .await
+            .unwrap();
+        let names = |built: &toolbelt_host::BuiltAgent| -> Vec<String> {
+            let mut names: Vec<String> = built
+                .agent
+                .skills()
+                .map(|s| s.iter().map(|k| k.name.clone()).collect())
+                .unwrap_or_default();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            names(&agents.build_named("writer").await.unwrap()),
+            ["release-notes"]
+        );
+        store
+            .put_skill(&skill("code-review", "Review a change"))
+            .await
+            .unwrap();
+        assert_eq!(
+            names(&agents.build_named("writer").await.unwrap()),
+            ["code-review", "release-notes"]
+        );
+        store
+            .put_skill(&skill("code-review", "Review a change carefully"))
+            .await
+            .unwrap();
+        let built = agents.build_named("writer").await.unwrap();
+        let review = built.agent.skills().unwrap().get("code-review").unwrap();
+        assert_eq!(review.description, "Review a change carefully");
+        assert_eq!(count(), 2, "skills do not rebuild the provider");
+        drop_schema(&store).await;
+    }
+}
