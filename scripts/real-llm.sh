@@ -4,11 +4,12 @@
 # ../shared/real-llm/) and prints the success rate per task and per kind, and the median time.
 # CI does not run it: it needs the model (~1 GB) and takes about a minute per run on 2 cores.
 #
-# Usage: scripts/real-llm.sh [-n RUNS] [-m 1.5b|0.5b] [-t native|text] [-k KIND,...] [-o TASK,...]
+# Usage: scripts/real-llm.sh [-n RUNS] [-s FIRST] [-m 1.5b|0.5b] [-t native|text] [-k KIND,...] [-o TASK,...]
 #                            [-- extra toolbelt run flags]
 #   -k KINDS  only these kinds (search, count, list, structured, create, edit, multi-step, git, read, no-tool)
 #   -o TASKS  only these tasks (by name)
 #   -n RUNS   runs per task, with seeds 1..RUNS (default 3)
+#   -s FIRST  the first seed (default 1): -s 2 -n 2 runs seeds 2 and 3
 #   -m SIZE   model size (default 1.5b)
 #   -t MODE   server template: native (server returns tool_calls) or text (the model's own template;
 #             calls come back as ```json text for the client to parse) (default native)
@@ -21,9 +22,9 @@
 # groups); approvals are given by --yes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-runs=3; size=1.5b; mode=native; only_kinds=; only_names=
-while getopts "n:m:t:k:o:" opt; do
-  case $opt in n) runs=$OPTARG ;; m) size=$OPTARG ;; t) mode=$OPTARG ;;
+runs=3; first=1; size=1.5b; mode=native; only_kinds=; only_names=
+while getopts "n:s:m:t:k:o:" opt; do
+  case $opt in n) runs=$OPTARG ;; s) first=$OPTARG ;; m) size=$OPTARG ;; t) mode=$OPTARG ;;
     k) only_kinds=$OPTARG ;; o) only_names=$OPTARG ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1)); [ "${1:-}" = "--" ] && shift
@@ -119,7 +120,7 @@ for task in "${tasks[@]}"; do
   if [ -n "$only_kinds" ] && [[ ",$only_kinds," != *",$kind,"* ]]; then continue; fi
   if [ -n "$only_names" ] && [[ ",$only_names," != *",$name,"* ]]; then continue; fi
   ok=0; times=()
-  for seed in $(seq 1 "$runs"); do
+  for seed in $(seq "$first" $((first + runs - 1))); do
     ws="$work/$name-$seed"; setup_workspace "$ws"
     start=$(date +%s.%N)
     set +e
