@@ -82,6 +82,7 @@ pub fn for_profile(config: HybridConfig, profile: &ModelProfile, toolset: usize)
             .with_min_lexical_words(2)
             .with_embedding_confidence(false)
             .with_workspace_tools(WORKSPACE_TOOLS)
+            .with_named_file_tool("file_read")
     } else if toolset > max_tools {
         config.with_low_confidence(LowConfidence::TopK(max_tools))
     } else {

@@ -133,14 +133,22 @@ pub struct HybridConfig {
     pub join_unsure_turns: bool,
     /// Tools a request about the workspace always gets (default none: the rule is off).
     /// With some, a request that names a file, folder, directory, project or repository (in
-    /// English or Chinese, or a file name such as `data.csv`) gets those of them in the
-    /// toolset when none of them, nor another tool of their groups, is ranked (in place of the
-    /// lowest-ranked others, the best kept), and is never
-    /// answered without tools; a keyword group holding one of them then makes the router
-    /// sure only for such a request or with two of its keywords ("write a poem" is not a
-    /// file to write). `toolbelt run` sets `file_search`, `list_dir` and `file_read` for
-    /// small models.
+    /// English or Chinese, or a file name such as `data.csv`) is never answered without
+    /// tools. If it only asks for facts (no verb of change such as "write", "change", "set …
+    /// to", "改"), it gets no mutating tool and every one of these tools, in their order, in
+    /// place of the lowest-ranked others (the best kept); if it asks for a change, it gets
+    /// them only when none of them, nor another tool of their groups, is ranked. File names
+    /// then read as the word "file" for BM25 and the value fit (`logs/app.log` does not rank
+    /// `git`). A keyword group holding one of these tools makes the router sure only for such
+    /// a request or with two of its keywords ("write a poem" is not a file to write).
+    /// `toolbelt run` and stored agents on small models get `file_search`, `file_read` and
+    /// `list_dir` (`toolbelt_host::for_profile`).
     pub workspace_tools: Vec<String>,
+    /// With [`HybridConfig::workspace_tools`]: the tool offered first for a question for facts
+    /// that names a file (`data/settings.json`), default none. `for_profile` sets `file_read`:
+    /// offered `file_search` first for "What theme is set in data/settings.json?", the 1.5B
+    /// model listed files until the loop guard stopped it.
+    pub named_file_tool: Option<String>,
     /// Weight of the value fit (default 0.5): among the best [`HybridConfig::candidates`],
     /// a tool whose required parameters ask for a kind of value the request lacks (a
     /// number, a date, an e-mail address) loses up to this much, and one whose enum
@@ -180,6 +188,7 @@ impl Default for HybridConfig {
             join_unsure_turns: true,
             value_weight: 0.5,
             workspace_tools: Vec::new(),
+            named_file_tool: None,
         }
     }
 }
@@ -289,6 +298,14 @@ impl HybridConfig {
         tools: impl IntoIterator<Item = S>,
     ) -> Self {
         self.workspace_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the tool offered first for a question that names a file (see
+    /// [`HybridConfig::named_file_tool`]).
+    #[must_use]
+    pub fn with_named_file_tool(mut self, tool: impl Into<String>) -> Self {
+        self.named_file_tool = Some(tool.into());
         self
     }
 
@@ -1069,7 +1086,8 @@ impl HybridRouter {
             .filter(|t| toolset.contains(t) && !tools.iter().any(|r| &r.name == *t))
             .collect();
         let mut add: Vec<&String> = Vec::new();
-        if !crate::keyword::asks_to_change(&request.input) {
+        let reads = !crate::keyword::asks_to_change(&request.input);
+        if reads {
             // Small models called `file_edit` for "What theme is set in settings.json?" and
             // `git` for "How many lines in logs/app.log contain ERROR?".
             let mutating = |name: &str| {
@@ -1129,18 +1147,27 @@ impl HybridRouter {
                 add = missing;
             }
         }
-        if add.is_empty() {
-            return;
+        if !add.is_empty() {
+            let names: Vec<&str> = add.iter().map(|t| t.as_str()).collect();
+            reason.push_str(&format!(
+                "; the request names the workspace: sent {}",
+                names.join(", ")
+            ));
+            tools.extend(add.into_iter().map(|name| ScoredTool {
+                name: name.clone(),
+                score: 0.0,
+            }));
         }
-        let names: Vec<&str> = add.iter().map(|t| t.as_str()).collect();
-        reason.push_str(&format!(
-            "; the request names the workspace: sent {}",
-            names.join(", ")
-        ));
-        tools.extend(add.into_iter().map(|name| ScoredTool {
-            name: name.clone(),
-            score: 0.0,
-        }));
+        if let Some(first) = &cfg.named_file_tool
+            && reads
+            && crate::keyword::names_a_file(&request.input)
+            && let Some(at) = tools.iter().position(|t| &t.name == first)
+            && at > 0
+        {
+            let tool = tools.remove(at);
+            tools.insert(0, tool);
+            reason.push_str(&format!("; the request names a file: {first} first"));
+        }
     }
 
     /// Adds pinned tools, tools used earlier, and small groups of chosen tools.

@@ -296,6 +296,12 @@ pub(crate) fn mentions_workspace(input: &str) -> bool {
         .any(|w| contains_keyword(&lowered, w))
 }
 
+/// Whether `input` holds a file name (a path-like run ending in a known extension).
+pub(crate) fn names_a_file(input: &str) -> bool {
+    let lowered = input.to_lowercase();
+    mask_file_names(&lowered) != lowered
+}
+
 /// Verbs that ask for a change in the workspace (lower case), in English and Chinese: a
 /// request without one only reads. English ones count in their base form only (the
 /// imperative: "change the port", not "uncommitted changes" or "which files changed"), and

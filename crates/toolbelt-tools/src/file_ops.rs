@@ -6,7 +6,7 @@
 mod search;
 
 use std::io::{BufRead, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 use toolbelt_core::{ToolContext, ToolError, ToolOutput};
@@ -147,10 +147,14 @@ fn read_lines(
         ));
     }
     let mut out = if ranged || more {
+        // How many lines the range holds: asked for a CSV's rows without its header, the
+        // 1.5B model read lines 2-8 and answered 8.
+        let count = last + 1 - start.min(last + 1);
+        let count = format!("{count} line{}", if count == 1 { "" } else { "s" });
         let tail = if more {
-            ", more follow"
+            format!(" ({count}), more follow")
         } else {
-            " (end of file)"
+            format!(" ({count}, end of file)")
         };
         ToolOutput::text(format!("[{shown}: lines {start}-{last}{tail}]\n{text}"))
     } else if text.is_empty() {
@@ -564,14 +568,4 @@ where
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| ToolError::failed(format!("file task failed: {e}")))?
-}
-
-/// The resolved directory a search starts in, with its shown name.
-pub(crate) fn search_root(
-    workspace: &Workspace,
-    path: Option<&str>,
-) -> Result<(PathBuf, String), ToolError> {
-    let dir = workspace.resolve(path.unwrap_or("."))?;
-    let shown = workspace.display_path(&dir);
-    Ok((dir, shown))
 }

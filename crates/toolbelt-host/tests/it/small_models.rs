@@ -23,15 +23,14 @@ fn route(router: &AnyRouter, tools: &Toolset, input: &str) -> RouteDecision {
 /// Qwen2.5-Coder-1.5B was offered `file_edit` first for "What theme is set in
 /// data/settings.json?", `git` and `shell_exec` for a count of a log's lines (it called
 /// `git log`), `git_write` for the last commit's message. A question for facts about the
-/// workspace gets no mutating tool and the file tools that read (`list_dir` too when the
-/// best-ranked tool is one of them; another best-ranked tool keeps its place); a request to
-/// change keeps its writing tools.
+/// workspace gets no mutating tool, `file_search` and `file_read`, and `file_read` first
+/// when it names a file; a request to change keeps its writing tools.
 #[test]
 fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
     let tools = Toolset::from_tools(toolbelt_tools::builtin_tools().unwrap());
     let router = small_model_router(&tools);
     let mutating = |name: &str| !tools.get(name).unwrap().spec().policy.is_read_only();
-    let reading = ["file_search", "file_read", "list_dir"];
+    let reading = ["file_search", "file_read"];
     let mut wrong = Vec::new();
     for input in [
         "What theme is set in data/settings.json?",
@@ -44,14 +43,16 @@ fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
     ] {
         let d = route(&router, &tools, input);
         let names = d.tool_names();
-        let needed = if reading.contains(&names[0].as_str()) {
-            &reading[..]
-        } else {
-            &reading[..2]
-        };
+        // A named file is read first (offered `file_search` first, the model listed files).
+        let names_a_file = input.contains(".json")
+            || input.contains(".log")
+            || input.contains(".csv")
+            || input.contains(".yaml")
+            || input.contains(".txt");
         if names.len() > 3
             || names.iter().any(|t| mutating(t))
-            || !needed.iter().all(|t| names.iter().any(|n| n == t))
+            || !reading.iter().all(|t| names.iter().any(|n| n == t))
+            || (names_a_file && names[0] != "file_read")
         {
             wrong.push(format!("{input}: {names:?} ({})", d.reason));
         }

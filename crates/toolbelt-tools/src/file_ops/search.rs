@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_core::{ToolContext, ToolError, ToolOutput};
 use toolbelt_macros::tool;
 
-use super::{blocking, is_binary, search_root};
-use crate::workspace::Workspace;
+use super::{blocking, is_binary};
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// Default and largest number of results.
 const DEFAULT_RESULTS: u32 = 100;
@@ -83,8 +83,24 @@ pub async fn file_search(
     let stop = ctx.cancellation().child_token();
     let guard = stop.clone().drop_guard();
     let answer = blocking(move || {
-        let (dir, shown) = search_root(&query.workspace, path.as_deref())?;
-        query.answer(&dir, &shown, &stop)
+        // A `path` that names nothing (the 1.5B model searched an invented
+        // `meeting_notes.txt`): the whole workspace, with a note saying so.
+        let (dir, note) = match query.workspace.resolve(path.as_deref().unwrap_or(".")) {
+            Ok(dir) => (dir, None),
+            Err(WorkspaceError::NotFound { path }) => {
+                let note = format!(
+                    "[path {path:?} does not exist in the workspace, so all of it was searched]\n"
+                );
+                (query.workspace.resolve(".")?, Some(note))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let shown = query.workspace.display_path(&dir);
+        let mut out = query.answer(&dir, &shown, &stop)?;
+        if let Some(note) = note {
+            out.text.insert_str(0, &note);
+        }
+        Ok(out)
     })
     .await;
     drop(guard);

@@ -22,11 +22,14 @@ async fn reads_whole_files_and_line_ranges() {
             json!({"path": "a.txt", "start_line": 2, "end_line": 3}),
         )
         .await;
-    assert_eq!(range, "[a.txt: lines 2-3, more follow]\ntwo\nthree\n");
+    assert_eq!(
+        range,
+        "[a.txt: lines 2-3 (2 lines), more follow]\ntwo\nthree\n"
+    );
     let tail = fx
         .ok("file_read", json!({"path": "a.txt", "start_line": 4}))
         .await;
-    assert_eq!(tail, "[a.txt: lines 4-4 (end of file)]\nfour\n");
+    assert_eq!(tail, "[a.txt: lines 4-4 (1 line, end of file)]\nfour\n");
     let err = fx
         .err("file_read", json!({"path": "a.txt", "start_line": 9}))
         .await;
@@ -63,7 +66,7 @@ async fn refuses_binary_and_oversized_whole_reads() {
     let part = fx
         .ok("file_read", json!({"path": "big.txt", "start_line": 2}))
         .await;
-    assert_eq!(part, "[big.txt: lines 2-2 (end of file)]\nabc\n");
+    assert_eq!(part, "[big.txt: lines 2-2 (1 line, end of file)]\nabc\n");
 }
 
 #[tokio::test]

@@ -164,6 +164,30 @@ async fn a_folder_without_the_text_is_followed_by_the_whole_workspace() {
     assert!(one_file.starts_with("no matches for `Acme`"), "{one_file}");
 }
 
+/// Qwen2.5-Coder-1.5B searched `{"path": "meeting_notes.txt", "pattern": "meeting with
+/// Dana"}`, a file it made up, twice, and answered from its own guess (30-task set,
+/// search-day). A `path` that names nothing searches the whole workspace and says so; one
+/// outside it is still refused.
+#[tokio::test]
+async fn a_path_that_names_nothing_searches_the_whole_workspace() {
+    let fx = Fx::new();
+    fx.write("docs/meeting.md", "Meeting with Dana on Tuesday\n");
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"path": "meeting_notes.txt", "pattern": "meeting with dana"})
+        )
+        .await,
+        "[path \"meeting_notes.txt\" does not exist in the workspace, so all of it was \
+         searched]\ndocs/meeting.md:1: Meeting with Dana on Tuesday\n\
+         [1 matching line in 1 file under .]"
+    );
+    assert!(crate::is_denied(
+        &fx.err("file_search", json!({"path": "../x", "pattern": "a"}))
+            .await
+    ));
+}
+
 #[tokio::test]
 async fn a_regex_the_engine_rejects_is_explained_and_searched_as_text() {
     let fx = Fx::new();

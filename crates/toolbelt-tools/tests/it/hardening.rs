@@ -178,7 +178,10 @@ async fn ranged_reads_skip_long_lines_before_the_range() {
             json!({"path": "long.txt", "start_line": 2, "end_line": 3}),
         )
         .await;
-    assert_eq!(out, "[long.txt: lines 2-3 (end of file)]\nsecond\nthird\n");
+    assert_eq!(
+        out,
+        "[long.txt: lines 2-3 (2 lines, end of file)]\nsecond\nthird\n"
+    );
     let err = fx
         .err("file_read", json!({"path": "long.txt", "start_line": 1}))
         .await;
