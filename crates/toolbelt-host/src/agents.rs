@@ -8,7 +8,7 @@ use std::time::Duration;
 use toolbelt_agent::Agent;
 use toolbelt_core::{Executor, Registry, ToolHandle, Toolset};
 use toolbelt_llm::{ModelProfiles, ToolChoice};
-use toolbelt_router::{AnyRouter, EmbeddingSlot, HybridRouter, SkillSet};
+use toolbelt_router::{AnyRouter, EmbeddingSlot, HybridRouter, LearnedUsage, SkillSet};
 use toolbelt_store::{
     AgentRecord, Condition, LiveRegistry, Reason, Store, StoreError, ToolRecord, ToolSource,
     availability, selection_includes,
@@ -257,6 +257,13 @@ impl AgentFactory {
     /// what a server's `/route` previews with.
     pub fn shared_router(&self) -> &AnyRouter {
         &self.inner.shared
+    }
+
+    /// Learning from use: indexes `usage`'s requests with their tools in the base router's
+    /// BM25 index (`None` removes them). Every router made from the base shares that index,
+    /// so `/route`, agent runs and routed MCP endpoints rank with it from the next request.
+    pub fn set_learned_usage(&self, usage: Option<LearnedUsage>) {
+        self.inner.router.lexical().set_learned_usage(usage);
     }
 
     /// The slot the default base router takes its multilingual encoder from: fill it once the

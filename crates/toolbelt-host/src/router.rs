@@ -1,10 +1,7 @@
 //! The router a stored agent's settings ask for.
 
 use toolbelt_llm::ModelProfile;
-use toolbelt_router::{
-    AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalConfig, LexicalRouter,
-    LowConfidence,
-};
+use toolbelt_router::{AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LowConfidence};
 use toolbelt_store::RouterSettings;
 
 use crate::error::HostError;
@@ -37,7 +34,8 @@ pub fn router_for(
         "none" => return Ok(None),
         "keyword" => AnyRouter::new(KeywordRouter::builtin()),
         "lexical" => {
-            let mut lexical = LexicalRouter::new(LexicalConfig::default());
+            // The base's BM25 router, so its indexes and learned usage are shared.
+            let mut lexical = base.lexical().clone();
             if let Some(n) = settings.max_tools {
                 lexical = lexical.with_top_k(n);
             }

@@ -1,9 +1,11 @@
 //! Learning from use: requests that a tool served successfully become part of
 //! that tool's routing document, so later requests worded the same way find it.
 //!
-//! The run log is behind the [`RunLog`] trait (the store implements it); this
-//! module only folds its records. Only calls that succeeded count: failed,
-//! rejected and denied calls never teach the router anything.
+//! The run log is behind the [`RunLog`] trait: `toolbelt-host`'s `StoreRunLog`
+//! reads the store's run log through it, and `toolbelt route --learn-from FILE`
+//! hands records to [`LearnedUsage::learn`] directly. This module only folds
+//! records. Only calls that succeeded count: failed, rejected and denied calls
+//! never teach the router anything.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,13 +58,20 @@ impl UseRecord {
     }
 }
 
-/// Where tool calls are recorded (the store's run log); read by [`LearnedUsage::from_run_log`].
+/// Where tool calls are recorded; read by [`LearnedUsage::from_run_log`].
+///
+/// Asynchronous because the log that matters lives in a database (`toolbelt-host`
+/// implements it over the store); the router crate awaits nothing else and assumes
+/// no runtime (ADR 0063).
 pub trait RunLog: Send + Sync {
     /// The tool calls recorded at or after `since` (seconds since the epoch), oldest first.
     ///
     /// # Errors
     /// [`RouteError::Backend`] when the log cannot be read.
-    fn tool_uses(&self, since: u64) -> Result<Vec<UseRecord>, RouteError>;
+    fn tool_uses(
+        &self,
+        since: u64,
+    ) -> impl Future<Output = Result<Vec<UseRecord>, RouteError>> + Send;
 }
 
 /// Bounds of [`LearnedUsage`].
@@ -104,6 +113,18 @@ impl LearnConfig {
     pub fn with_half_life(mut self, seconds: u64) -> Self {
         self.half_life = seconds.max(1);
         self
+    }
+
+    /// The oldest time a record can still teach as of `now` (both in seconds since the
+    /// epoch): where its weight falls to `min_weight` (three half-lives back by default).
+    /// A log needs to give nothing older.
+    pub fn since(&self, now: u64) -> u64 {
+        if self.min_weight <= 0.0 {
+            return 0;
+        }
+        let lives = f64::from(self.min_weight).recip().log2().max(0.0);
+        let span = (self.half_life.max(1) as f64 * lives).ceil();
+        now.saturating_sub(span as u64)
     }
 }
 
@@ -162,9 +183,12 @@ impl LearnedUsage {
     ///
     /// # Errors
     /// The run log's error.
-    pub fn from_run_log(log: &dyn RunLog, now: u64, cfg: &LearnConfig) -> Result<Self, RouteError> {
-        let since = now.saturating_sub(cfg.half_life.saturating_mul(3));
-        Ok(Self::learn(log.tool_uses(since)?, now, cfg))
+    pub async fn from_run_log(
+        log: &impl RunLog,
+        now: u64,
+        cfg: &LearnConfig,
+    ) -> Result<Self, RouteError> {
+        Ok(Self::learn(log.tool_uses(cfg.since(now)).await?, now, cfg))
     }
 
     /// The example requests of `tool`, most recent first.
@@ -175,6 +199,11 @@ impl LearnedUsage {
     /// How many tools have examples.
     pub fn tools(&self) -> usize {
         self.examples.len()
+    }
+
+    /// How many example requests there are, over every tool.
+    pub fn len(&self) -> usize {
+        self.examples.values().map(Vec::len).sum()
     }
 
     /// Whether nothing was learned.

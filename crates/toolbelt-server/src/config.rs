@@ -123,6 +123,15 @@ pub struct ServerConfig {
     /// their program's directory: a `node_modules` tree, a virtualenv (env
     /// `TOOLBELT_MCP_READ_PATHS`, `:`-separated like `PATH`).
     pub mcp_read_paths: Vec<PathBuf>,
+    /// Learning from use (opt-in; `--learn-from-runs`, env `TOOLBELT_LEARN_FROM_RUNS`): the
+    /// router (`/route`, agent runs, routed MCP) also indexes each tool with the requests of
+    /// the runs whose calls of it succeeded, read from this database's run log at start-up
+    /// and every `learn_refresh_secs` (docs/ROUTING.md, "Learning from use"). Needs a database.
+    pub learn_from_runs: bool,
+    /// Age at which a learned request counts half, in days (`--learn-half-life-days`).
+    pub learn_half_life_days: u64,
+    /// Seconds between two reads of the run log while learning (at least 1).
+    pub learn_refresh_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -158,6 +167,9 @@ impl Default for ServerConfig {
             max_run_input_bytes: 64 * 1024,
             mcp_commands: Vec::new(),
             mcp_read_paths: Vec::new(),
+            learn_from_runs: false,
+            learn_half_life_days: 30,
+            learn_refresh_secs: 600,
         }
     }
 }
@@ -240,6 +252,9 @@ impl ServerConfig {
                 "max_mcp_sessions",
                 "mcp_client_approves",
                 "max_run_input_bytes",
+                "learn_from_runs",
+                "learn_half_life_days",
+                "learn_refresh_secs",
             ]))
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))?;
@@ -364,6 +379,9 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_run_input_bytes", &self.max_run_input_bytes)
             .field("mcp_commands", &self.mcp_commands)
             .field("mcp_read_paths", &self.mcp_read_paths)
+            .field("learn_from_runs", &self.learn_from_runs)
+            .field("learn_half_life_days", &self.learn_half_life_days)
+            .field("learn_refresh_secs", &self.learn_refresh_secs)
             .finish()
     }
 }

@@ -26,6 +26,7 @@ mod auth;
 mod config;
 pub mod database;
 mod guard;
+pub mod learning;
 mod mcp;
 pub mod mcp_servers;
 pub mod metrics;

@@ -30,7 +30,7 @@ pub use memory::StoreMemory;
 pub use routines::{RoutineRun, StoreRoutines};
 pub use run_log::{
     AgentTokens, LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask,
-    RunLogWriter, ToolCallBucket, redact,
+    RunLogWriter, ToolCallBucket, ToolUse, redact,
 };
 pub use runs::{RunRecord, RunStatus, RunUpdate};
 pub use scheduler::{

@@ -501,6 +501,73 @@ async fn insert_rows(
     Ok(())
 }
 
+/// One tool call of an agent run with the request of its run (from [`Store::tool_uses`]): what
+/// learning from use reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ToolUse {
+    /// Unix ms.
+    pub at: i64,
+    /// The run the call belongs to, as the log names it.
+    pub run_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The user's request: the run's `input.input` text.
+    pub request: String,
+    /// Whether the call succeeded.
+    pub ok: bool,
+    /// The error message of a failed call.
+    pub error: Option<String>,
+}
+
+impl Store {
+    /// The tool calls logged at or after `since_ms` that belong to a stored run, each with
+    /// the request text of its run, oldest first; at most `limit`, the newest kept. Calls
+    /// outside a run (direct calls, MCP clients) and runs whose input holds no request text
+    /// are left out. The log names a run `run_<id>` (the server's API id) or `<id>`; both
+    /// join. One query, the same on both engines.
+    ///
+    /// # Errors
+    /// The database's error; [`StoreError::Corrupt`] for a run whose input is not JSON.
+    pub async fn tool_uses(&self, since_ms: i64, limit: i64) -> Result<Vec<ToolUse>> {
+        let rows = sqlx::query(
+            "SELECT l.id, l.at, l.run_id, l.tool, l.outcome, l.error, r.id AS run, r.input \
+             FROM run_log l JOIN runs r ON r.id = CASE WHEN SUBSTR(l.run_id, 1, 4) = 'run_' \
+             THEN SUBSTR(l.run_id, 5) ELSE l.run_id END \
+             WHERE l.kind = 'tool_call' AND l.tool IS NOT NULL AND l.at >= $1 \
+             ORDER BY l.at DESC, l.id DESC LIMIT $2",
+        )
+        .bind(since_ms)
+        .bind(limit.max(0))
+        .fetch_all(self.pool())
+        .await?;
+        let mut uses = Vec::with_capacity(rows.len());
+        for row in rows.iter().rev() {
+            let input: String = row.try_get("input")?;
+            let input: Value = serde_json::from_str(&input).map_err(|e| StoreError::Corrupt {
+                kind: "run",
+                name: row.try_get::<String, _>("run").unwrap_or_default(),
+                field: "input",
+                reason: e.to_string(),
+            })?;
+            // The server stores `{"input": TEXT, "conversation_id", ...}`; a bare string is
+            // the request too.
+            let Some(request) = input.get("input").unwrap_or(&input).as_str() else {
+                continue;
+            };
+            uses.push(ToolUse {
+                at: row.try_get("at")?,
+                run_id: row.try_get("run_id")?,
+                tool: row.try_get("tool")?,
+                request: request.to_owned(),
+                ok: row.try_get::<String, _>("outcome")? == "ok",
+                error: row.try_get("error")?,
+            });
+        }
+        Ok(uses)
+    }
+}
+
 /// Tool calls of one tool in one time bucket (from [`Store::tool_call_stats`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]

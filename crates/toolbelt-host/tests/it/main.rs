@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod learning;
 mod small_models;
 mod stored_agents;
 mod support;

@@ -14,7 +14,7 @@ const DAY: u64 = 24 * 3600;
 struct Log(Vec<UseRecord>);
 
 impl RunLog for Log {
-    fn tool_uses(&self, since: u64) -> Result<Vec<UseRecord>, RouteError> {
+    async fn tool_uses(&self, since: u64) -> Result<Vec<UseRecord>, RouteError> {
         Ok(self.0.iter().filter(|r| r.at >= since).cloned().collect())
     }
 }
@@ -31,8 +31,8 @@ fn tools() -> Toolset {
     ])
 }
 
-#[test]
-fn only_successful_recent_calls_are_learned_and_bounded() {
+#[tokio::test]
+async fn only_successful_recent_calls_are_learned_and_bounded() {
     let now = 100 * DAY;
     let records = vec![
         UseRecord::new(
@@ -99,7 +99,9 @@ fn only_successful_recent_calls_are_learned_and_bounded() {
         ["mail the report to Ann", "tell Bob by mail"],
         "repeats once; the 95-day-old request decayed away; the failed call is not there"
     );
-    let from_log = LearnedUsage::from_run_log(&Log(records), now, &LearnConfig::default()).unwrap();
+    let from_log = LearnedUsage::from_run_log(&Log(records), now, &LearnConfig::default())
+        .await
+        .unwrap();
     assert_eq!(from_log, all);
 }
 

@@ -8,6 +8,7 @@ mod config;
 mod host;
 mod import;
 mod instances;
+mod learning;
 mod mcp;
 mod mcp_servers;
 mod routines;

@@ -78,6 +78,16 @@ impl TestServer {
         Self::start_on_with(db, None, false, edit).await
     }
 
+    /// A server over a database, talking to the model at `model_url`, with `edit` applied to
+    /// its configuration.
+    pub(crate) async fn start_stored_model_with(
+        db: &TestDb,
+        model_url: &str,
+        edit: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        Self::start_on_with(db, Some(model_url), false, edit).await
+    }
+
     async fn start_on(db: &TestDb, model_url: Option<&str>, scheduled: bool) -> Self {
         Self::start_on_with(db, model_url, scheduled, |_| {}).await
     }
@@ -141,6 +151,8 @@ impl TestServer {
         }
         // Stored MCP servers are connected and followed, as `toolbelt serve` does.
         let _ = toolbelt_server::mcp_servers::spawn(&state);
+        // Learning from use, when the configuration turns it on, as `toolbelt serve` does.
+        let _ = toolbelt_server::learning::start(&state).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel();

@@ -18,4 +18,5 @@ mod schema;
 mod skills;
 mod support;
 mod sync;
+mod tool_uses;
 mod tools;

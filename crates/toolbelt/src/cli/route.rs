@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use toolbelt_core::Toolset;
 use toolbelt_router::{
     AnyRouter, CatalogOptions, ChineseMode, EmbeddingRouter, HybridConfig, HybridRouter,
-    KeywordRouter, LexicalConfig, LexicalRouter, Lexicon, RouteDecision, RouteOutcome,
-    RouteRequest, SearchTools, TokenSavings, catalog_toolset, load_catalog_file,
+    KeywordRouter, LearnConfig, LearnedUsage, LexicalConfig, LexicalRouter, Lexicon, RouteDecision,
+    RouteOutcome, RouteRequest, SearchTools, TokenSavings, catalog_toolset, load_catalog_file,
 };
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
@@ -21,6 +21,7 @@ use super::models::model_dir;
 
 /// Arguments of `toolbelt route`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("learning").args(["learn_from", "learn_from_store"])))]
 pub(crate) struct RouteArgs {
     /// The request to route (omit with --queries).
     text: Option<String>,
@@ -73,35 +74,32 @@ pub(crate) struct RouteArgs {
     /// successful calls are indexed with their tool (bounded per tool, decaying with age).
     #[arg(long, value_name = "RUNLOG.jsonl")]
     learn_from: Option<PathBuf>,
+    /// Learning from use, from a database: the tool calls in its run log (what `toolbelt
+    /// serve` records), each with its run's request (the newest 10,000 calls within three
+    /// half-lives); the same rules as --learn-from. The database is --database-url.
+    #[arg(long)]
+    learn_from_store: bool,
+    #[command(flatten)]
+    db: super::db::DbArgs,
     /// "Now" for the decay of learned requests, in seconds since the epoch (default: the clock).
-    #[arg(long, value_name = "SECS", requires = "learn_from")]
+    #[arg(long, value_name = "SECS", requires = "learning")]
     learn_now: Option<u64>,
     /// How learned requests route: `documents` (each request's words join its tool's BM25
     /// document; the only way for the bm25 routers) or `votes` (hybrid: past requests like this
     /// one vote for their tools). See docs/ROUTING.md for both measured.
-    #[arg(long, value_enum, default_value_t = LearnInto::Documents, requires = "learn_from")]
+    #[arg(long, value_enum, default_value_t = LearnInto::Documents, requires = "learning")]
     learn_into: LearnInto,
     /// With `--learn-into votes`, the weight of the voted ranking (lexical weighs 1); with
     /// `documents`, the weight of learned requests' terms in a tool's document (the description
     /// weighs 1).
-    #[arg(
-        long,
-        value_name = "W",
-        default_value_t = 0.25,
-        requires = "learn_from"
-    )]
+    #[arg(long, value_name = "W", default_value_t = 0.25, requires = "learning")]
     learn_weight: f32,
     /// Do not rank an elliptical latest turn (its words match no tool surely) together with
     /// the previous user turn; earlier turns then only add their words at weight 0.4.
     #[arg(long)]
     no_join_turns: bool,
     /// Age at which a learned request counts half, in days.
-    #[arg(
-        long,
-        value_name = "DAYS",
-        default_value_t = 30,
-        requires = "learn_from"
-    )]
+    #[arg(long, value_name = "DAYS", default_value_t = 30, requires = "learning")]
     learn_half_life_days: u64,
     /// Tools always sent (repeatable).
     #[arg(long = "pin", value_name = "TOOL")]
@@ -206,7 +204,8 @@ pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
         _mcp_clients = super::mcp::import(&registry, path, std::path::Path::new(".")).await?;
         toolset = toolset.with_tools(registry.list());
     }
-    let router = build_router(&args, builtin)?;
+    let learned = learned_usage(&args).await?;
+    let router = build_router(&args, builtin, learned)?;
     match (&args.queries, &args.text) {
         (Some(_), Some(_)) => bail!("give either a request TEXT or --queries, not both"),
         (Some(queries), None) => batch(&args, &router, &toolset, queries).await,
@@ -383,7 +382,11 @@ fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> 
     }
 }
 
-fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
+fn build_router(
+    args: &RouteArgs,
+    builtin: bool,
+    learned: Option<LearnedUsage>,
+) -> anyhow::Result<Built> {
     let chinese = ChineseMode::parse(&args.chinese).with_context(|| {
         format!(
             "--chinese {:?} is not known; use ngrams or bigrams (jieba needs the router's `jieba` feature)",
@@ -399,14 +402,6 @@ fn build_router(args: &RouteArgs, builtin: bool) -> anyhow::Result<Built> {
         None => None,
     };
     let top_k = args.top_k.unwrap_or(10).max(1);
-    let learned = match &args.learn_from {
-        Some(path) => Some(read_run_log(
-            path,
-            args.learn_now,
-            args.learn_half_life_days,
-        )?),
-        None => None,
-    };
     let lexical = |config: LexicalConfig| {
         let router = LexicalRouter::new(config);
         let into_documents =
@@ -624,12 +619,38 @@ fn print_text(
     Ok(())
 }
 
+/// What `--learn-from` or `--learn-from-store` teaches, when either is given.
+async fn learned_usage(args: &RouteArgs) -> anyhow::Result<Option<LearnedUsage>> {
+    let now = args.learn_now.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    let cfg =
+        LearnConfig::default().with_half_life(args.learn_half_life_days.saturating_mul(24 * 3600));
+    if let Some(path) = &args.learn_from {
+        return Ok(Some(LearnedUsage::learn(read_run_log(path)?, now, &cfg)));
+    }
+    if !args.learn_from_store {
+        return Ok(None);
+    }
+    let store = args.db.open().await?;
+    let usage =
+        LearnedUsage::from_run_log(&toolbelt_host::StoreRunLog::new(store.clone()), now, &cfg)
+            .await
+            .context("--learn-from-store")?;
+    store.close().await;
+    writeln!(
+        std::io::stderr().lock(),
+        "learned from the run log: {} requests for {} tools",
+        usage.len(),
+        usage.tools()
+    )?;
+    Ok(Some(usage))
+}
+
 /// Reads a run log export for `--learn-from`.
-fn read_run_log(
-    path: &Path,
-    now: Option<u64>,
-    half_life_days: u64,
-) -> anyhow::Result<toolbelt_router::LearnedUsage> {
+fn read_run_log(path: &Path) -> anyhow::Result<Vec<toolbelt_router::UseRecord>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read run log {}", path.display()))?;
     let mut records = Vec::new();
@@ -646,14 +667,7 @@ fn read_run_log(
         })?;
         records.push(record);
     }
-    let now = now.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-    });
-    let cfg = toolbelt_router::LearnConfig::default()
-        .with_half_life(half_life_days.saturating_mul(24 * 3600));
-    Ok(toolbelt_router::LearnedUsage::learn(records, now, &cfg))
+    Ok(records)
 }
 
 /// One line of `--queries`: an id, the latest user turn and the earlier turns.

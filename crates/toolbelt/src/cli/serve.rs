@@ -62,6 +62,15 @@ pub(crate) struct ServeArgs {
     /// they route by words).
     #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
     no_embedder: bool,
+    /// Learning from use (opt-in): the router also indexes each tool with the requests of
+    /// past runs whose calls of it succeeded, read from this server's run log at start-up
+    /// and every 10 minutes (`learn_refresh_secs`; env TOOLBELT_LEARN_FROM_RUNS). See
+    /// docs/ROUTING.md, "Learning from use".
+    #[arg(long)]
+    learn_from_runs: bool,
+    /// Age at which a learned request counts half, in days (default 30).
+    #[arg(long, value_name = "DAYS")]
+    learn_half_life_days: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -105,6 +114,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(dir) = args.workspace {
         config.workspace = dir;
+    }
+    if args.learn_from_runs {
+        config.learn_from_runs = true;
+    }
+    if let Some(days) = args.learn_half_life_days {
+        config.learn_half_life_days = days;
     }
     config.outbound_hosts.extend(args.outbound_hosts);
     config.outbound_nets.extend(args.outbound_nets);
@@ -182,6 +197,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
         _ => {}
     }
+    // Read before serving, so the first request already routes with what past runs taught.
+    let learning = toolbelt_server::learning::start(&state).await;
     tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
     println!(
         "toolbelt serving on http://{addr} ({} tools)",
@@ -231,7 +248,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // connected now, followed as they change, stopped with the server.
     let mcp_servers = toolbelt_server::mcp_servers::spawn(&state);
     toolbelt_server::serve(listener, state, shutdown_signal()).await?;
-    for task in [scheduler, mcp_servers].into_iter().flatten() {
+    for task in [scheduler, mcp_servers, learning].into_iter().flatten() {
         let _ = task.await;
     }
     #[cfg(feature = "multilingual-embed")]

@@ -297,3 +297,51 @@ fn skills_are_listed_shown_and_routed() {
     assert!(ok, "{err}");
     assert!(out.contains("skills:   pdf-forms ("), "{out}");
 }
+
+/// `toolbelt route --router bm25-plain --format json TEXT` plus `extra`: (fallback, the
+/// tools ranked), none when every tool is sent unranked.
+fn ranked(text: &str, extra: &[&str]) -> (bool, Vec<String>) {
+    let mut args = vec!["--router", "bm25-plain", "--format", "json", text];
+    args.extend_from_slice(extra);
+    let (ok, out, err) = route(&args);
+    assert!(ok, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let decision = &doc["decision"];
+    let fallback = decision["fallback"] == serde_json::json!(true);
+    let tools = decision["tools"].as_array().unwrap().iter();
+    let names = tools.map(|t| t["name"].as_str().unwrap().to_owned());
+    (
+        fallback,
+        if fallback {
+            Vec::new()
+        } else {
+            names.collect()
+        },
+    )
+}
+
+#[tokio::test]
+async fn learn_from_store_ranks_the_tool_a_stored_run_used_for_a_like_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let store = toolbelt_store::Store::open(&url).await.unwrap();
+    let input = serde_json::json!({"input": "frobnicate the zephyr ledger"});
+    let run = store.create_run("helper", &input, None).await.unwrap();
+    let call =
+        toolbelt_store::LogEntry::tool_call("file_read", 3).with_run(format!("run_{}", run.id));
+    let failed = toolbelt_store::LogEntry::tool_call("git", 3)
+        .with_run(run.id.clone())
+        .failed("no repo");
+    store.append_log(&[call, failed]).await.unwrap();
+    store.close().await;
+    let text = "frobnicate the zephyr ledger for april";
+    let learned = ranked(text, &["--learn-from-store", "--database-url", &url]);
+    assert_eq!(
+        (ranked(text, &[]), learned.0, learned.1.first().cloned()),
+        ((true, vec![]), false, Some("file_read".to_owned()))
+    );
+    assert!(
+        !learned.1.contains(&"git".to_owned()),
+        "a failed call teaches nothing: {learned:?}"
+    );
+}
