@@ -68,7 +68,11 @@ impl CompiledSchema {
     fn not_json(&self, raw: &str) -> Violation {
         let reason = match serde_json::from_str::<Value>(raw) {
             Err(e) => format!("they are not valid JSON ({e})"),
-            Ok(_) => "they are a JSON string, not an object".to_owned(),
+            Ok(Value::Object(_)) => "they are an object written inside a JSON string".to_owned(),
+            Ok(other) => format!(
+                "they are a JSON {}, not an object",
+                crate::spec::json_type(&other)
+            ),
         };
         let shown: String = raw.chars().take(MAX_QUOTED).collect();
         let cut = if shown.len() < raw.len() { "…" } else { "" };

@@ -101,6 +101,23 @@ async fn arguments_that_are_not_json_are_quoted_with_the_reason() {
          valid JSON (EOF while parsing a string at line 1 column 29); send them as one JSON \
          object, {\"to\": …, \"body\": …}"
     );
+    // Arguments encoded twice, and JSON that is not an object, say so.
+    let twice = violations(json!(r#"{"to": ["a@b.c"], "body": "hi"}"#)).await;
+    assert!(
+        twice[0]
+            .message
+            .contains("could not be read: they are an object written inside a JSON string;"),
+        "{}",
+        twice[0].message
+    );
+    let array = violations(json!("[1, 2]")).await;
+    assert!(
+        array[0]
+            .message
+            .contains("could not be read: they are a JSON array, not an object;"),
+        "{}",
+        array[0].message
+    );
     let long = "x".repeat(500);
     let v = violations(json!(long)).await;
     assert!(
