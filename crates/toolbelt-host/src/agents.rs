@@ -525,16 +525,19 @@ impl AgentFactory {
     /// revision, then shared.
     fn parts(&self, record: &AgentRecord) -> Result<(toolbelt_llm::Provider, Executor), HostError> {
         let revision = (record.revision, record.updated_at);
-        let mut parts = self
-            .inner
-            .parts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(p) = parts.get(&record.name)
+        let lock = || {
+            self.inner
+                .parts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(p) = lock().get(&record.name)
             && p.revision == revision
         {
             return Ok((p.provider.clone(), p.executor.clone()));
         }
+        // Made outside the lock (a provider may build a TLS client); two first builds of one
+        // revision at once both make one, and the later is kept.
         let provider = (self.inner.providers)(record)?;
         let o = &record.options;
         let mut executor = Executor::builder().policy(o.approval.clone().unwrap_or_default());
@@ -542,7 +545,7 @@ impl AgentFactory {
             executor = executor.default_timeout(Duration::from_millis(ms));
         }
         let executor = executor.build();
-        parts.insert(
+        lock().insert(
             record.name.clone(),
             Parts {
                 revision,
