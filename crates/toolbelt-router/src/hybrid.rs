@@ -640,6 +640,7 @@ impl HybridRouter {
             keyword,
             keyword_sure,
             joined,
+            masked,
         } = self.plan(toolset, input, recent, n);
         let embedded = joined.as_deref().unwrap_or(input);
         let (embedding, embedding_ok) = embedding_ranking(
@@ -718,7 +719,12 @@ impl HybridRouter {
         let dense =
             self.has_minilm() && embedding.iter().chain(&multilingual).any(|v| !v.is_empty());
         let mut fused = self.fuse(&rankings, toolset.len(), dense);
-        self.add_value_fit(toolset, &self.words_of(input), &mut fused, dense);
+        self.add_value_fit(
+            toolset,
+            masked.as_deref().unwrap_or(input),
+            &mut fused,
+            dense,
+        );
         fused.truncate(k);
         Ranking {
             tools: fused,
@@ -735,12 +741,10 @@ impl HybridRouter {
     /// (a workspace assistant), a file name names a file, not a tool: `logs/app.log` is read
     /// as "file", as the keyword groups read it, so neither its extension nor its stem ranks
     /// `git` (whose text and `subcommand` values speak of the log).
-    fn words_of<'a>(&self, input: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.config.workspace_tools.is_empty() {
-            std::borrow::Cow::Borrowed(input)
-        } else {
-            std::borrow::Cow::Owned(crate::keyword::mask_file_names(&input.to_lowercase()))
-        }
+    /// `None` when the rule is off: the words are the request as written.
+    fn masked_words(&self, input: &str) -> Option<String> {
+        (!self.config.workspace_tools.is_empty())
+            .then(|| crate::keyword::mask_file_names(&input.to_lowercase()))
     }
 
     /// The word signals of a request (BM25, keyword groups) and the text its vector is
@@ -749,8 +753,8 @@ impl HybridRouter {
     /// [`HybridRouter::embed_requests`] embeds ahead.
     fn plan(&self, toolset: &Toolset, input: &str, recent: &[String], n: usize) -> Plan {
         let cfg = &self.config;
-        let words = self.words_of(input);
-        let words = words.as_ref();
+        let masked = self.masked_words(input);
+        let words = masked.as_deref().unwrap_or(input);
         let lexical = self.lexical.search(toolset, words, n);
         let mut lexical_ok = lexical
             .first()
@@ -844,6 +848,7 @@ impl HybridRouter {
             keyword,
             keyword_sure,
             joined,
+            masked,
         }
     }
 
@@ -1229,6 +1234,9 @@ struct Plan {
     /// Whether a keyword group makes the router sure (see [`HybridConfig::workspace_tools`]).
     keyword_sure: bool,
     joined: Option<String>,
+    /// The request as the word signals read it when the workspace rule masks file names
+    /// ([`HybridRouter::masked_words`]); `None`: as written.
+    masked: Option<String>,
 }
 
 /// The rankings of one embedding router (one per view of the tools), whether a best hit

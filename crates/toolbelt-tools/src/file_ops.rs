@@ -6,7 +6,7 @@
 mod search;
 
 use std::io::{BufRead, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use toolbelt_core::{ToolContext, ToolError, ToolOutput};
@@ -231,9 +231,7 @@ fn create_with_edit(
     path: &str,
     new_text: &str,
 ) -> Result<String, ToolError> {
-    let target = workspace.resolve_for_write(path)?;
-    let shown = workspace.display_path(&target);
-    check_git_write(workspace, &target, &shown)?;
+    let (target, shown) = write_target(workspace, path)?;
     if target.exists() {
         return Err(ToolError::invalid_argument(
             "/old_text",
@@ -243,13 +241,37 @@ fn create_with_edit(
             ),
         ));
     }
-    workspace
-        .write_atomic(&target, new_text.as_bytes())
-        .map_err(|e| io_error("write", &shown, &e))?;
+    write_text(workspace, &target, &shown, new_text)?;
     Ok(format!(
         "created {shown} ({} bytes): it did not exist and old_text was empty",
         new_text.len()
     ))
+}
+
+/// Where a write of `path` goes, and its shown name: refused under `.git` (see
+/// [`check_git_write`]) and when a directory is there.
+fn write_target(workspace: &Workspace, path: &str) -> Result<(PathBuf, String), ToolError> {
+    let target = workspace.resolve_for_write(path)?;
+    let shown = workspace.display_path(&target);
+    check_git_write(workspace, &target, &shown)?;
+    if target.is_dir() {
+        return Err(ToolError::failed(format!(
+            "{shown} is a directory; give a file path"
+        )));
+    }
+    Ok((target, shown))
+}
+
+/// Writes `content` to `target` atomically (a temporary file, then a rename).
+fn write_text(
+    workspace: &Workspace,
+    target: &Path,
+    shown: &str,
+    content: &str,
+) -> Result<(), ToolError> {
+    workspace
+        .write_atomic(target, content.as_bytes())
+        .map_err(|e| io_error("write", shown, &e))
 }
 
 /// Create a text file in the workspace, or replace it if it exists (atomically: a temporary file, then a rename).
@@ -264,19 +286,9 @@ pub async fn file_write(
     let workspace = Workspace::from_context(ctx)?.clone();
     let bytes = content.len();
     blocking(move || {
-        let target = workspace.resolve_for_write(&path)?;
-        let shown = workspace.display_path(&target);
-        check_git_write(&workspace, &target, &shown)?;
-        if target.is_dir() {
-            return Err(ToolError::failed(format!(
-                "{shown} is a directory; give a file path"
-            )));
-        }
+        let (target, shown) = write_target(&workspace, &path)?;
         let existed = target.exists();
-        workspace
-            .write_atomic(&target, content.as_bytes())
-            .map_err(|e| io_error("write", &shown, &e))
-            .map(|()| (shown, existed))
+        write_text(&workspace, &target, &shown, &content).map(|()| (shown, existed))
     })
     .await
     .map(|(shown, existed)| {
