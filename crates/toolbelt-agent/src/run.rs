@@ -96,6 +96,7 @@ async fn execute_in_span(
         stream: agent.options.stream,
         profile,
         seen: HashMap::new(),
+        earlier: HashMap::new(),
         blocked_turns: 0,
         answer_now: false,
         tool_calls: 0,
@@ -235,6 +236,13 @@ enum Turn {
     /// A final answer that narrates a call of `tool` instead of making it;
     /// `reason` tells the model to call it.
     Narrated { tool: String, reason: String },
+    /// With no tools offered, the call refused as a repeat (`times` asked for);
+    /// `reason` quotes its earlier result and asks for the answer.
+    Repeated {
+        tool: String,
+        times: u32,
+        reason: String,
+    },
 }
 
 /// What becomes of one call of a turn.
@@ -284,6 +292,8 @@ struct Run<'a> {
     profile: ModelProfile,
     /// Times each call (tool + canonical arguments) was asked for.
     seen: HashMap<String, u32>,
+    /// The last result each call (tool + canonical arguments) gave, as the model saw it.
+    earlier: HashMap<String, String>,
     /// Turns that had a blocked (repeated) call.
     blocked_turns: u32,
     /// Whether the next request offers no tools: the model repeated a call
@@ -339,31 +349,51 @@ impl Run<'_> {
                 turn = Turn::Narrated { tool, reason };
             }
             if answer_now && let Turn::Calls(_, calls) = &turn {
-                // No tools were offered: the refused call again ends the run,
-                // another call is not run but corrected.
+                // No tools were offered: another call is not run but corrected. The
+                // refused call again gets its earlier result quoted beside the request,
+                // once (small models read the last message best); after that it ends the run.
                 let limit = self.agent.options.max_identical_calls;
                 if let Some((call, times)) = calls.iter().find_map(|c| {
                     let times = *self.seen.get(&call_key(c))?;
                     (times >= limit).then_some((c, times + 1))
                 }) {
-                    self.transcript.usage += response.usage;
-                    return Err(Stop::Loop {
-                        tool: call.name.clone(),
+                    let key = call_key(call);
+                    let tool = call.name.clone();
+                    let quoted = (times == limit + 2)
+                        .then(|| self.earlier.get(&key))
+                        .flatten()
+                        .map(|earlier| quoted_result(earlier));
+                    let Some(quoted) = quoted else {
+                        self.transcript.usage += response.usage;
+                        return Err(Stop::Loop { tool, times });
+                    };
+                    self.seen.insert(key, times);
+                    self.answer_now = true;
+                    let reason = format!(
+                        "no tools are offered for this answer, and `{tool}` with these \
+                         arguments already ran. Its result was:\n{quoted}\nAnswer my request \
+                         from that result, in plain text. My request: {}",
+                        self.input
+                    );
+                    turn = Turn::Repeated {
+                        tool,
                         times,
-                    });
+                        reason,
+                    };
+                } else {
+                    self.answer_now = true;
+                    turn = Turn::Bad(
+                        "no tools are offered for this answer. Give your final answer in plain \
+                         text from the tool results above."
+                            .to_owned(),
+                    );
                 }
-                self.answer_now = true;
-                turn = Turn::Bad(
-                    "no tools are offered for this answer. Give your final answer in plain \
-                     text from the tool results above."
-                        .to_owned(),
-                );
             }
             let (content, calls) = match &turn {
                 Turn::Calls(prose, calls) => (prose.clone(), calls.clone()),
                 // An empty answer stays in the conversation as "" (not null,
                 // which some servers refuse without tool calls).
-                Turn::Text(_) | Turn::Bad(_) | Turn::Narrated { .. } => (
+                Turn::Text(_) | Turn::Bad(_) | Turn::Narrated { .. } | Turn::Repeated { .. } => (
                     Some(response.content.clone().unwrap_or_default()),
                     Vec::new(),
                 ),
@@ -404,6 +434,14 @@ impl Run<'_> {
                 }
                 Turn::Narrated { tool, reason } => {
                     self.correct(reason, iteration, Stop::NarratedCall(tool))?;
+                    continue;
+                }
+                Turn::Repeated {
+                    tool,
+                    times,
+                    reason,
+                } => {
+                    self.correct(reason, iteration, Stop::Loop { tool, times })?;
                     continue;
                 }
                 Turn::Calls(_, calls) => {
@@ -785,6 +823,7 @@ impl Run<'_> {
                 let Some(result) = results.get(at) else {
                     return;
                 };
+                self.earlier.insert(call_key(&call), result.to_model_text());
                 self.transcript.messages.push(Message::tool_result(
                     result.call.id.clone(),
                     result.call.name.clone(),
@@ -816,10 +855,14 @@ impl Run<'_> {
                 self.transcript.steps.push(Step::Merged { call, same_as });
             }
             Fate::Blocked(times) => {
+                let earlier = match self.earlier.get(&call_key(&call)) {
+                    Some(text) => format!("; its result was:\n{}\n", quoted_result(text)),
+                    None => "; its result is above. ".to_owned(),
+                };
                 let reason = format!(
                     "error: not run: this exact call (same tool, same arguments) was already made \
-                     {} times; its result is above. Give your final answer from the results \
-                     above; no tools are offered for it. Repeating the call ends the run.",
+                     {} times{earlier}Give your final answer from the results; no tools are \
+                     offered for it. Repeating the call ends the run.",
                     times - 1
                 );
                 self.transcript.messages.push(Message::tool_result(
@@ -938,6 +981,22 @@ fn used_tools(history: &[Message]) -> Vec<String> {
         }
     }
     used
+}
+
+/// Most characters of an earlier result quoted again to a model that repeats its call.
+const QUOTED_RESULT_CHARS: usize = 2_000;
+
+/// An earlier result as quoted to a model that asks for it again: whole, or its
+/// first [`QUOTED_RESULT_CHARS`] characters and how much was left out.
+fn quoted_result(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_RESULT_CHARS) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!(
+            "{}\n[… {} more characters, in the result above]",
+            &text[..cut],
+            text[cut..].chars().count()
+        ),
+    }
 }
 
 /// A call's identity for the loop guard: its tool and its arguments with

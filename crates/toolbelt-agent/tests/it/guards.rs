@@ -69,6 +69,7 @@ async fn a_repeated_call_is_blocked_then_the_run_stops() {
         .then_calls([call.clone()])
         .then_calls([reordered])
         .then_calls([call.clone()])
+        .then_calls([call.clone()])
         .then_calls([call])
         .then_text("never");
     let err = math_agent(&script)
@@ -86,7 +87,7 @@ async fn a_repeated_call_is_blocked_then_the_run_stops() {
     else {
         panic!("{err}")
     };
-    assert_eq!((tool.as_str(), *times), ("multiply", 4));
+    assert_eq!((tool.as_str(), *times), ("multiply", 5));
     assert_eq!(
         transcript.tool_results().count(),
         2,
@@ -108,13 +109,47 @@ async fn a_repeated_call_is_blocked_then_the_run_stops() {
     };
     assert!(asked.ends_with("My request: 2*3?"), "{asked}");
     assert!(
-        content.contains("this exact call (same tool, same arguments) was already made 2 times"),
+        content.contains(
+            "this exact call (same tool, same arguments) was already made 2 times; its result \
+             was:\n6.0\n"
+        ),
         "{content}"
     );
-    assert_eq!(script.requests().len(), 4);
-    // After the refusal the model is asked for its answer, with no tools offered.
+    // After the refusal the model is asked for its answer, with no tools offered; the
+    // refused call once more gets its result quoted beside the request; then the run stops.
+    assert_eq!(script.requests().len(), 5);
     assert!(!script.requests()[2].tools.is_empty());
-    assert!(script.requests()[3].tools.is_empty());
+    assert!(script.requests()[3].tools.is_empty() && script.requests()[4].tools.is_empty());
+    let quoted = last_user_text(&script.requests()[4].messages);
+    assert_eq!(
+        quoted,
+        "(runtime) no tools are offered for this answer, and `multiply` with these arguments \
+         already ran. Its result was:\n6.0\nAnswer my request from that result, in plain text. \
+         My request: 2*3?"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_call_asked_for_again_gets_its_result_quoted_and_the_answer_follows() {
+    // The 1.5B model read `logs/app.log` twice, was refused the third time, and wrote the
+    // call again when asked for its answer without tools: the run ended with exit code 1.
+    let call = ("multiply", json!({"a": 2, "b": 3}));
+    let script = ScriptedProvider::new()
+        .then_calls([call.clone()])
+        .then_calls([call.clone()])
+        .then_calls([call.clone()])
+        .then_calls([call])
+        .then_text("2*3 is 6");
+    let out = math_agent(&script)
+        .build()
+        .unwrap()
+        .run("2*3?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "2*3 is 6");
+    assert_eq!(out.transcript.tool_results().count(), 2);
+    let asked = last_user_text(&script.requests()[4].messages);
+    assert!(asked.contains("Its result was:\n6.0\n"), "{asked}");
 }
 
 #[tokio::test]

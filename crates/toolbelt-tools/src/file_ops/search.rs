@@ -59,12 +59,22 @@ pub async fn file_search(
     max_results: Option<u32>,
 ) -> Result<ToolOutput, ToolError> {
     let workspace = Workspace::from_context(ctx)?;
-    let glob = glob
-        .filter(|g| !g.trim().is_empty())
-        .map(|g| PathGlob::new(&g))
-        .transpose()?;
+    let mut glob = glob.filter(|g| !g.trim().is_empty());
+    let mut pattern = pattern.filter(|p| !p.is_empty());
+    // `*.py` as the pattern (the 1.5B model counting Python files): a file name
+    // pattern, not text in the files. Taken as the glob when there is none.
+    let mut taken_as_glob = None;
+    if glob.is_none()
+        && let Some(p) = pattern.take_if(|p| is_file_glob(p))
+    {
+        taken_as_glob = Some(format!(
+            "[`{p}` is a file name pattern, so it was used as `glob` (the files it matches); \
+             give `pattern` words to search inside files]\n"
+        ));
+        glob = Some(p);
+    }
+    let glob = glob.map(|g| PathGlob::new(&g)).transpose()?;
     let pattern = pattern
-        .filter(|p| !p.is_empty())
         .map(|p| {
             let any_case = case_insensitive.unwrap_or_else(|| !has_capital(&p));
             Pattern::compile(p, any_case)
@@ -97,7 +107,7 @@ pub async fn file_search(
         };
         let shown = query.workspace.display_path(&dir);
         let mut out = query.answer(&dir, &shown, &stop)?;
-        if let Some(note) = note {
+        for note in [note, taken_as_glob].into_iter().flatten().rev() {
             out.text.insert_str(0, &note);
         }
         Ok(out)
@@ -220,6 +230,22 @@ impl Pattern {
             }
         )
     }
+}
+
+/// Whether `pattern` is a file name glob rather than text to find: wildcards and
+/// an extension and nothing a line of text or a regex would hold (`*.py`,
+/// `src/**/*.rs`, `test_*.py`; not `a*b`, `.*\.py$` or `TODO *.md later`).
+fn is_file_glob(pattern: &str) -> bool {
+    let name = pattern.rsplit('/').next().unwrap_or(pattern);
+    let Some((stem, extension)) = name.rsplit_once('.') else {
+        return false;
+    };
+    let plain = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '*' | '?' | '/');
+    stem.contains('*')
+        && !stem.starts_with('.')
+        && !extension.is_empty()
+        && extension.chars().all(|c| c.is_ascii_alphanumeric())
+        && pattern.chars().all(plain)
 }
 
 /// Whether `pattern` holds a capital letter, escapes (`\S`, `\W`) not counted: what

@@ -211,6 +211,36 @@ async fn a_regex_the_engine_rejects_is_explained_and_searched_as_text() {
 }
 
 #[tokio::test]
+async fn a_file_name_pattern_given_as_pattern_is_used_as_the_glob() {
+    // The 1.5B model counting Python files ("src 目录下有几个 .py 文件？") wrote
+    // {"pattern": "*.py", "path": "src", "count": true}: no line holds `*.py`.
+    let fx = Fx::new();
+    fx.write("src/app.py", "print(1)\n");
+    fx.write("src/util.py", "def f():\n    pass\n");
+    fx.write("src/readme.txt", "about *.py files\n");
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"pattern": "*.py", "path": "src", "count": true})
+        )
+        .await,
+        "[`*.py` is a file name pattern, so it was used as `glob` (the files it matches); \
+         give `pattern` words to search inside files]\n\
+         2 files under src matching glob `*.py`, 3 lines in all:\nsrc/app.py: 1 line\n\
+         src/util.py: 2 lines"
+    );
+    // Text and regexes stay patterns; so does a file name pattern beside a glob.
+    for pattern in ["about *.py", ".*\\.py$", "a*b"] {
+        let out = fx.ok("file_search", json!({"pattern": pattern})).await;
+        assert!(!out.contains("used as `glob`"), "{pattern}: {out}");
+    }
+    let out = fx
+        .ok("file_search", json!({"pattern": "*.py", "glob": "*.txt"}))
+        .await;
+    assert!(out.contains("src/readme.txt:1: about *.py files"), "{out}");
+}
+
+#[tokio::test]
 async fn counts_lines_of_a_file_matching_lines_and_files() {
     let fx = Fx::new();
     fx.write("data.csv", "id,name\n1,a\n2,b\n3,c");
