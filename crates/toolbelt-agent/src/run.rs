@@ -1,6 +1,7 @@
 //! The run loop: route, ask the model, run its tool calls, repeat.
 
 mod dispatch;
+mod unsaved;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -97,6 +98,7 @@ async fn execute_in_span(
         profile,
         seen: HashMap::new(),
         earlier: HashMap::new(),
+        unsaved_told: false,
         blocked_turns: 0,
         answer_now: false,
         tool_calls: 0,
@@ -294,6 +296,8 @@ struct Run<'a> {
     seen: HashMap<String, u32>,
     /// The last result each call (tool + canonical arguments) gave, as the model saw it.
     earlier: HashMap<String, String>,
+    /// Whether the model was told that content it showed was not saved (once per run).
+    unsaved_told: bool,
     /// Turns that had a blocked (repeated) call.
     blocked_turns: u32,
     /// Whether the next request offers no tools: the model repeated a call
@@ -324,13 +328,12 @@ impl Run<'_> {
             self.add_active([name]);
         }
         for iteration in 1..=self.limit {
-            let mut request = self.request(&choice);
             let answer_now = std::mem::take(&mut self.answer_now);
-            if answer_now {
-                request.tools.clear();
-                request.tool_choice = ToolChoice::Auto;
-                request.parallel_tool_calls = None;
-            }
+            let request = if answer_now {
+                self.answer_request()
+            } else {
+                self.request(&choice)
+            };
             let started = Instant::now();
             let parse_text = self.parses_text(&choice);
             // Only a tool offered in this request can be narrated instead of called.
@@ -347,6 +350,15 @@ impl Run<'_> {
                 tracing::debug!(%tool, "the answer narrates a call instead of making it");
                 let reason = self.narration_reason(&tool, parse_text);
                 turn = Turn::Narrated { tool, reason };
+            }
+            if narration
+                && iteration < self.limit
+                && let Turn::Text(text) = &turn
+                && let Some(reason) = self.unsaved_reason(text)
+            {
+                tracing::debug!("the answer shows a file's content instead of saving it");
+                self.unsaved_told = true;
+                turn = Turn::Bad(reason);
             }
             if answer_now && let Turn::Calls(_, calls) = &turn {
                 // No tools were offered: another call is not run but corrected. The
@@ -430,6 +442,8 @@ impl Run<'_> {
                 }
                 Turn::Bad(reason) => {
                     self.correct(reason.clone(), iteration, Stop::BadAnswer(reason))?;
+                    // Asked for an answer without tools, the model stays so after a correction.
+                    self.answer_now |= answer_now;
                     continue;
                 }
                 Turn::Narrated { tool, reason } => {
@@ -528,6 +542,46 @@ impl Run<'_> {
              run it, and the user sees no result. The `{tool}` tool is offered with this message: \
              call it now.{arguments}{how} Then answer from its result."
         )
+    }
+
+    /// What a small model that showed a file's content instead of saving it is told: the
+    /// file its request names, and the offered tool that writes. `None` when the run already
+    /// wrote something, no offered tool writes, or the model was told once.
+    fn unsaved_reason(&self, answer: &str) -> Option<String> {
+        // Small models only (the profile that offers no tools when unsure); their router
+        // offers a tool that writes only to a request for a change.
+        if self.profile.tools_when_unsure
+            || self.unsaved_told
+            || self.agent.options.corrective_turns == 0
+        {
+            return None;
+        }
+        let wrote = self.transcript.steps.iter().any(|s| match s {
+            Step::Tool { result } => {
+                result.is_ok()
+                    && self
+                        .agent
+                        .tools
+                        .get(&result.call.name)
+                        .is_some_and(|t| !t.spec().policy.is_read_only())
+            }
+            _ => false,
+        });
+        if wrote {
+            return None;
+        }
+        let writer = self
+            .active
+            .tools
+            .specs()
+            .find(|s| !s.policy.is_read_only())?
+            .name
+            .clone();
+        let file = unsaved::unsaved_file(&self.input, answer)?;
+        Some(format!(
+            "your answer shows the content, but nothing was saved: no tool wrote {file}. Call \
+             `{writer}` now to save it as {file}, then say in one sentence what you saved."
+        ))
     }
 
     /// Asks the router which tools this run needs; returns a clarifying question if any.
@@ -638,6 +692,54 @@ impl Run<'_> {
         request.temperature = options.temperature;
         request.seed = options.seed;
         request.max_tokens = Some(self.max_tokens);
+        request
+    }
+
+    /// The request for an answer without tools, after a refused repeat: no tools, and
+    /// this run's calls and results given as one message of text. A conversation full of
+    /// calls invites one more: the 1.5B model, shown its own earlier calls, wrote the
+    /// refused call again instead of answering. The transcript keeps every message.
+    fn answer_request(&self) -> ChatRequest {
+        let mut request = self.request(&ToolChoice::None);
+        request.tools.clear();
+        request.tool_choice = ToolChoice::Auto;
+        request.parallel_tool_calls = None;
+        let run = &self.transcript.messages[self
+            .transcript
+            .history_len
+            .min(self.transcript.messages.len())..];
+        let keep = request.messages.len() - run.len();
+        request.messages.truncate(keep);
+        request.messages.push(Message::user(self.input.clone()));
+        // Each distinct call once, with its latest result, in the order first made.
+        let mut results: Vec<(String, String)> = Vec::new();
+        for step in &self.transcript.steps {
+            if let Step::Tool { result } = step {
+                let call = format!("`{}` {}", result.call.name, result.call.arguments);
+                let text = quoted_result(&result.to_model_text());
+                match results.iter_mut().find(|(c, _)| *c == call) {
+                    Some(seen) => seen.1 = text,
+                    None => results.push((call, text)),
+                }
+            }
+        }
+        let results: Vec<String> = results
+            .into_iter()
+            .map(|(call, text)| format!("{call} gave:\n{text}"))
+            .collect();
+        // What the runtime said last (the refusal's request for an answer, or a correction).
+        let told = run
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { content } => content.strip_prefix("(runtime) "),
+                _ => None,
+            })
+            .unwrap_or("Answer my request now in plain text, without calling tools.");
+        request.messages.push(Message::user(format!(
+            "(runtime) The tools called for my request gave these results:\n\n{}\n\n{told}",
+            results.join("\n\n")
+        )));
         request
     }
 
@@ -807,7 +909,7 @@ impl Run<'_> {
         if self.answer_now {
             // Small models attend to the last user turn: restate the request there.
             self.transcript.messages.push(Message::user(format!(
-                "(runtime) Answer my request now in plain text from the tool results above, \
+                "(runtime) Answer my request now in plain text from the tool results, \
                  without calling tools. My request: {}",
                 self.input
             )));

@@ -93,8 +93,8 @@ async fn a_repeated_call_is_blocked_then_the_run_stops() {
         2,
         "only the first two ran"
     );
-    let told = script.requests()[3].messages.clone();
-    // The refusal, then the request restated for an answer without tools.
+    // The transcript: the refusal, with the earlier result, then the request restated for
+    // an answer without tools.
     let [
         ..,
         Message::Tool {
@@ -103,11 +103,17 @@ async fn a_repeated_call_is_blocked_then_the_run_stops() {
             ..
         },
         Message::User { content: asked },
-    ] = told.as_slice()
+        Message::Assistant { .. },
+        Message::User { .. },
+    ] = transcript.messages.as_slice()
     else {
-        panic!("{told:?}")
+        panic!("{:?}", transcript.messages)
     };
-    assert!(asked.ends_with("My request: 2*3?"), "{asked}");
+    assert_eq!(
+        asked,
+        "(runtime) Answer my request now in plain text from the tool results, without calling \
+         tools. My request: 2*3?"
+    );
     assert!(
         content.contains(
             "this exact call (same tool, same arguments) was already made 2 times; its result \
@@ -115,17 +121,32 @@ async fn a_repeated_call_is_blocked_then_the_run_stops() {
         ),
         "{content}"
     );
-    // After the refusal the model is asked for its answer, with no tools offered; the
-    // refused call once more gets its result quoted beside the request; then the run stops.
+    // After the refusal the model is asked for its answer with no tools and without the
+    // calls it made: the results come as text, then what the runtime asks.
     assert_eq!(script.requests().len(), 5);
     assert!(!script.requests()[2].tools.is_empty());
     assert!(script.requests()[3].tools.is_empty() && script.requests()[4].tools.is_empty());
-    let quoted = last_user_text(&script.requests()[4].messages);
+    let results = "(runtime) The tools called for my request gave these results:\n\n`multiply` \
+         {\"a\":2,\"b\":3} gave:\n6.0\n\n";
     assert_eq!(
-        quoted,
-        "(runtime) no tools are offered for this answer, and `multiply` with these arguments \
-         already ran. Its result was:\n6.0\nAnswer my request from that result, in plain text. \
-         My request: 2*3?"
+        script.requests()[3].messages,
+        [
+            Message::system("Use the tools for arithmetic."),
+            Message::user("2*3?"),
+            Message::user(format!(
+                "{results}Answer my request now in plain text from the tool results, without \
+                 calling tools. My request: 2*3?"
+            )),
+        ]
+    );
+    // The refused call once more gets its result quoted beside the request; then the run stops.
+    assert_eq!(
+        last_user_text(&script.requests()[4].messages),
+        format!(
+            "{results}no tools are offered for this answer, and `multiply` with these arguments \
+             already ran. Its result was:\n6.0\nAnswer my request from that result, in plain \
+             text. My request: 2*3?"
+        )
     );
 }
 
@@ -175,7 +196,11 @@ async fn after_a_refused_repeat_the_model_answers_without_tools() {
     assert!(requests[3].tools.is_empty() && requests[4].tools.is_empty());
     let asked = last_user_text(&requests[3].messages);
     assert!(
-        asked.starts_with("(runtime) Answer my request now") && asked.ends_with("My request: 2*3?"),
+        asked.starts_with("(runtime) The tools called for my request gave these results:")
+            && asked.ends_with(
+                "Answer my request now in plain text from the tool results, \
+                 without calling tools. My request: 2*3?"
+            ),
         "{asked}"
     );
     let told = last_user_text(&requests[4].messages);
@@ -446,4 +471,27 @@ async fn identical_calls_in_one_turn_run_once_and_every_id_gets_the_result() {
         call: toolbelt_core::ToolCall::new("call_2", "sleep", json!({"ms": 5})),
         same_as: "call_1".to_owned(),
     }));
+}
+
+#[tokio::test]
+async fn asked_for_its_answer_the_model_gets_no_tools_after_a_correction_either() {
+    // The 1.5B model read notes.md twice, was refused the third time, answered with
+    // nothing, was offered the tools again and called once more: the loop guard ended the run.
+    let call = ("multiply", json!({"a": 2, "b": 3}));
+    let script = ScriptedProvider::new()
+        .then_calls([call.clone()])
+        .then_calls([call.clone()])
+        .then_calls([call])
+        .then_text("")
+        .then_text("6");
+    let out = math_agent(&script)
+        .build()
+        .unwrap()
+        .run("2*3?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "6");
+    let requests = script.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(requests[3].tools.is_empty() && requests[4].tools.is_empty());
 }

@@ -134,3 +134,89 @@ async fn prose_beside_a_native_call_is_still_streamed() {
         .collect();
     assert_eq!(text, "Let me use file_read. It says hello");
 }
+
+/// `file_write(path, content)`: a tool that writes; answers `wrote <path>`.
+fn file_write() -> ToolHandle {
+    FnTool::builder("file_write")
+        .description("Create or replace a text file")
+        .spec(|s| s.mutating())
+        .parameters(json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}))
+        .handler(|args, _ctx| async move { format!("wrote {}", args["path"].as_str().unwrap_or("?")) })
+        .unwrap()
+}
+
+/// The answer Qwen2.5-Coder-1.5B gave to "Write a short README.md for this folder that
+/// mentions the word toolbelt.": the README, printed, and no call.
+const PRINTED: &str = "Sure! Here is a short README.md for your folder:\n\n# My Project\n\n\
+    This folder uses toolbelt.";
+
+fn writer(script: &ScriptedProvider, model: &str) -> AgentBuilder {
+    Agent::builder(script.provider())
+        .tool(file_read())
+        .tool(file_write())
+        .profile(toolbelt_llm::ModelProfiles::builtin().find(model))
+        .executor(
+            toolbelt_core::Executor::builder()
+                .policy(toolbelt_core::ApprovalPolicy::allow_all())
+                .build(),
+        )
+}
+
+#[tokio::test]
+async fn a_small_model_that_shows_a_files_content_is_told_to_save_it() {
+    let script = ScriptedProvider::new()
+        .then_text(PRINTED)
+        .then_call(
+            "file_write",
+            json!({"path": "README.md", "content": "# My Project\n\ntoolbelt"}),
+        )
+        .then_text("I saved README.md.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run("Write a short README.md for this folder that mentions the word toolbelt.")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "I saved README.md.");
+    let ran: Vec<String> = out
+        .transcript
+        .tool_results()
+        .map(|r| r.to_model_text())
+        .collect();
+    assert_eq!(ran, ["wrote README.md"]);
+    let second = &script.requests()[1];
+    assert_eq!(
+        last_user_text(&second.messages),
+        Some(
+            "(runtime) your answer shows the content, but nothing was saved: no tool wrote \
+             README.md. Call `file_write` now to save it as README.md, then say in one sentence \
+             what you saved."
+        )
+    );
+    assert!(second.tools.iter().any(|t| t.name == "file_write"));
+}
+
+#[tokio::test]
+async fn shown_content_is_the_answer_for_large_models_and_after_one_reminder() {
+    // A model of the default profile may be asked for content to read: no reminder.
+    let script = ScriptedProvider::new().then_text(PRINTED);
+    let out = writer(&script, "gpt-4o")
+        .build()
+        .unwrap()
+        .run("Write a short README.md for this folder.")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, PRINTED);
+    // A small model is reminded once; content shown again is its answer.
+    let script = ScriptedProvider::new()
+        .then_text(PRINTED)
+        .then_text(PRINTED);
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run("Write a short README.md for this folder.")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, PRINTED);
+    assert_eq!(script.requests().len(), 2);
+}

@@ -3,6 +3,7 @@
 //! models make (a glob written from the workspace root, a regex that does not
 //! parse, a glob that leaves out the files that hold the text).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 
@@ -73,6 +74,16 @@ pub async fn file_search(
         ));
         glob = Some(p);
     }
+    let mut split_note = None;
+    if let Some(p) = pattern.take() {
+        pattern = match split_lines(&p) {
+            Some((joined, note)) => {
+                split_note = Some(note);
+                Some(joined).filter(|j| !j.is_empty())
+            }
+            None => Some(p),
+        };
+    }
     let glob = glob.map(|g| PathGlob::new(&g)).transpose()?;
     let pattern = pattern
         .map(|p| {
@@ -107,7 +118,11 @@ pub async fn file_search(
         };
         let shown = query.workspace.display_path(&dir);
         let mut out = query.answer(&dir, &shown, &stop)?;
-        for note in [note, taken_as_glob].into_iter().flatten().rev() {
+        for note in [note, taken_as_glob, split_note]
+            .into_iter()
+            .flatten()
+            .rev()
+        {
             out.text.insert_str(0, &note);
         }
         Ok(out)
@@ -248,6 +263,101 @@ fn is_file_glob(pattern: &str) -> bool {
         && pattern.chars().all(plain)
 }
 
+/// Words too common to tell files apart.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "does", "file",
+    "files", "for", "from", "has", "have", "in", "is", "it", "its", "of", "on", "or", "says",
+    "that", "the", "their", "them", "there", "this", "to", "was", "what", "when", "where", "which",
+    "who", "with",
+];
+
+/// The words of a phrase worth finding one by one: lower case, without stop words
+/// and one-letter words, each once, in order.
+fn content_words(phrase: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for word in phrase.split(|c: char| !c.is_alphanumeric() && c != '-') {
+        let word = word.trim_matches('-').to_lowercase();
+        if word.chars().count() > 1
+            && !STOP_WORDS.contains(&word.as_str())
+            && !words.contains(&word)
+        {
+            words.push(word);
+        }
+    }
+    words
+}
+
+/// `pattern` without its regex escapes (`\\d`, `\\b`, `\\.`), so that their letters do not
+/// join the words beside them.
+fn without_escapes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A pattern the model wrote over several lines (`replicas\nimage`), as one that finds
+/// any of its lines (a pattern matches within one line), and a note saying so; `None`
+/// when it has no line break.
+fn split_lines(pattern: &str) -> Option<(String, String)> {
+    if !pattern.contains('\n') {
+        return None;
+    }
+    let parts: Vec<&str> = pattern
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let shown: Vec<String> = parts.iter().map(|p| format!("`{p}`")).collect();
+    let note = format!(
+        "[`pattern` held line breaks, and a pattern matches within one line: searched for \
+         any of its lines ({})]\n",
+        shown.join(", ")
+    );
+    let parses = parts
+        .iter()
+        .all(|p| RegexMatcherBuilder::new().build(p).is_ok());
+    let joined: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            if parses {
+                format!("(?:{p})")
+            } else {
+                without_meaning(p)
+            }
+        })
+        .collect();
+    Some((joined.join("|"), note))
+}
+
+/// `text` with every regex metacharacter escaped: a regex that finds `text` as written.
+fn without_meaning(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether lower-cased `text` holds `word` as a whole word.
+fn holds_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
 /// Whether `pattern` holds a capital letter, escapes (`\S`, `\W`) not counted: what
 /// "smart case" reads as asking for an exact case (`invoice` finds `Invoice`, `Invoice`
 /// does not find `invoice`).
@@ -353,7 +463,75 @@ impl Query {
             notes.push(note);
             return Ok(self.render(&self.root, ".", &walk, notes, None));
         }
+        if let Some(p) = pattern
+            && walk.hits.is_empty()
+            && !self.count
+            && let Some((walk, note)) = self.by_words(p, stop)?
+        {
+            notes.push(note);
+            return Ok(self.render(&self.root, ".", &walk, notes, None));
+        }
         Ok(self.render(dir, shown, &walk, notes, glob))
+    }
+
+    /// After a pattern found no line anywhere: the lines that hold its words, in the
+    /// files that hold the most of them (at least two). Qwen2.5-Coder-1.5B looked for
+    /// `meeting with Dana` in a folder whose note says "Meeting on Tuesday with Dana", and
+    /// for `replicas:.*?image:.*?` (two lines of a YAML file), and answered that no file
+    /// holds them.
+    fn by_words(
+        &self,
+        pattern: &Pattern,
+        stop: &CancellationToken,
+    ) -> Result<Option<(Walk, String)>, ToolError> {
+        let words = content_words(&without_escapes(&pattern.text));
+        if words.len() < 2 {
+            return Ok(None);
+        }
+        let alternation: Vec<String> = words.iter().map(|w| without_meaning(w)).collect();
+        let Ok(any) = Pattern::compile(format!("\\b(?:{})\\b", alternation.join("|")), true) else {
+            return Ok(None);
+        };
+        let mut walk = self.walk(&self.root, None, Some(&any), stop)?;
+        // Per file, which of the words its matching lines hold.
+        let mut held: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+        for hit in &walk.hits {
+            let Some((file, text)) = hit.split_once(':') else {
+                continue;
+            };
+            let text = text.to_lowercase();
+            let set = held.entry(file.to_owned()).or_default();
+            set.extend(
+                words
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|w| holds_word(&text, w)),
+            );
+        }
+        let most = held.values().map(BTreeSet::len).max().unwrap_or(0);
+        if most < 2 {
+            return Ok(None);
+        }
+        let best: BTreeSet<&str> = held
+            .iter()
+            .filter(|(_, set)| set.len() == most)
+            .map(|(file, _)| file.as_str())
+            .collect();
+        walk.hits.retain(|hit| {
+            hit.split_once(':')
+                .is_some_and(|(file, _)| best.contains(file))
+        });
+        walk.matched_files = best.len();
+        let note = format!(
+            "[no line anywhere holds {}; these lines hold its words ({}), from the {} that \
+             hold{} the most of them ({most} of {})]",
+            pattern.describe(),
+            words.join(", "),
+            files(best.len()),
+            if best.len() == 1 { "s" } else { "" },
+            words.len()
+        );
+        Ok(Some((walk, note)))
     }
 
     /// A wider search after one that found no line: without the glob, then

@@ -241,6 +241,83 @@ async fn a_file_name_pattern_given_as_pattern_is_used_as_the_glob() {
 }
 
 #[tokio::test]
+async fn a_phrase_found_nowhere_is_looked_for_word_by_word() {
+    // The 1.5B model searched `meeting with Dana` for "the file that talks about a meeting
+    // with Dana" and answered that no file mentions it.
+    let fx = Fx::new();
+    fx.write(
+        "docs/meeting.md",
+        "# Meeting\n\nMeeting on Tuesday with Dana about the budget.\n",
+    );
+    fx.write("docs/invoice.txt", "Invoice for Dana's shop.\n");
+    fx.write("notes.md", "nothing here\n");
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"pattern": "meeting with Dana", "path": "docs"})
+        )
+        .await,
+        "[no line anywhere holds `meeting with Dana` (regular expression, exact case); these \
+         lines hold its words (meeting, dana), from the 1 file that holds the most of them \
+         (2 of 2)]\ndocs/meeting.md:1: # Meeting\ndocs/meeting.md:3: Meeting on Tuesday with \
+         Dana about the budget.\n[2 matching lines in 1 file under .]"
+    );
+    // A regular expression across two lines of a file: its words, found line by line.
+    fx.write(
+        "data/deploy.yaml",
+        "replicas: 3\nimage: registry.local/app:1.4.2\n",
+    );
+    let out = fx
+        .ok("file_search", json!({"pattern": "replicas:.*?image:.*?"}))
+        .await;
+    assert!(
+        out.ends_with(
+            "these lines hold its words (replicas, image), from the 1 file that holds the most \
+             of them (2 of 2)]\ndata/deploy.yaml:1: replicas: 3\ndata/deploy.yaml:2: image: \
+             registry.local/app:1.4.2\n[2 matching lines in 1 file under .]"
+        ),
+        "{out}"
+    );
+    // One content word, or words no file holds two of: no such fallback.
+    for pattern in ["the meeting", "meet(ing)? with Dana", "budget invoice"] {
+        let out = fx.ok("file_search", json!({"pattern": pattern})).await;
+        assert!(!out.contains("hold its words"), "{pattern}: {out}");
+    }
+}
+
+#[tokio::test]
+async fn a_pattern_over_several_lines_finds_any_of_its_lines() {
+    // The 1.5B model asked for {"path": "data/deploy.yaml", "pattern": "replicas\ndeploy.yaml"}
+    // and got an error: a pattern matches within one line.
+    let fx = Fx::new();
+    fx.write(
+        "data/deploy.yaml",
+        "replicas: 3\nimage: registry.local/app:1.4.2\n",
+    );
+    assert_eq!(
+        fx.ok(
+            "file_search",
+            json!({"path": "data/deploy.yaml", "pattern": "replicas\nimage:"})
+        )
+        .await,
+        "[`pattern` held line breaks, and a pattern matches within one line: searched for any \
+         of its lines (`replicas`, `image:`)]\ndata/deploy.yaml:1: replicas: 3\n\
+         data/deploy.yaml:2: image: registry.local/app:1.4.2\n\
+         [2 matching lines in 1 file under data/deploy.yaml]"
+    );
+    let out = fx.ok("file_search", json!({"pattern": "replicas\n"})).await;
+    assert!(out.contains("data/deploy.yaml:1: replicas: 3"), "{out}");
+    // Lines that are not regular expressions are searched as written.
+    let out = fx
+        .ok(
+            "file_search",
+            json!({"pattern": "registry.local/app:1.4.2\nunclosed("}),
+        )
+        .await;
+    assert!(out.contains("data/deploy.yaml:2: image"), "{out}");
+}
+
+#[tokio::test]
 async fn counts_lines_of_a_file_matching_lines_and_files() {
     let fx = Fx::new();
     fx.write("data.csv", "id,name\n1,a\n2,b\n3,c");
