@@ -99,6 +99,7 @@ async fn execute_in_span(
         seen: HashMap::new(),
         earlier: HashMap::new(),
         unsaved_told: false,
+        unused_told: false,
         blocked_turns: 0,
         answer_now: false,
         tool_calls: 0,
@@ -298,6 +299,8 @@ struct Run<'a> {
     earlier: HashMap<String, String>,
     /// Whether the model was told that content it showed was not saved (once per run).
     unsaved_told: bool,
+    /// Whether the model was told that its answer used none of the results (once per run).
+    unused_told: bool,
     /// Turns that had a blocked (repeated) call.
     blocked_turns: u32,
     /// Whether the next request offers no tools: the model repeated a call
@@ -358,6 +361,14 @@ impl Run<'_> {
             {
                 tracing::debug!("the answer shows a file's content instead of saving it");
                 self.unsaved_told = true;
+                turn = Turn::Bad(reason);
+            }
+            if iteration < self.limit
+                && let Turn::Text(text) = &turn
+                && let Some(reason) = self.unused_results_reason(text)
+            {
+                tracing::debug!("the answer uses nothing the tools returned");
+                self.unused_told = true;
                 turn = Turn::Bad(reason);
             }
             if answer_now && let Turn::Calls(_, calls) = &turn {
@@ -581,6 +592,46 @@ impl Run<'_> {
         Some(format!(
             "your answer shows the content, but nothing was saved: no tool wrote {file}. Call \
              `{writer}` now to save it as {file}, then say in one sentence what you saved."
+        ))
+    }
+
+    /// What a small model whose short answer uses nothing the tools returned is told.
+    /// `None` for other models, without a successful call this run, after a call that
+    /// changed something, or once told.
+    fn unused_results_reason(&self, answer: &str) -> Option<String> {
+        if self.profile.tools_when_unsure
+            || self.unused_told
+            || self.agent.options.corrective_turns == 0
+        {
+            return None;
+        }
+        // Facts read, to report; after a change the answer confirms it instead.
+        let mut results: Vec<String> = Vec::new();
+        for step in &self.transcript.steps {
+            let Step::Tool { result } = step else {
+                continue;
+            };
+            if !result.is_ok() {
+                continue;
+            }
+            let reads = self
+                .agent
+                .tools
+                .get(&result.call.name)
+                .is_some_and(|t| t.spec().policy.is_read_only());
+            if !reads {
+                return None;
+            }
+            results.push(result.to_model_text());
+        }
+        if !unsaved::ignores_results(&self.input, answer, results.iter().map(String::as_str)) {
+            return None;
+        }
+        Some(format!(
+            "your answer uses nothing the tools returned. Answer my request with the facts \
+             from the tool results (names, numbers, lines), not a remark about them. My \
+             request: {}",
+            self.input
         ))
     }
 

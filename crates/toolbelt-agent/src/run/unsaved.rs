@@ -1,5 +1,7 @@
-//! An answer that shows a file's content instead of saving it: Qwen2.5-Coder-1.5B, asked
-//! to "Write a short README.md for this folder", printed a README and called no tool.
+//! Final answers of small models that do not do what was asked, seen with
+//! Qwen2.5-Coder-1.5B: a file's content shown instead of saved ("Write a short README.md
+//! for this folder" answered with a printed README), and answers that use nothing the
+//! tools returned ("Thank you for confirming the results." after listing a folder).
 
 /// The file `input` asks for, when `answer` shows content (a fenced block or a Markdown
 /// heading) rather than saying it was saved: the first path-like word with an extension
@@ -35,9 +37,70 @@ fn names_file(word: &str) -> bool {
         && extension.chars().any(|c| c.is_ascii_alphabetic())
 }
 
+/// Most words of an answer checked for using the results: longer answers say something.
+const SHORT_ANSWER_WORDS: usize = 25;
+
+/// Whether a short `answer` holds no word or number of `results` that the request does
+/// not hold too: it answers from neither the results nor the request's own words.
+pub(super) fn ignores_results<'a>(
+    input: &str,
+    answer: &str,
+    results: impl IntoIterator<Item = &'a str>,
+) -> bool {
+    if answer.split_whitespace().count() >= SHORT_ANSWER_WORDS {
+        return false;
+    }
+    let asked = words(input);
+    let said: Vec<String> = words(answer)
+        .into_iter()
+        .filter(|w| !asked.contains(w))
+        .collect();
+    let mut any = false;
+    for result in results {
+        any = true;
+        let found = words(result);
+        if said.iter().any(|w| found.contains(w)) {
+            return false;
+        }
+    }
+    any
+}
+
+/// Lower-case words of three or more letters, and numbers.
+fn words(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3 || w.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::unsaved_file;
+    use super::{ignores_results, unsaved_file};
+
+    #[test]
+    fn an_answer_that_uses_no_result_ignores_them() {
+        let listing = "src: 4 entries\napp.py  (46 bytes)\nutil.py  (44 bytes)";
+        for answer in [
+            "Thank you for confirming the results.",
+            "The Python files under src are listed above.",
+        ] {
+            assert!(
+                ignores_results("List the Python files under src.", answer, [listing]),
+                "{answer}"
+            );
+        }
+        for answer in ["app.py and util.py", "There are 2: app.py, util.py."] {
+            assert!(
+                !ignores_results("List the Python files under src.", answer, [listing]),
+                "{answer}"
+            );
+        }
+        // No results, or a long answer: nothing to tell.
+        assert!(!ignores_results("Hi", "Hello!", []));
+        let long = "word ".repeat(30);
+        assert!(!ignores_results("List them", &long, [listing]));
+    }
 
     #[test]
     fn content_shown_for_a_named_file_is_unsaved() {

@@ -220,3 +220,38 @@ async fn shown_content_is_the_answer_for_large_models_and_after_one_reminder() {
     assert_eq!(out.answer, PRINTED);
     assert_eq!(script.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn a_small_models_answer_that_uses_no_result_gets_one_reminder() {
+    // After `list_dir` the 1.5B model answered "Thank you for confirming the results."
+    let script = ScriptedProvider::new()
+        .then_call("file_read", json!({"path": "hello.txt"}))
+        .then_text("Thank you for confirming the results.")
+        .then_text("hello.txt says hello");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run("What does hello.txt say?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "hello.txt says hello");
+    assert_eq!(
+        last_user_text(&script.requests()[2].messages),
+        Some(
+            "(runtime) your answer uses nothing the tools returned. Answer my request with the \
+             facts from the tool results (names, numbers, lines), not a remark about them. My \
+             request: What does hello.txt say?"
+        )
+    );
+    // Large models' answers are theirs.
+    let script = ScriptedProvider::new()
+        .then_call("file_read", json!({"path": "hello.txt"}))
+        .then_text("Thank you for confirming the results.");
+    let out = writer(&script, "gpt-4o")
+        .build()
+        .unwrap()
+        .run("What does hello.txt say?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "Thank you for confirming the results.");
+}
