@@ -1,0 +1,78 @@
+//! The registry keeps ended runs in memory or in the store, and reads them back from either.
+
+use std::time::Duration;
+
+use super::*;
+use toolbelt_agent::testing::ScriptedProvider;
+use toolbelt_llm::ChatResponse;
+
+fn agent() -> Agent {
+    let provider = ScriptedProvider::from_fn(|_| ChatResponse::text("done").into());
+    Agent::builder(provider.provider())
+        .name("helper")
+        .build()
+        .unwrap()
+}
+
+async fn run_to_end(registry: &RunRegistry) -> String {
+    let entry = registry
+        .start(agent(), RunStart::default(), Extensions::new())
+        .await
+        .unwrap();
+    let view = entry.settle(Duration::from_secs(10)).await;
+    assert_eq!(view.status, RunStatus::Succeeded);
+    entry.id().to_owned()
+}
+
+/// Waits until at most `n` runs are in memory (retiring follows the run's last write).
+async fn until_in_memory(registry: &RunRegistry, n: usize) {
+    for _ in 0..400 {
+        if registry.in_memory() <= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "{} runs still in memory, expected {n}",
+        registry.in_memory()
+    );
+}
+
+#[tokio::test]
+async fn with_a_store_an_ended_run_leaves_memory_and_is_read_back_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("runs.db").display());
+    let store = toolbelt_store::Store::open(&url).await.unwrap();
+    let registry = RunRegistry::new().with_store(store);
+    let id = run_to_end(&registry).await;
+    until_in_memory(&registry, 0).await;
+    let detail = registry.detail(&id).await.unwrap();
+    assert_eq!(
+        (detail.run.status, detail.run.answer.as_deref()),
+        (RunStatus::Succeeded, Some("done"))
+    );
+    let replayed = registry.get_or_stored(&id).await.unwrap();
+    let (events, ended) = replayed.events_from(0);
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        (kinds.first().copied(), kinds.last().copied(), ended),
+        (Some("started"), Some("finished"), true)
+    );
+    assert_eq!(
+        registry.ended_in_store(&id).await,
+        Some(RunStatus::Succeeded)
+    );
+    assert!(registry.get_or_stored("run_nope").await.is_err());
+}
+
+#[tokio::test]
+async fn without_a_store_the_newest_ended_runs_stay_and_older_ones_leave() {
+    let registry = RunRegistry::new();
+    let first = run_to_end(&registry).await;
+    for _ in 0..KEEP_FINISHED {
+        run_to_end(&registry).await;
+    }
+    until_in_memory(&registry, KEEP_FINISHED).await;
+    assert!(registry.get(&first).is_err(), "the oldest run stayed");
+    assert_eq!(registry.list(None, None).len(), KEEP_FINISHED);
+}
