@@ -19,7 +19,10 @@ mod waits;
 
 pub use cluster::{Held, Holder};
 pub use error::RunError;
-pub use events::{RunEvent, call_result_json};
+pub use events::{
+    ApprovalResolved, CallFailure, CallOutput, CallReport, PendingWaits, RunEnd, RunEvent,
+    RunEventData, RunTranscript, Started, ToolProgress,
+};
 pub use observer::RunObserver;
 pub use registry::{RunRegistry, RunStart, audit_entry};
 pub use run::{RunDetail, RunEntry, RunStatus, RunView, UsageView};

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::RunError;
+use super::events::RunTranscript;
 use super::registry::{RunRegistry, store_id};
 
 /// What an approval, answer or cancel request names.
@@ -85,11 +86,6 @@ impl RunRegistry {
                 .ok()
                 .filter(|r| !r.status.is_finished())?,
             Held::Approval(id) | Held::Question(id) => {
-                let key = if matches!(what, Held::Approval(_)) {
-                    "approvals"
-                } else {
-                    "questions"
-                };
                 // Only the waiting runs whose transcript holds the id, found in the
                 // database however many runs wait.
                 let waiting = store
@@ -97,9 +93,11 @@ impl RunRegistry {
                     .await
                     .ok()?;
                 waiting.into_iter().find(|r| {
-                    r.transcript["pending"][key]
-                        .as_array()
-                        .is_some_and(|pending| pending.iter().any(|p| p["id"] == id))
+                    let pending = RunTranscript::read(&r.transcript).pending;
+                    match what {
+                        Held::Approval(_) => pending.approvals.iter().any(|a| a.id == id),
+                        _ => pending.questions.iter().any(|q| q.id == id),
+                    }
                 })?
             }
         };

@@ -14,10 +14,11 @@ use toolbelt_tools::PendingQuestions;
 
 use super::cluster::Probe;
 use super::error::RunError;
-use super::events::{RunEvent, call_result_json};
+use super::events::{
+    CallReport, PendingWaits, RunEnd, RunEventData, RunTranscript, Started, ToolProgress,
+};
 use super::observer::{RunObserver, Unobserved};
 use super::run::{RunDetail, RunEntry, RunState, RunStatus, RunView, UsageView};
-use super::waits::{ApprovalView, QuestionView};
 
 /// The runs of this process, by id. Clones share the same runs.
 #[derive(Clone)]
@@ -211,14 +212,23 @@ impl RunRegistry {
             };
             // What waits for a person is stored too, so that another instance on the same
             // database can tell which run (and instance) an approval or a question belongs to.
-            let approvals: Vec<&ApprovalView> = state.approvals.values().map(|p| &p.view).collect();
-            let questions: Vec<&QuestionView> = state.questions.values().collect();
-            let mut update = toolbelt_store::RunUpdate::status(status).with_transcript(json!({
-                "messages": state.messages,
-                "events": state.events,
-                "usage": UsageView::from(state.usage),
-                "pending": {"approvals": approvals, "questions": questions},
-            }));
+            let transcript = RunTranscript {
+                messages: state.messages.clone(),
+                events: state.events.clone(),
+                usage: state.usage.into(),
+                pending: PendingWaits {
+                    approvals: state.approvals.values().map(|p| p.view.clone()).collect(),
+                    questions: state.questions.values().cloned().collect(),
+                },
+            };
+            let transcript = match serde_json::to_value(&transcript) {
+                Ok(transcript) => transcript,
+                Err(e) => {
+                    tracing::error!(run = %entry.id, error = %e, "could not write the run's transcript");
+                    return;
+                }
+            };
+            let mut update = toolbelt_store::RunUpdate::status(status).with_transcript(transcript);
             if let Some(answer) = &state.answer {
                 update = update.with_output(json!({"answer": answer}));
             }
@@ -348,10 +358,12 @@ impl RunRegistry {
         ));
         self.write_runs().insert(id.clone(), Arc::clone(&entry));
         lock(&self.inner.by_conversation).insert(conversation_id.clone(), Arc::clone(&entry));
-        entry.push(
-            "started",
-            json!({"run_id": id, "agent": entry.agent, "input": start.input, "conversation_id": conversation_id}),
-        );
+        entry.push(RunEventData::Started(Started {
+            run_id: id.clone(),
+            agent: entry.agent.clone(),
+            input: start.input.clone(),
+            conversation_id: conversation_id.clone(),
+        }));
         // One log line per run start, wait, decision and end (the input is not logged: it may
         // hold what a user would not want in a log file).
         tracing::info!(run = %id, agent = %entry.agent, model = %start.model, "run started");
@@ -483,46 +495,32 @@ impl RunRegistry {
         match event {
             AgentEvent::Routed(decision) => {
                 self.observer().routed(&decision);
-                entry.push(
-                    "routed",
-                    serde_json::to_value(&decision).unwrap_or(Value::Null),
-                );
+                entry.push(RunEventData::Routed(Box::new(decision)));
             }
-            AgentEvent::TextDelta(text) => entry.push("text_delta", json!({"text": text})),
+            AgentEvent::TextDelta(text) => entry.push(RunEventData::TextDelta { text }),
             AgentEvent::ModelTurn {
                 iteration,
                 tool_calls,
-            } => entry.push(
-                "model_turn",
-                json!({"iteration": iteration, "tool_calls": tool_calls}),
-            ),
-            AgentEvent::ToolCallStarted(call) => {
-                entry.push(
-                    "tool_call_started",
-                    serde_json::to_value(&call).unwrap_or(Value::Null),
-                );
-            }
+            } => entry.push(RunEventData::ModelTurn {
+                iteration,
+                tool_calls,
+            }),
+            AgentEvent::ToolCallStarted(call) => entry.push(RunEventData::ToolCallStarted(call)),
             AgentEvent::ToolCallFinished(result) => {
                 self.observer().call_finished(&result);
-                entry.push("tool_call_finished", call_result_json(&result));
+                entry.push(RunEventData::ToolCallFinished(CallReport::from(&result)));
             }
             AgentEvent::CallMerged { call, same_as } => {
-                entry.push(
-                    "call_merged",
-                    json!({"call": serde_json::to_value(&call).unwrap_or(Value::Null), "same_as": same_as}),
-                );
+                entry.push(RunEventData::CallMerged { call, same_as });
             }
             AgentEvent::ToolsAdded { by, tools } => {
-                entry.push("tools_added", json!({"by": by, "tools": tools}));
+                entry.push(RunEventData::ToolsAdded { by, tools });
             }
             AgentEvent::SkillsAdded { skills } => {
-                entry.push("skills_added", json!({"skills": skills}));
+                entry.push(RunEventData::SkillsAdded { skills });
             }
             AgentEvent::ToolProgress(progress) => {
-                entry.push(
-                    "tool_progress",
-                    serde_json::to_value(&progress).unwrap_or(Value::Null),
-                );
+                entry.push(RunEventData::ToolProgress(ToolProgress::from(&progress)));
             }
             AgentEvent::Finished(output) => {
                 let usage = output.usage();
@@ -601,16 +599,18 @@ impl RunRegistry {
                 tracing::info!(run = %entry.id, agent = %entry.agent, status = status.as_str(), ms, tokens_in = usage.input_tokens, tokens_out = usage.output_tokens, "run ended");
             }
         }
-        let kind = match status {
-            RunStatus::Succeeded => "finished",
-            RunStatus::Cancelled => "cancelled",
-            RunStatus::Interrupted => "interrupted",
-            _ => "failed",
+        let end = RunEnd {
+            status,
+            answer,
+            error,
+            usage,
         };
-        entry.push(
-            kind,
-            json!({"status": status, "answer": answer, "error": error, "usage": usage}),
-        );
+        entry.push(match status {
+            RunStatus::Succeeded => RunEventData::Finished(end),
+            RunStatus::Cancelled => RunEventData::Cancelled(end),
+            RunStatus::Interrupted => RunEventData::Interrupted(end),
+            _ => RunEventData::Failed(end),
+        });
     }
 
     /// The run `id`.
@@ -721,10 +721,7 @@ fn detail_from_record(record: &toolbelt_store::RunRecord) -> RunDetail {
         // Queued or running: held by another instance on the same database.
         _ => RunStatus::Running,
     };
-    let t = &record.transcript;
-    let messages: Vec<Message> = serde_json::from_value(t["messages"].clone()).unwrap_or_default();
-    let events: Vec<RunEvent> = serde_json::from_value(t["events"].clone()).unwrap_or_default();
-    let usage: UsageView = serde_json::from_value(t["usage"].clone()).unwrap_or_default();
+    let transcript = RunTranscript::read(&record.transcript);
     let str_of = |v: &Value| v.as_str().map(str::to_owned);
     RunDetail {
         run: RunView {
@@ -738,12 +735,12 @@ fn detail_from_record(record: &toolbelt_store::RunRecord) -> RunDetail {
             finished_at_ms: record.finished_at.and_then(|t| u64::try_from(t).ok()),
             answer: record.output.as_ref().and_then(|o| str_of(&o["answer"])),
             error: record.error.clone(),
-            usage,
+            usage: transcript.usage,
             pending_approvals: Vec::new(),
             pending_questions: Vec::new(),
         },
-        messages,
-        events,
+        messages: transcript.messages,
+        events: transcript.events,
     }
 }
 

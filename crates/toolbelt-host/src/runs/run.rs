@@ -6,12 +6,11 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use toolbelt_llm::{Message, Usage};
 
-use super::events::RunEvent;
+use super::events::{RunEvent, RunEventData};
 use super::waits::{ApprovalView, Pending, QuestionView};
 
 /// Where a run is.
@@ -255,15 +254,11 @@ impl RunEntry {
     }
 
     /// Appends an event and wakes subscribers.
-    pub(super) fn push(&self, kind: &str, data: Value) {
+    pub(super) fn push(&self, data: RunEventData) {
         let seq = {
             let mut state = self.lock();
             let seq = state.events.len() as u64 + 1;
-            state.events.push(RunEvent {
-                seq,
-                kind: kind.to_owned(),
-                data,
-            });
+            state.events.push(RunEvent { seq, data });
             seq
         };
         self.progress.send_replace(seq);

@@ -3,12 +3,13 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolbelt_agent::ApprovalPrompt;
 use toolbelt_core::{ApprovalResponse, BoxFuture};
 use toolbelt_tools::{HumanChannel, HumanError, HumanQuestion};
 
 use super::error::RunError;
+use super::events::{ApprovalResolved, RunEventData};
 use super::registry::{RunRegistry, lock};
 use super::run::RunEntry;
 
@@ -63,7 +64,7 @@ impl RunRegistry {
             arguments: request.call.arguments.clone(),
             description: request.spec.description.clone(),
         };
-        let data = serde_json::to_value(&view).unwrap_or(Value::Null);
+        let data = RunEventData::ApprovalRequested(view.clone());
         entry.lock().approvals.insert(
             view.id.clone(),
             Pending {
@@ -75,7 +76,7 @@ impl RunRegistry {
         entry.lock().set_waiting_from_pending();
         lock(&self.inner.approvals).insert(view.id.clone(), Arc::clone(entry));
         tracing::info!(run = %entry.id, agent = %entry.agent, approval = %view.id, tool = %view.tool, "run waits for an approval");
-        entry.push("approval_requested", data);
+        entry.push(data);
     }
 
     /// Every call waiting for a decision.
@@ -117,10 +118,11 @@ impl RunRegistry {
             _ => ("other", Value::Null),
         };
         tracing::info!(run = %entry.id, agent = %entry.agent, approval = %id, decision, "approval answered");
-        entry.push(
-            "approval_resolved",
-            json!({"approval_id": id, "decision": decision, "detail": extra}),
-        );
+        entry.push(RunEventData::ApprovalResolved(ApprovalResolved {
+            approval_id: id.to_owned(),
+            decision: decision.to_owned(),
+            detail: extra,
+        }));
         let view = pending.view.clone();
         pending.prompt.respond(response);
         let registry = self.clone();
@@ -196,10 +198,7 @@ impl HumanChannel for RunQuestions {
                 self.registry.persist(run).await;
                 run.lock().set_waiting_from_pending();
                 tracing::info!(run = %run.id, agent = %run.agent, question = %view.id, "run waits for an answer");
-                run.push(
-                    "question_asked",
-                    serde_json::to_value(&view).unwrap_or(Value::Null),
-                );
+                run.push(RunEventData::QuestionAsked(view.clone()));
             }
             let id = view.id.clone();
             let answer = self.registry.inner.questions.ask(question).await;
@@ -209,10 +208,10 @@ impl HumanChannel for RunQuestions {
                     state.questions.remove(&id);
                     state.set_waiting_from_pending();
                 }
-                run.push(
-                    "question_answered",
-                    json!({"question_id": id, "answered": answer.is_ok()}),
-                );
+                run.push(RunEventData::QuestionAnswered {
+                    question_id: id,
+                    answered: answer.is_ok(),
+                });
                 self.registry.persist(run).await;
             }
             answer

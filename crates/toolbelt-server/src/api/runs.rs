@@ -353,7 +353,7 @@ fn sse(
 fn to_sse(event: &RunEvent) -> Event {
     Event::default()
         .id(event.seq.to_string())
-        .event(event.kind.clone())
+        .event(event.kind())
         .data(serde_json::to_string(event).unwrap_or_default())
 }
 

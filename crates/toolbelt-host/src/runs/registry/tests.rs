@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::runs::RunEvent;
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_llm::ChatResponse;
 
@@ -53,7 +54,7 @@ async fn with_a_store_an_ended_run_leaves_memory_and_is_read_back_from_the_store
     );
     let replayed = registry.get_or_stored(&id).await.unwrap();
     let (events, ended) = replayed.events_from(0);
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<&str> = events.iter().map(RunEvent::kind).collect();
     assert_eq!(
         (kinds.first().copied(), kinds.last().copied(), ended),
         (Some("started"), Some("finished"), true)

@@ -107,7 +107,8 @@ fn stored_definitions_include_agent_tools() {
 #[test]
 fn run_views_read_back_with_every_field_set() {
     use toolbelt_host::runs::{
-        ApprovalView, QuestionView, RunDetail, RunEvent, RunStatus, RunView, UsageView,
+        ApprovalView, QuestionView, RunDetail, RunEvent, RunEventData, RunStatus, RunView,
+        UsageView,
     };
     let approval = ApprovalView {
         id: "apr_1".to_owned(),
@@ -146,8 +147,9 @@ fn run_views_read_back_with_every_field_set() {
         messages: vec![toolbelt_llm::Message::user("hi")],
         events: vec![RunEvent {
             seq: 1,
-            kind: "text_delta".to_owned(),
-            data: json!({"text": "a"}),
+            data: RunEventData::TextDelta {
+                text: "a".to_owned(),
+            },
         }],
     };
     round_trip::<RunDetailSchema>(&detail);
