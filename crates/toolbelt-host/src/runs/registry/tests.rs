@@ -77,3 +77,42 @@ async fn without_a_store_the_newest_ended_runs_stay_and_older_ones_leave() {
     assert!(registry.get(&first).is_err(), "the oldest run stayed");
     assert_eq!(registry.list(None, None).len(), KEEP_FINISHED);
 }
+
+/// Writes down what the registry tells it.
+#[derive(Default)]
+struct Recording(Mutex<Vec<String>>);
+
+impl RunObserver for Recording {
+    fn tokens(&self, agent: &str, model: &str, usage: Usage) {
+        lock(&self.0).push(format!(
+            "tokens {agent} {model} {}/{}",
+            usage.input_tokens, usage.output_tokens
+        ));
+    }
+
+    fn run_ended(&self, agent: &str, status: RunStatus) {
+        lock(&self.0).push(format!("ended {agent} {status}"));
+    }
+}
+
+#[tokio::test]
+async fn the_observer_hears_the_tokens_and_the_end_of_each_run() {
+    let observer = Arc::new(Recording::default());
+    let registry = RunRegistry::new().with_observer(observer.clone());
+    registry
+        .start(
+            agent(),
+            RunStart::new("hi").with_model("m"),
+            Extensions::new(),
+        )
+        .await
+        .unwrap();
+    // The run's task has ended, so it has told the observer everything.
+    tokio::time::timeout(Duration::from_secs(10), registry.wait_idle())
+        .await
+        .unwrap();
+    assert_eq!(
+        *lock(&observer.0),
+        ["tokens helper m 0/0", "ended helper succeeded"]
+    );
+}
