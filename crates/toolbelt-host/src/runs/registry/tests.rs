@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::runs::RunEvent;
+use serde_json::json;
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_llm::ChatResponse;
 
@@ -114,5 +115,73 @@ async fn the_observer_hears_the_tokens_and_the_end_of_each_run() {
     assert_eq!(
         *lock(&observer.0),
         ["tokens helper m 0/0", "ended helper succeeded"]
+    );
+}
+
+/// Waits until run `entry` has ended.
+async fn until_ended(entry: &RunEntry) -> RunView {
+    for _ in 0..400 {
+        if entry.status().is_terminal() {
+            return entry.view();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("run {} did not end: {:?}", entry.id(), entry.view());
+}
+
+#[tokio::test]
+async fn a_question_of_a_run_waits_for_its_answer_and_the_run_goes_on() {
+    let registry = RunRegistry::new();
+    let script = ScriptedProvider::new()
+        .then_call(
+            "ask_human",
+            json!({"question": "which?", "choices": ["a", "b"]}),
+        )
+        .then_text("done");
+    let agent = Agent::builder(script.provider())
+        .name("helper")
+        .tool(toolbelt_tools::AskHumanTool)
+        .build()
+        .unwrap();
+    let mut extensions = Extensions::new();
+    extensions.insert(toolbelt_tools::Human::new(registry.human_channel()));
+    let entry = registry
+        .start(agent, RunStart::new("pick one"), extensions)
+        .await
+        .unwrap();
+    let waiting = entry.settle(Duration::from_secs(10)).await;
+    let questions = registry.questions();
+    assert_eq!(
+        (waiting.status, &waiting.pending_questions, questions.len()),
+        (RunStatus::Waiting, &questions, 1)
+    );
+    let question = &questions[0];
+    assert_eq!(
+        (question.run_id.as_deref(), question.question.as_str()),
+        (Some(entry.id()), "which?")
+    );
+    assert_eq!(question.choices, ["a", "b"]);
+    let unknown = registry
+        .answer_question("nope", "a".to_owned())
+        .unwrap_err();
+    assert_eq!(unknown.code(), "question_not_found");
+    registry
+        .answer_question(&question.id, "a".to_owned())
+        .unwrap();
+    let done = until_ended(&entry).await;
+    assert_eq!(
+        (
+            done.status,
+            done.answer.as_deref(),
+            done.pending_questions.len()
+        ),
+        (RunStatus::Succeeded, Some("done"), 0)
+    );
+    assert!(registry.questions().is_empty());
+    let (events, _) = entry.events_from(0);
+    let kinds: Vec<&str> = events.iter().map(RunEvent::kind).collect();
+    assert!(
+        kinds.contains(&"question_asked") && kinds.contains(&"question_answered"),
+        "{kinds:?}"
     );
 }
