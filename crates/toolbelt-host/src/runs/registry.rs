@@ -10,7 +10,6 @@ use tokio_util::task::TaskTracker;
 use toolbelt_agent::{Agent, AgentError, AgentEvent, RunOptions};
 use toolbelt_core::{CallResult, Extensions};
 use toolbelt_llm::{Message, Usage};
-use toolbelt_tools::PendingQuestions;
 
 use super::cluster::Probe;
 use super::error::RunError;
@@ -19,6 +18,7 @@ use super::events::{
 };
 use super::observer::{RunObserver, Unobserved};
 use super::run::{RunDetail, RunEntry, RunState, RunStatus, RunView, UsageView};
+use super::waits::Waits;
 
 /// The runs of this process, by id. Clones share the same runs.
 #[derive(Clone)]
@@ -28,9 +28,9 @@ pub struct RunRegistry {
 
 pub(super) struct Inner {
     runs: RwLock<HashMap<String, Arc<RunEntry>>>,
-    pub(super) approvals: Mutex<HashMap<String, Arc<RunEntry>>>,
     pub(super) by_conversation: Mutex<HashMap<String, Arc<RunEntry>>>,
-    pub(super) questions: PendingQuestions,
+    /// What the runs wait on a person for: approvals and questions, by wait id.
+    pub(super) waits: Waits,
     pub(super) tasks: TaskTracker,
     /// This process's id, stored with each run it starts (ADR 0045).
     pub(super) instance_id: String,
@@ -124,9 +124,8 @@ impl RunRegistry {
         Self {
             inner: Arc::new(Inner {
                 runs: RwLock::default(),
-                approvals: Mutex::default(),
                 by_conversation: Mutex::default(),
-                questions: PendingQuestions::new(),
+                waits: Waits::default(),
                 tasks: TaskTracker::new(),
                 instance_id: uuid::Uuid::new_v4().simple().to_string(),
                 public_url: OnceLock::new(),
@@ -199,7 +198,7 @@ impl RunRegistry {
         let _in_order = entry.persisting.lock().await;
         let (status, update) = {
             let state = entry.lock();
-            let waits = !state.approvals.is_empty() || !state.questions.is_empty();
+            let waits = !state.waits.is_empty();
             let status = match state.status {
                 // Stored as waiting before it is shown (see `add_approval`).
                 RunStatus::Running if waits => toolbelt_store::RunStatus::Waiting,
@@ -217,8 +216,8 @@ impl RunRegistry {
                 events: state.events.clone(),
                 usage: state.usage.into(),
                 pending: PendingWaits {
-                    approvals: state.approvals.values().map(|p| p.view.clone()).collect(),
-                    questions: state.questions.values().cloned().collect(),
+                    approvals: state.approvals().cloned().collect(),
+                    questions: state.questions().cloned().collect(),
                 },
             };
             let transcript = match serde_json::to_value(&transcript) {
@@ -577,17 +576,11 @@ impl RunRegistry {
                 state.messages = messages;
                 state.usage = usage;
             }
-            state.questions.clear();
-            let ids = state.approvals.keys().cloned().collect();
-            state.approvals.clear();
+            let ids = state.waits.keys().cloned().collect();
+            state.waits.clear();
             ids
         };
-        {
-            let mut approvals = lock(&self.inner.approvals);
-            for id in dropped {
-                approvals.remove(&id);
-            }
-        }
+        self.inner.waits.drop_all(&dropped);
         self.observer().run_ended(&entry.agent, status);
         let usage = UsageView::from(entry.lock().usage);
         let ms = now_ms().saturating_sub(entry.created_at_ms);

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_llm::{Message, Usage};
 
 use super::events::{RunEvent, RunEventData};
-use super::waits::{ApprovalView, Pending, QuestionView};
+use super::waits::{ApprovalView, QuestionView, Waiting};
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,8 +120,8 @@ pub struct RunDetail {
 pub(super) struct RunState {
     pub(super) status: RunStatus,
     pub(super) events: Vec<RunEvent>,
-    pub(super) approvals: BTreeMap<String, Pending>,
-    pub(super) questions: BTreeMap<String, QuestionView>,
+    /// What the run waits on a person for, by wait id (approvals and questions).
+    pub(super) waits: BTreeMap<String, Waiting>,
     pub(super) answer: Option<String>,
     pub(super) error: Option<String>,
     pub(super) usage: Usage,
@@ -135,8 +135,7 @@ impl RunState {
         Self {
             status: RunStatus::Running,
             events: Vec::new(),
-            approvals: BTreeMap::new(),
-            questions: BTreeMap::new(),
+            waits: BTreeMap::new(),
             answer: None,
             error: None,
             usage: Usage::default(),
@@ -145,12 +144,22 @@ impl RunState {
         }
     }
 
+    /// The calls waiting for a decision, in id order.
+    pub(super) fn approvals(&self) -> impl Iterator<Item = &ApprovalView> {
+        self.waits.values().filter_map(Waiting::approval)
+    }
+
+    /// The questions waiting for an answer, in id order.
+    pub(super) fn questions(&self) -> impl Iterator<Item = &QuestionView> {
+        self.waits.values().filter_map(Waiting::question)
+    }
+
     /// `running` or `waiting` from what waits for a person; an ended run stays as it is.
     pub(super) fn set_waiting_from_pending(&mut self) {
         if self.status.is_terminal() {
             return;
         }
-        self.status = if self.approvals.is_empty() && self.questions.is_empty() {
+        self.status = if self.waits.is_empty() {
             RunStatus::Running
         } else {
             RunStatus::Waiting
@@ -220,8 +229,7 @@ impl RunEntry {
         let state = RunState {
             status: run.status,
             events: detail.events,
-            approvals: BTreeMap::new(),
-            questions: BTreeMap::new(),
+            waits: BTreeMap::new(),
             answer: run.answer,
             error: run.error,
             usage,
@@ -283,8 +291,8 @@ impl RunEntry {
             answer: state.answer.clone(),
             error: state.error.clone(),
             usage: state.usage.into(),
-            pending_approvals: state.approvals.values().map(|p| p.view.clone()).collect(),
-            pending_questions: state.questions.values().cloned().collect(),
+            pending_approvals: state.approvals().cloned().collect(),
+            pending_questions: state.questions().cloned().collect(),
         }
     }
 
@@ -320,9 +328,8 @@ impl RunEntry {
     }
 
     /// How many approvals and questions wait.
-    pub(super) fn pending(&self) -> (usize, usize) {
-        let state = self.lock();
-        (state.approvals.len(), state.questions.len())
+    pub(super) fn pending(&self) -> usize {
+        self.lock().waits.len()
     }
 
     /// Waits until the run ends or waits for a person, at most `limit`.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::runs::RunEvent;
+use crate::runs::{RunEvent, RunEventData};
 use serde_json::json;
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_llm::ChatResponse;
@@ -184,4 +184,44 @@ async fn a_question_of_a_run_waits_for_its_answer_and_the_run_goes_on() {
         kinds.contains(&"question_asked") && kinds.contains(&"question_answered"),
         "{kinds:?}"
     );
+}
+
+#[tokio::test]
+async fn a_question_nobody_answers_in_time_leaves_the_waits_and_the_run_goes_on() {
+    let registry = RunRegistry::new();
+    let script = ScriptedProvider::new()
+        .then_call("ask_human", json!({"question": "which?"}))
+        .then_text("done");
+    let agent = Agent::builder(script.provider())
+        .name("helper")
+        .tool(toolbelt_tools::AskHumanTool)
+        .build()
+        .unwrap();
+    let mut extensions = Extensions::new();
+    extensions.insert(
+        toolbelt_tools::Human::new(registry.human_channel())
+            .with_default_timeout(Duration::from_millis(50)),
+    );
+    let entry = registry
+        .start(agent, RunStart::new("pick one"), extensions)
+        .await
+        .unwrap();
+    let done = until_ended(&entry).await;
+    assert_eq!(
+        (
+            done.status,
+            done.pending_questions.len(),
+            registry.questions().len()
+        ),
+        (RunStatus::Succeeded, 0, 0)
+    );
+    let (events, _) = entry.events_from(0);
+    let asked = events
+        .iter()
+        .find_map(|e| match &e.data {
+            RunEventData::QuestionAsked(view) => Some(view.id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(asked.starts_with("ask_"), "{asked}");
 }
