@@ -137,8 +137,8 @@ impl Waits {
         if matches { open.remove(id) } else { None }
     }
 
-    /// Drops the waits `ids` (their run ended): an approval's prompt dropped rejects its
-    /// call, a question's asker gets no answer.
+    /// Drops the waits `ids` that are open: an approval's prompt dropped rejects its call,
+    /// a question's asker gets no answer.
     pub(super) fn drop_all(&self, ids: &[String]) {
         let mut open = lock(&self.open);
         for id in ids {
