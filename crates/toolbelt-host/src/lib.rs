@@ -11,6 +11,7 @@ mod origin;
 pub mod paths;
 mod provider;
 mod router;
+pub mod runs;
 mod skills;
 pub mod tool_file;
 
@@ -30,4 +31,5 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<AgentFactory>();
     assert_send_sync::<AgentToolFactory>();
+    assert_send_sync::<runs::RunRegistry>();
 };

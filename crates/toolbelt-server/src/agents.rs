@@ -6,10 +6,11 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::ApprovalPolicy;
 use toolbelt_host::HostError;
+use toolbelt_host::runs::RunError;
 use toolbelt_store::{AgentDraft, AgentRecord, AgentSettings};
 use utoipa::ToSchema;
 
-use crate::problem::Problem;
+use crate::problem::{InstanceRef, Problem};
 
 /// Which model an agent talks to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -213,5 +214,38 @@ pub(crate) fn host_problem(error: HostError) -> Problem {
         }
         HostError::Store(e) => crate::api::manage::store_problem(e),
         other => Problem::internal(other),
+    }
+}
+
+/// The problem document for a run error: one code per condition ([`RunError::code`]), the
+/// holding instance in `instance` when another one holds the run.
+impl From<RunError> for Problem {
+    fn from(error: RunError) -> Self {
+        let code = error.code();
+        let problem = match &error {
+            RunError::RunNotFound { .. }
+            | RunError::ApprovalNotFound { .. }
+            | RunError::QuestionNotFound { .. } => {
+                Problem::not_found(code, error.to_string()).with_pointer("id")
+            }
+            RunError::RunFinished { .. } => Problem::conflict(code, error.to_string()),
+            RunError::HeldByOtherInstance { .. } => {
+                Problem::new(StatusCode::MISDIRECTED_REQUEST, code, error.to_string())
+                    .with_pointer("id")
+            }
+            RunError::HolderUnreachable { .. } => {
+                Problem::conflict(code, error.to_string()).with_pointer("id")
+            }
+            RunError::Store(source) => return Problem::internal(format!("{error}: {source}")),
+            _ => return Problem::internal(error),
+        };
+        match error.holder() {
+            Some(holder) => problem.with_instance(InstanceRef {
+                id: holder.id.clone(),
+                url: holder.url.clone(),
+                location: holder.location.clone(),
+            }),
+            None => problem,
+        }
     }
 }

@@ -32,7 +32,7 @@ use crate::state::AppState;
 #[openapi(
     info(title = "toolbelt", description = "Tools, routing, agents and runs over HTTP. Errors are RFC 9457 problem documents with a stable `code`."),
     modifiers(&BearerAuth),
-    components(schemas(ProblemDocument, crate::problem::FieldError, crate::problem::InstanceRef, crate::runs::RunEvent)),
+    components(schemas(ProblemDocument, crate::problem::FieldError, crate::problem::InstanceRef, schema::RunEventSchema)),
 )]
 struct ApiDoc;
 

@@ -33,7 +33,6 @@ pub mod metrics;
 mod problem;
 mod rate_limit;
 pub mod routines;
-mod runs;
 mod state;
 
 pub use agents::{AgentDef, ProviderDef};
@@ -41,14 +40,9 @@ pub use app::{app, serve, serve_router};
 pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, InstanceRef, Problem, ProblemDocument};
-pub use runs::{
-    ApprovalView, Held, QuestionView, RunDetail, RunEntry, RunEvent, RunRegistry, RunStart,
-    RunStatus, RunView, UsageView, audit_entry, call_result_json,
-};
 pub use state::{AppState, Shared, StateError};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<AppState>();
-    assert_send_sync::<RunRegistry>();
 };

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use toolbelt_core::CallResult;
+use toolbelt_host::runs::{RunObserver, RunStatus};
 
 /// Tool calls by tool and outcome (`ok` or the error kind).
 pub const TOOL_CALLS: &str = "toolbelt_tool_calls_total";
@@ -118,6 +119,29 @@ pub fn record_tokens(agent: &str, model: &str, usage: toolbelt_llm::Usage) {
 /// Records a finished run.
 pub fn record_run(agent: &str, outcome: &'static str) {
     metrics::counter!(RUNS, "agent" => agent.to_owned(), "outcome" => outcome).increment(1);
+}
+
+/// The run registry's observer: routing decisions, tool calls, tokens and finished runs
+/// become the series above.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunMetrics;
+
+impl RunObserver for RunMetrics {
+    fn routed(&self, decision: &toolbelt_router::RouteDecision) {
+        record_route(decision);
+    }
+
+    fn call_finished(&self, result: &CallResult) {
+        record_call(result);
+    }
+
+    fn tokens(&self, agent: &str, model: &str, usage: toolbelt_llm::Usage) {
+        record_tokens(agent, model, usage);
+    }
+
+    fn run_ended(&self, agent: &str, status: RunStatus) {
+        record_run(agent, status.as_str());
+    }
 }
 
 /// Records one HTTP request.

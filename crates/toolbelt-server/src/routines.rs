@@ -1,5 +1,5 @@
 //! Routines inside the server: [`ServerRoutineRunner`] runs a due routine's agent through
-//! the [`RunRegistry`](crate::RunRegistry), and [`spawn_scheduler`] keeps the store's
+//! the [`RunRegistry`](toolbelt_host::runs::RunRegistry), and [`spawn_scheduler`] keeps the store's
 //! [`Scheduler`] ticking until the server shuts down.
 //!
 //! A routine's run is an ordinary run: it shows in `GET /runs`, goes to the run log, may
@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use tokio::task::JoinHandle;
+use toolbelt_host::runs::{RunStart, RunStatus};
 use toolbelt_store::{JobOutcome, RoutineJob, RoutineRunner, Scheduler, SchedulerConfig};
 
-use crate::runs::{RunStart, RunStatus};
 use crate::state::AppState;
 
 /// Runs routines with the server's agents, tools and run registry.
@@ -40,16 +40,12 @@ impl ServerRoutineRunner {
             .build_named(&job.agent)
             .await
             .map_err(|e| format!("routine `{}`: {e}", job.routine))?;
-        let start = RunStart {
-            input: job.prompt.clone(),
-            model: built.model,
-            ..RunStart::default()
-        };
+        let start = RunStart::new(job.prompt.clone()).with_model(built.model);
         let entry = state
             .runs
             .start(built.agent, start, state.run_extensions(&job.agent))
             .await
-            .map_err(|p| format!("routine `{}`: {}", job.routine, p.detail))?;
+            .map_err(|e| format!("routine `{}`: {e}", job.routine))?;
         // A routine's run may wait for a person; the scheduler heart-beats meanwhile.
         let mut progress = entry.watch();
         while !entry.status().is_terminal() {

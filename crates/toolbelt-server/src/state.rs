@@ -4,13 +4,13 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{Executor, Extensions, Registry};
+use toolbelt_host::runs::RunRegistry;
 use toolbelt_host::{AgentFactory, AgentFactoryBuilder, Database};
 use toolbelt_router::AnyRouter;
 use toolbelt_tools::{BuiltinConfig, Human, Memory, MemoryScope, Routines, Workspace};
 
 use crate::auth::TokenBook;
 use crate::config::ServerConfig;
-use crate::runs::RunRegistry;
 
 /// The live registry, the executor, the router, the agents, the runs and the tokens.
 ///
@@ -226,7 +226,7 @@ impl AppState {
                     .reserved_paths(),
             );
         let http = config.http_config()?;
-        let runs = RunRegistry::new();
+        let runs = RunRegistry::new().with_observer(Arc::new(crate::metrics::RunMetrics));
         let extensions = BuiltinConfig::new(workspace)
             .with_http(http)
             .with_human(Human::new(runs.human_channel()))

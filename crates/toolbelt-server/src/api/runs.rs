@@ -13,15 +13,19 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolbelt_core::ApprovalResponse;
+use toolbelt_host::runs::{
+    ApprovalView, Held, QuestionView, RunDetail, RunEntry, RunError, RunEvent, RunStart, RunStatus,
+    RunView,
+};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::agents::host_problem;
 use crate::api::extract::{ApiJson, ApiQuery};
+use crate::api::schema::{
+    ApprovalViewSchema, QuestionViewSchema, RunDetailSchema, RunStatusSchema, RunViewSchema,
+};
 use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
-use crate::runs::{
-    ApprovalView, Held, QuestionView, RunDetail, RunEntry, RunStart, RunStatus, RunView,
-};
 use crate::state::AppState;
 
 /// Body of `POST /agents/{id}/runs` and `POST /runs/{id}/continue`.
@@ -107,8 +111,8 @@ async fn answer(state: &AppState, entry: Arc<RunEntry>, headers: &HeaderMap) -> 
 /// person (`202` then, with its pending approvals). Disconnecting cancels nothing.
 #[utoipa::path(post, path = "/api/v1/agents/{id}/runs", tag = "runs",
     params(("id" = String, Path, description = "Agent id")), request_body = RunBody,
-    responses((status = 200, description = "Ended (JSON), or the event stream (SSE)", body = RunView),
-        (status = 202, description = "Still running or waiting for a person", body = RunView),
+    responses((status = 200, description = "Ended (JSON), or the event stream (SSE)", body = RunViewSchema),
+        (status = 202, description = "Still running or waiting for a person", body = RunViewSchema),
         (status = 404, body = ProblemDocument), (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn start_run(
@@ -119,11 +123,7 @@ pub(crate) async fn start_run(
 ) -> ApiResult<Response> {
     check_input(&body.input, state.config.max_run_input_bytes)?;
     let built = state.agents.build_named(&id).await.map_err(host_problem)?;
-    let start = RunStart {
-        input: body.input,
-        model: built.model,
-        ..RunStart::default()
-    };
+    let start = RunStart::new(body.input).with_model(built.model);
     let entry = state
         .runs
         .start(built.agent, start, state.run_extensions(&id))
@@ -134,7 +134,7 @@ pub(crate) async fn start_run(
 /// Continues the conversation of an ended run with a new input (a new run).
 #[utoipa::path(post, path = "/api/v1/runs/{id}/continue", tag = "runs",
     params(("id" = String, Path, description = "Run id")), request_body = RunBody,
-    responses((status = 200, body = RunView), (status = 202, body = RunView),
+    responses((status = 200, body = RunViewSchema), (status = 202, body = RunViewSchema),
         (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn continue_run(
@@ -159,13 +159,9 @@ pub(crate) async fn continue_run(
         .build_named(&agent_name)
         .await
         .map_err(host_problem)?;
-    let start = RunStart {
-        input: body.input,
-        history: detail.messages,
-        conversation_id: Some(detail.run.conversation_id),
-        parent_run: Some(id),
-        model: built.model,
-    };
+    let start = RunStart::new(body.input)
+        .with_model(built.model)
+        .continuing(id, detail.run.conversation_id, detail.messages);
     let entry = state
         .runs
         .start(built.agent, start, state.run_extensions(&agent_name))
@@ -181,6 +177,7 @@ pub struct RunQuery {
     /// Only runs of this agent.
     pub agent: Option<String>,
     /// Only runs in this state.
+    #[param(value_type = Option<RunStatusSchema>)]
     pub status: Option<RunStatus>,
     /// Start after this run id (from `next_cursor`).
     pub cursor: Option<String>,
@@ -192,6 +189,7 @@ pub struct RunQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RunPage {
     /// The runs.
+    #[schema(value_type = Vec<RunViewSchema>)]
     pub items: Vec<RunView>,
     /// Pass as `cursor` for the next page.
     pub next_cursor: Option<String>,
@@ -244,7 +242,7 @@ pub(crate) async fn list_runs(
 /// A run with its transcript and events.
 #[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs",
     params(("id" = String, Path, description = "Run id")),
-    responses((status = 200, body = RunDetail), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+    responses((status = 200, body = RunDetailSchema), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn get_run(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
@@ -278,7 +276,7 @@ pub(crate) async fn run_events(
 /// Asks a run to stop.
 #[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs",
     params(("id" = String, Path, description = "Run id")),
-    responses((status = 202, body = RunView), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
+    responses((status = 202, body = RunViewSchema), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
         (status = 421, description = "another instance holds the run", body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn cancel_run(
@@ -292,10 +290,7 @@ pub(crate) async fn cancel_run(
         Err(not_here) => {
             // An ended run leaves memory once stored.
             if let Some(status) = state.runs.ended_in_store(&id).await {
-                return Err(Problem::conflict(
-                    "run_finished",
-                    format!("run `{id}` has already ended ({})", status.as_str()),
-                ));
+                return Err(RunError::RunFinished { id, status }.into());
             }
             return Err(elsewhere(&state, Held::Run(&id), not_here).await);
         }
@@ -355,16 +350,16 @@ fn sse(
     Sse::new(stream.flatten()).keep_alive(KeepAlive::default())
 }
 
-fn to_sse(event: &crate::runs::RunEvent) -> Event {
+fn to_sse(event: &RunEvent) -> Event {
     Event::default()
         .id(event.seq.to_string())
-        .event(event.kind.clone())
+        .event(event.kind())
         .data(serde_json::to_string(event).unwrap_or_default())
 }
 
 /// Lists the calls waiting for a decision, across runs.
 #[utoipa::path(get, path = "/api/v1/approvals", tag = "approvals",
-    responses((status = 200, body = Vec<ApprovalView>)), security(("bearer" = [])))]
+    responses((status = 200, body = Vec<ApprovalViewSchema>)), security(("bearer" = [])))]
 pub(crate) async fn list_approvals(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
@@ -404,7 +399,7 @@ pub enum ApprovalDecision {
 /// Approves, edits or rejects a pending call; the run goes on.
 #[utoipa::path(post, path = "/api/v1/approvals/{id}", tag = "approvals",
     params(("id" = String, Path, description = "Approval id")), request_body = ApprovalBody,
-    responses((status = 200, body = ApprovalView), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
+    responses((status = 200, body = ApprovalViewSchema), (status = 404, body = ProblemDocument), (status = 409, body = ProblemDocument),
         (status = 421, description = "another instance holds the run", body = ProblemDocument), (status = 422, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn resolve_approval(
@@ -454,16 +449,21 @@ pub(crate) async fn resolve_approval(
 
 /// The problem of a request naming something this instance does not hold: where it lives
 /// when another instance holds it, `not_here` otherwise.
-async fn elsewhere(state: &AppState, what: Held<'_>, not_here: Problem) -> Problem {
-    if not_here.status != 404 {
-        return not_here;
+async fn elsewhere(state: &AppState, what: Held<'_>, not_here: RunError) -> Problem {
+    if !not_here.is_not_found() {
+        return not_here.into();
     }
-    state.runs.held_elsewhere(what).await.unwrap_or(not_here)
+    state
+        .runs
+        .held_elsewhere(what)
+        .await
+        .unwrap_or(not_here)
+        .into()
 }
 
 /// Lists the questions waiting for an answer, across runs.
 #[utoipa::path(get, path = "/api/v1/questions", tag = "approvals",
-    responses((status = 200, body = Vec<QuestionView>)), security(("bearer" = [])))]
+    responses((status = 200, body = Vec<QuestionViewSchema>)), security(("bearer" = [])))]
 pub(crate) async fn list_questions(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,

@@ -606,5 +606,136 @@ pub struct ToolCallSchema {
     pub arguments: Value,
 }
 
+/// Where a run is (`toolbelt_host::runs::RunStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = RunStatus)]
+pub enum RunStatusSchema {
+    /// The model or a tool is working.
+    Running,
+    /// Paused on an approval or a question.
+    Waiting,
+    /// Ended with an answer.
+    Succeeded,
+    /// Ended without an answer.
+    Failed,
+    /// Stopped by a cancel request.
+    Cancelled,
+    /// The server stopped while the run was going on; continue it to go on.
+    Interrupted,
+}
+
+// The run views below are answers, not requests: they carry no `deny_unknown_fields` (it
+// would add `additionalProperties: false` and forbid clients new fields). Their tests compare
+// the JSON written back whole, so a field the real type gained and the twin lacks still fails.
+
+/// One event of a run, as sent over SSE (`id` = `seq`, `event` = `type`, `data` = this JSON)
+/// (`toolbelt_host::runs::RunEvent`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = RunEvent)]
+pub struct RunEventSchema {
+    /// 1-based position in the run's history.
+    pub seq: u64,
+    /// `started`, `routed`, `text_delta`, `model_turn`, `tool_call_started`,
+    /// `approval_requested`, `approval_resolved`, `question_asked`, `question_answered`,
+    /// `tool_progress` (`call_id`, `tool`, `progress`, `total`, `message`),
+    /// `tool_call_finished`, `call_merged` (`call`, `same_as`: a call repeated in one turn,
+    /// not run again), `tools_added`, `skills_added` (`skills`), `finished`, `failed`,
+    /// `cancelled`, `interrupted`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The event's fields.
+    #[schema(value_type = Object)]
+    pub data: Value,
+}
+
+/// A tool call waiting for a decision (`toolbelt_host::runs::ApprovalView`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = ApprovalView)]
+pub struct ApprovalViewSchema {
+    /// Id to answer with (`POST /api/v1/approvals/{id}`).
+    pub id: String,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The call id.
+    pub call_id: String,
+    /// The arguments the model gave.
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// The tool's description.
+    pub description: String,
+}
+
+/// A question the `ask_human` tool is waiting on (`toolbelt_host::runs::QuestionView`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = QuestionView)]
+pub struct QuestionViewSchema {
+    /// Id to answer with (`POST /api/v1/questions/{id}/answer`).
+    pub id: String,
+    /// The run asking, when known.
+    pub run_id: Option<String>,
+    /// The question.
+    pub question: String,
+    /// Suggested answers; empty for a free answer.
+    pub choices: Vec<String>,
+}
+
+/// Tokens used (`toolbelt_host::runs::UsageView`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = UsageView)]
+pub struct UsageViewSchema {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+/// A run as the API shows it (`toolbelt_host::runs::RunView`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = RunView)]
+pub struct RunViewSchema {
+    /// Run id.
+    pub id: String,
+    /// The agent's id.
+    pub agent: String,
+    /// Where the run is.
+    pub status: RunStatusSchema,
+    /// The user's input.
+    pub input: String,
+    /// The conversation (shared by runs that continue each other).
+    pub conversation_id: String,
+    /// The run this one continues, if any.
+    pub parent_run: Option<String>,
+    /// Start, Unix milliseconds.
+    pub created_at_ms: u64,
+    /// End, Unix milliseconds.
+    pub finished_at_ms: Option<u64>,
+    /// The answer, once succeeded.
+    pub answer: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Tokens used.
+    pub usage: UsageViewSchema,
+    /// Calls waiting for a decision.
+    pub pending_approvals: Vec<ApprovalViewSchema>,
+    /// Questions waiting for an answer.
+    pub pending_questions: Vec<QuestionViewSchema>,
+}
+
+/// A run with its transcript (`toolbelt_host::runs::RunDetail`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = RunDetail)]
+pub struct RunDetailSchema {
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunViewSchema,
+    /// The conversation as the model saw it last (no system prompt).
+    pub messages: Vec<MessageSchema>,
+    /// Every event so far.
+    pub events: Vec<RunEventSchema>,
+}
+
 #[cfg(test)]
 mod tests;

@@ -271,7 +271,7 @@ pub(crate) async fn call_tool(
     metrics::record_call(&result);
     if let Some(log) = &state.run_log
         && log
-            .log(crate::runs::audit_entry(&result).with_actor(who.name.clone()))
+            .log(toolbelt_host::runs::audit_entry(&result).with_actor(who.name.clone()))
             .await
             .is_err()
     {

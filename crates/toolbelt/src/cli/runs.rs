@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
+use toolbelt_host::runs::{ApprovalView, QuestionView, RunDetail, RunRegistry, RunStatus, RunView};
 use toolbelt_llm::Message;
-use toolbelt_server::{ApprovalView, QuestionView, RunDetail, RunRegistry, RunStatus, RunView};
 
 use super::remote::{Api, Backend, Call, Target};
 use super::run::clip;
@@ -248,11 +248,12 @@ async fn ls(args: LsArgs) -> anyhow::Result<()> {
 
 async fn show(args: ShowArgs) -> anyhow::Result<()> {
     let detail: RunDetail = match args.target.connect().await? {
-        Backend::Local(store) => RunRegistry::new()
-            .with_store(store)
-            .detail(&args.id)
-            .await
-            .map_err(|p| anyhow::anyhow!("{}", p.detail))?,
+        Backend::Local(store) => {
+            RunRegistry::new()
+                .with_store(store)
+                .detail(&args.id)
+                .await?
+        }
         Backend::Remote(api) => from(api.send(Call::get(&["runs", &args.id])).await?)?,
     };
     if args.json {

@@ -103,3 +103,65 @@ fn stored_definitions_include_agent_tools() {
     let twin: StoredDefinitionSchema = serde_json::from_value(definition).unwrap();
     assert!(matches!(twin, StoredDefinitionSchema::Agent(_)), "{twin:?}");
 }
+
+#[test]
+fn run_views_read_back_with_every_field_set() {
+    use toolbelt_host::runs::{
+        ApprovalView, QuestionView, RunDetail, RunEvent, RunEventData, RunStatus, RunView,
+        UsageView,
+    };
+    let approval = ApprovalView {
+        id: "apr_1".to_owned(),
+        run_id: "run_1".to_owned(),
+        tool: "echo".to_owned(),
+        call_id: "c1".to_owned(),
+        arguments: json!({"text": "hi"}),
+        description: "d".to_owned(),
+    };
+    let question = QuestionView {
+        id: "q1".to_owned(),
+        run_id: Some("run_1".to_owned()),
+        question: "which?".to_owned(),
+        choices: vec!["a".to_owned()],
+    };
+    let run = RunView {
+        id: "run_1".to_owned(),
+        agent: "helper".to_owned(),
+        status: RunStatus::Waiting,
+        input: "hi".to_owned(),
+        conversation_id: "conv_1".to_owned(),
+        parent_run: Some("run_0".to_owned()),
+        created_at_ms: 1,
+        finished_at_ms: Some(2),
+        answer: Some("a".to_owned()),
+        error: Some("e".to_owned()),
+        usage: UsageView {
+            input_tokens: 3,
+            output_tokens: 4,
+        },
+        pending_approvals: vec![approval],
+        pending_questions: vec![question],
+    };
+    let detail = RunDetail {
+        run,
+        messages: vec![toolbelt_llm::Message::user("hi")],
+        events: vec![RunEvent {
+            seq: 1,
+            data: RunEventData::TextDelta {
+                text: "a".to_owned(),
+            },
+        }],
+    };
+    round_trip::<RunDetailSchema>(&detail);
+    round_trip::<RunViewSchema>(&detail.run);
+    for status in [
+        RunStatus::Running,
+        RunStatus::Waiting,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+        RunStatus::Interrupted,
+    ] {
+        round_trip::<RunStatusSchema>(&status);
+    }
+}
