@@ -14,8 +14,8 @@ mod cli_run_store;
 mod cli_run_stored;
 mod cli_sandbox;
 mod cli_serve;
-#[cfg(all(feature = "otel", unix))]
 mod cli_serve_log;
+#[cfg(all(feature = "otel", unix))]
 mod cli_serve_otel;
 mod cli_skills;
 mod cli_store;
