@@ -14,7 +14,8 @@
 #   -t MODE   server template: native (server returns tool_calls) or text (the model's own template;
 #             calls come back as ```json text for the client to parse) (default native)
 # Env: REAL_LLM_DIR (default ../shared/real-llm from the repo root), TOOLBELT (a built binary; default
-#      target/debug/toolbelt, built if missing), KEEP=1 keeps the work directories,
+#      target/debug/toolbelt, built if missing), KEEP=1 keeps the work directories and each run's
+#      transcript (NAME-SEED.json, from `toolbelt run --transcript`),
 #      TOOLBELT_REAL_LLM_URL (use a server already running there instead of starting one),
 #      RUN_TIMEOUT (seconds per run, default 540: a run still going then counts as failed).
 # Success per run: exit code 0, no tool-call text in stdout, and the task's check: the expected facts
@@ -122,11 +123,12 @@ for task in "${tasks[@]}"; do
   ok=0; times=()
   for seed in $(seq "$first" $((first + runs - 1))); do
     ws="$work/$name-$seed"; setup_workspace "$ws"
+    keep=(); [ -n "${KEEP:-}" ] && keep=(--transcript "$ws.json")
     start=$(date +%s.%N)
     set +e
     (cd "$ws" && OPENAI_BASE_URL="$url" OPENAI_API_KEY=x TOOLBELT_MODEL="$model" \
       timeout $((${RUN_TIMEOUT:-540} + 30)) "$bin" run --yes --seed "$seed" --temperature 0.7 \
-      --timeout "${RUN_TIMEOUT:-540}" "${extra[@]}" "$prompt" \
+      --timeout "${RUN_TIMEOUT:-540}" "${keep[@]}" "${extra[@]}" "$prompt" \
       </dev/null >"$ws.out" 2>"$ws.err")
     code=$?
     set -e

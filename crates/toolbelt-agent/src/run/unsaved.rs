@@ -90,6 +90,13 @@ mod tests {
                 "{answer}"
             );
         }
+        // count-zh: the listing, then a remark.
+        assert!(ignores_results(
+            "src 目录下有几个 .py 文件？",
+            "To list the `.py` files in the `src` directory, you can use the following \
+             command:\n\nThank you for using the tool.",
+            [listing]
+        ));
         for answer in ["app.py and util.py", "There are 2: app.py, util.py."] {
             assert!(
                 !ignores_results("List the Python files under src.", answer, [listing]),

@@ -83,6 +83,10 @@ pub(crate) struct RunArgs {
     /// models, 4096 for unknown ones). An answer cut at the limit exits with code 3.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
+    /// Write the run's transcript (messages, steps with every routing decision, call and
+    /// result, and the token usage) to this JSON file when the run ends, also when it fails.
+    #[arg(long, value_name = "FILE")]
+    transcript: Option<std::path::PathBuf>,
     /// Ask for whole answers instead of streams (servers that cannot stream tool calls).
     /// Also set by TOOLBELT_STREAM=off; a run switches by itself when a server breaks a stream.
     #[arg(long)]
@@ -324,7 +328,10 @@ async fn drive(
         options = options.with_max_tokens(max);
     }
     let mut stream = agent.run_stream_with(args.input.clone(), options);
-    let mut view = View::default();
+    let mut view = View {
+        transcript: args.transcript.clone(),
+        ..View::default()
+    };
     let interrupt = || {
         eprintln!("\n(interrupted: stopping the run)");
         cancel.cancel();
@@ -555,6 +562,8 @@ struct View {
     /// Whether the cursor is in the middle of streamed answer text.
     mid_line: bool,
     exit: ExitCode,
+    /// Where to write the transcript when the run ends (`--transcript`).
+    transcript: Option<std::path::PathBuf>,
 }
 
 impl Default for View {
@@ -562,6 +571,7 @@ impl Default for View {
         Self {
             mid_line: false,
             exit: ExitCode::SUCCESS,
+            transcript: None,
         }
     }
 }
@@ -629,6 +639,25 @@ impl View {
             );
             self.exit = ExitCode::from(EXIT_TRUNCATED);
         }
+        self.write_transcript(&output.transcript);
+    }
+
+    /// Writes the transcript where `--transcript` says; a file that cannot be written
+    /// fails the command (exit 1), since whoever asked for it relies on it.
+    fn write_transcript(&mut self, transcript: &toolbelt_agent::Transcript) {
+        let Some(path) = &self.transcript else {
+            return;
+        };
+        let written = serde_json::to_vec_pretty(transcript)
+            .map_err(std::io::Error::other)
+            .and_then(|json| std::fs::write(path, json));
+        if let Err(e) = written {
+            eprintln!(
+                "error: --transcript {}: could not write the transcript: {e}",
+                path.display()
+            );
+            self.exit = ExitCode::FAILURE;
+        }
     }
 
     fn failed(&mut self, error: &AgentError) {
@@ -647,6 +676,7 @@ impl View {
             count(transcript.tool_results().count(), "tool call")
         );
         self.exit = ExitCode::FAILURE;
+        self.write_transcript(transcript);
     }
 }
 

@@ -410,3 +410,90 @@ fn arguments_that_do_not_parse_go_back_as_an_object_with_the_reason_beside_them(
         "{content}"
     );
 }
+
+#[test]
+fn the_transcript_is_written_where_asked_also_when_the_run_fails() {
+    let dir = workspace();
+    let (url, server) = fake_openai(vec![
+        fixture("qwen1.5b-native-call.sse"),
+        text("It says the basket holds 42 apples.", "stop"),
+    ]);
+    let out = toolbelt_run(
+        dir.path(),
+        &env(&url),
+        &[
+            "--no-router",
+            "--groups",
+            "file_read",
+            "--transcript",
+            "t.json",
+            "Read hello.txt",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.join().unwrap();
+    let transcript: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    let roles: Vec<&str> = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    assert!(
+        transcript["messages"][2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("42 apples"),
+        "{transcript}"
+    );
+    // A failed run writes its transcript too.
+    let empty = fixture("qwen1.5b-empty-answer.sse");
+    let (url, server) = fake_openai(vec![empty.clone(), empty]);
+    let out = toolbelt_run(
+        dir.path(),
+        &env(&url),
+        &[
+            "--no-router",
+            "--groups",
+            "file_read",
+            "--transcript",
+            "failed.json",
+            "hi",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    server.join().unwrap();
+    let failed: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("failed.json")).unwrap()).unwrap();
+    assert_eq!(failed["messages"][0]["content"], "hi");
+    // A file that cannot be written fails the command and says why.
+    let (url, server) = fake_openai(vec![text("hello", "stop")]);
+    let out = toolbelt_run(
+        dir.path(),
+        &env(&url),
+        &[
+            "--no-router",
+            "--groups",
+            "file_read",
+            "--transcript",
+            "no/such/dir/t.json",
+            "hi",
+        ],
+        "",
+    );
+    server.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: --transcript no/such/dir/t.json: could not write the transcript"),
+        "{stderr}"
+    );
+}
