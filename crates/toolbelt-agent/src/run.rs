@@ -239,6 +239,10 @@ enum Turn {
     /// A final answer that narrates a call of `tool` instead of making it;
     /// `reason` tells the model to call it.
     Narrated { tool: String, reason: String },
+    /// A small model's answer that shows a file's content, or claims to have written it,
+    /// with no call that writes: `reason` tells it to call the tool. The tools are offered
+    /// again, also after an answer asked for without them.
+    Unsaved(String),
     /// With no tools offered, the call refused as a repeat (`times` asked for);
     /// `reason` quotes its earlier result and asks for the answer.
     Repeated {
@@ -354,14 +358,13 @@ impl Run<'_> {
                 let reason = self.narration_reason(&tool, parse_text);
                 turn = Turn::Narrated { tool, reason };
             }
-            if narration
-                && iteration < self.limit
+            if iteration < self.limit
                 && let Turn::Text(text) = &turn
                 && let Some(reason) = self.unsaved_reason(text)
             {
-                tracing::debug!("the answer shows a file's content instead of saving it");
+                tracing::debug!("the answer shows or claims a file it did not write");
                 self.unsaved_told = true;
-                turn = Turn::Bad(reason);
+                turn = Turn::Unsaved(reason);
             }
             if iteration < self.limit
                 && let Turn::Text(text) = &turn
@@ -416,7 +419,11 @@ impl Run<'_> {
                 Turn::Calls(prose, calls) => (prose.clone(), calls.clone()),
                 // An empty answer stays in the conversation as "" (not null,
                 // which some servers refuse without tool calls).
-                Turn::Text(_) | Turn::Bad(_) | Turn::Narrated { .. } | Turn::Repeated { .. } => (
+                Turn::Text(_)
+                | Turn::Bad(_)
+                | Turn::Unsaved(_)
+                | Turn::Narrated { .. }
+                | Turn::Repeated { .. } => (
                     Some(response.content.clone().unwrap_or_default()),
                     Vec::new(),
                 ),
@@ -459,6 +466,10 @@ impl Run<'_> {
                 }
                 Turn::Narrated { tool, reason } => {
                     self.correct(reason, iteration, Stop::NarratedCall(tool))?;
+                    continue;
+                }
+                Turn::Unsaved(reason) => {
+                    self.correct(reason.clone(), iteration, Stop::BadAnswer(reason))?;
                     continue;
                 }
                 Turn::Repeated {
@@ -561,9 +572,10 @@ impl Run<'_> {
     fn unsaved_reason(&self, answer: &str) -> Option<String> {
         // Small models only (the profile that offers no tools when unsure); their router
         // offers a tool that writes only to a request for a change.
+        // A reminder, never a failure: only while a corrective turn is left.
         if self.profile.tools_when_unsure
             || self.unsaved_told
-            || self.agent.options.corrective_turns == 0
+            || self.corrections >= self.agent.options.corrective_turns
         {
             return None;
         }
@@ -590,8 +602,8 @@ impl Run<'_> {
             .clone();
         let file = unsaved::unsaved_file(&self.input, answer)?;
         Some(format!(
-            "your answer shows the content, but nothing was saved: no tool wrote {file}. Call \
-             `{writer}` now to save it as {file}, then say in one sentence what you saved."
+            "nothing was saved: no tool wrote {file}. Call `{writer}` now to write {file} as \
+             my request asks, then say in one sentence what you saved."
         ))
     }
 
@@ -601,7 +613,7 @@ impl Run<'_> {
     fn unused_results_reason(&self, answer: &str) -> Option<String> {
         if self.profile.tools_when_unsure
             || self.unused_told
-            || self.agent.options.corrective_turns == 0
+            || self.corrections >= self.agent.options.corrective_turns
         {
             return None;
         }

@@ -18,6 +18,54 @@ pub use self::search::{FileSearchTool, file_search};
 
 /// Bytes inspected for a NUL to tell binary files from text.
 const SNIFF_BYTES: usize = 8192;
+/// Whether `path` names a table whose first line is a header (`.csv`, `.tsv`).
+pub(crate) fn is_table(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.ends_with(".csv") || lower.ends_with(".tsv")
+}
+
+/// `3 folders, 4 files (2 .py, 1 .txt, 1 without an extension)`: what a folder holds, by
+/// kind, so a count by type needs no arithmetic (asked how many `.py` files a folder holds,
+/// the 1.5B model answered with its number of entries).
+fn kinds(folders: usize, files: &[&str], links: usize) -> String {
+    let mut by_extension: std::collections::BTreeMap<String, usize> = Default::default();
+    for name in files {
+        let extension = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => format!(".{ext}"),
+            _ => String::new(),
+        };
+        *by_extension.entry(extension).or_default() += 1;
+    }
+    let mut counted: Vec<(String, usize)> = by_extension.into_iter().collect();
+    counted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let kinds: Vec<String> = counted
+        .into_iter()
+        .map(|(ext, n)| {
+            if ext.is_empty() {
+                format!("{n} without an extension")
+            } else {
+                format!("{n} {ext}")
+            }
+        })
+        .collect();
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut parts = Vec::new();
+    if folders > 0 {
+        parts.push(plural(folders, "folder"));
+    }
+    if !files.is_empty() {
+        parts.push(format!(
+            "{} ({})",
+            plural(files.len(), "file"),
+            kinds.join(", ")
+        ));
+    }
+    if links > 0 {
+        parts.push(plural(links, "link"));
+    }
+    parts.join(", ")
+}
+
 /// Most entries `list_dir` returns.
 const MAX_DIR_ENTRIES: usize = 1000;
 
@@ -160,8 +208,18 @@ fn read_lines(
     } else if text.is_empty() {
         ToolOutput::text(format!("[{shown} is empty]"))
     } else if number > 1 {
-        // The count up front: small models asked for lines or rows miscount them.
-        ToolOutput::text(format!("[{shown}: {number} lines]\n{text}"))
+        // The count up front: small models asked for lines or rows miscount them (asked for
+        // a CSV's rows without its header, the 1.5B model answered with its line count).
+        let rows = if is_table(&shown) {
+            format!(
+                ": a header and {} row{}",
+                number - 1,
+                if number == 2 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
+        ToolOutput::text(format!("[{shown}: {number} lines{rows}]\n{text}"))
     } else {
         ToolOutput::text(text)
     };
@@ -484,6 +542,8 @@ pub async fn list_dir(
         let entries =
             rustix::fs::Dir::read_from(&fd).map_err(|e| io_error("list", &shown, &e.into()))?;
         let mut lines = Vec::new();
+        let mut files: Vec<String> = Vec::new();
+        let (mut folders, mut links) = (0, 0);
         for entry in entries {
             let entry = entry.map_err(|e| io_error("list", &shown, &e.into()))?;
             let raw = entry.file_name();
@@ -499,10 +559,13 @@ pub async fn list_dir(
                 let target = rustix::fs::readlinkat(&fd, raw, Vec::new())
                     .map(|t| t.to_string_lossy().into_owned())
                     .unwrap_or_else(|_| "?".to_owned());
+                links += 1;
                 format!("{name} -> {target}")
             } else if kind == FileType::Directory {
+                folders += 1;
                 format!("{name}/")
             } else {
+                files.push(name.clone());
                 format!("{name}  ({} bytes)", stat.st_size)
             });
         }
@@ -512,7 +575,13 @@ pub async fn list_dir(
             return Ok(format!("{shown} is empty"));
         }
         lines.truncate(MAX_DIR_ENTRIES);
-        let mut text = format!("{shown}: {total} entries\n{}", lines.join("\n"));
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        let mut text = format!(
+            "{shown}: {total} {}: {}\n{}",
+            if total == 1 { "entry" } else { "entries" },
+            kinds(folders, &files, links),
+            lines.join("\n")
+        );
         if total > MAX_DIR_ENTRIES {
             text.push_str(&format!(
                 "\n[... {} more entries; use file_search with a glob to narrow]",

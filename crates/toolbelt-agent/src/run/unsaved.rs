@@ -3,22 +3,46 @@
 //! for this folder" answered with a printed README), and answers that use nothing the
 //! tools returned ("Thank you for confirming the results." after listing a folder).
 
-/// The file `input` asks for, when `answer` shows content (a fenced block or a Markdown
-/// heading) rather than saying it was saved: the first path-like word with an extension
-/// (`README.md`, `docs/todo.txt`).
+/// The file `input` asks to write, when `answer` shows content (a fenced block or a
+/// Markdown heading) or names that file: the last path-like word with an extension
+/// (`README.md`; `host.txt` in "Read config.txt and write the host into host.txt").
+/// Said without a call that writes, either is content shown or a write claimed, not done.
 pub(super) fn unsaved_file(input: &str, answer: &str) -> Option<String> {
+    if !asks_to_write(input) {
+        return None;
+    }
+    let file = input
+        .split(|c: char| c.is_whitespace() || "\"'`,;:()[]{}<>，。：；“”‘’（）".contains(c))
+        .map(|w| w.trim_end_matches(['.', '?', '!']))
+        .filter(|w| names_file(w))
+        .last()?;
     let shows_content = answer.contains("```")
         || answer
             .lines()
             .any(|l| l.trim_start().starts_with("# ") || l.trim_start().starts_with("## "));
-    if !shows_content {
-        return None;
-    }
-    input
-        .split(|c: char| c.is_whitespace() || "\"'`,;:()[]{}<>，。：；“”‘’（）".contains(c))
-        .map(|w| w.trim_end_matches(['.', '?', '!']))
-        .find(|w| names_file(w))
-        .map(str::to_owned)
+    let names_it = answer.to_lowercase().contains(&file.to_lowercase());
+    (shows_content || names_it).then(|| file.to_owned())
+}
+
+/// Words of a request to write a file ("What does hello.txt say?" names a file and asks
+/// for none).
+const WRITE_WORDS: [&str; 10] = [
+    "write", "create", "save", "make", "add", "put", "copy", "generate", "store", "new file",
+];
+const WRITE_WORDS_ZH: [&str; 7] = ["写", "创建", "保存", "新建", "生成", "复制", "存"];
+
+/// Whether `input` asks for a file to be written: a write verb as a word (English) or
+/// anywhere (Chinese).
+fn asks_to_write(input: &str) -> bool {
+    let lower = input.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+    WRITE_WORDS.iter().any(|w| {
+        if w.contains(' ') {
+            lower.contains(w)
+        } else {
+            words.contains(w)
+        }
+    }) || WRITE_WORDS_ZH.iter().any(|w| input.contains(w))
 }
 
 /// Whether `word` looks like a file name: a stem and an extension of 1–5 letters or digits
@@ -127,12 +151,31 @@ mod tests {
     }
 
     #[test]
+    fn a_write_claimed_for_the_last_named_file_is_unsaved() {
+        // copy-host: the 1.5B model read config.txt and said it wrote host.txt.
+        assert_eq!(
+            unsaved_file(
+                "Read config.txt and write the host name it uses into a new file host.txt.",
+                "The file_read function returned the contents, which were then written to a \
+                 new file named \"host.txt\"."
+            )
+            .as_deref(),
+            Some("host.txt")
+        );
+    }
+
+    #[test]
     fn answers_without_content_or_requests_without_a_file_are_not() {
         assert_eq!(
-            unsaved_file("Write README.md", "I wrote README.md with a heading."),
+            unsaved_file("Write README.md", "Done: a heading and two lines."),
             None
         );
         assert_eq!(unsaved_file("Write a haiku", "```\nold pond\n```"), None);
+        // A question about a file names it and asks for no write.
+        assert_eq!(
+            unsaved_file("What does hello.txt say?", "hello.txt says hello"),
+            None
+        );
         assert_eq!(unsaved_file("Is version 1.5 out?", "# Yes\nIt is."), None);
     }
 }

@@ -188,9 +188,8 @@ async fn a_small_model_that_shows_a_files_content_is_told_to_save_it() {
     assert_eq!(
         last_user_text(&second.messages),
         Some(
-            "(runtime) your answer shows the content, but nothing was saved: no tool wrote \
-             README.md. Call `file_write` now to save it as README.md, then say in one sentence \
-             what you saved."
+            "(runtime) nothing was saved: no tool wrote README.md. Call `file_write` now to \
+             write README.md as my request asks, then say in one sentence what you saved."
         )
     );
     assert!(second.tools.iter().any(|t| t.name == "file_write"));
@@ -254,4 +253,37 @@ async fn a_small_models_answer_that_uses_no_result_gets_one_reminder() {
         .await
         .unwrap();
     assert_eq!(out.answer, "Thank you for confirming the results.");
+}
+
+#[tokio::test]
+async fn content_shown_after_a_refused_repeat_gets_the_tools_back_to_save_it() {
+    // create-readme: the 1.5B model listed the folder three times, was asked for its
+    // answer without tools, and printed the README.
+    let read = ("file_read", json!({"path": "notes.md"}));
+    let script = ScriptedProvider::new()
+        .then_calls([read.clone()])
+        .then_calls([read.clone()])
+        .then_calls([read])
+        .then_text(PRINTED)
+        .then_call(
+            "file_write",
+            json!({"path": "README.md", "content": "# My Project\n\ntoolbelt"}),
+        )
+        .then_text("I saved README.md.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run("Write a short README.md for this folder that mentions the word toolbelt.")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "I saved README.md.");
+    let requests = script.requests();
+    assert!(
+        requests[3].tools.is_empty(),
+        "the answer was asked for without tools"
+    );
+    assert!(
+        requests[4].tools.iter().any(|t| t.name == "file_write"),
+        "the tools are back to save the file"
+    );
 }

@@ -134,6 +134,7 @@ pub async fn file_search(
 
 /// A glob as the model wrote it, matched against paths relative to the
 /// searched folder and relative to the workspace root.
+#[derive(Clone)]
 struct PathGlob {
     /// As written (shown back to the model).
     text: String,
@@ -465,6 +466,12 @@ impl Query {
         }
         if let Some(p) = pattern
             && walk.hits.is_empty()
+            && let Some(listed) = self.by_name(dir, shown, p, &notes, stop)?
+        {
+            return Ok(listed);
+        }
+        if let Some(p) = pattern
+            && walk.hits.is_empty()
             && !self.count
             && let Some((walk, note)) = self.by_words(p, stop)?
         {
@@ -472,6 +479,59 @@ impl Query {
             return Ok(self.render(&self.root, ".", &walk, notes, None));
         }
         Ok(self.render(dir, shown, &walk, notes, glob))
+    }
+
+    /// After a regular expression matched no line: the files under `dir` whose path it
+    /// matches, listed (or counted). The 1.5B model, asked how many `.py` files a folder
+    /// holds, searched contents for `\.py$`, found no line, and answered with its glob's count.
+    fn by_name(
+        &self,
+        dir: &Path,
+        shown: &str,
+        pattern: &Pattern,
+        notes: &[String],
+        stop: &CancellationToken,
+    ) -> Result<Option<ToolOutput>, ToolError> {
+        use grep_matcher::Matcher;
+        if pattern.literal_because.is_some() {
+            return Ok(None);
+        }
+        let listing = Query {
+            workspace: self.workspace.clone(),
+            root: self.root.clone(),
+            glob: self.glob.clone(),
+            pattern: None,
+            count: self.count,
+            hidden: self.hidden,
+            limit: self.limit,
+        };
+        let mut walk = listing.walk(dir, self.glob.as_ref(), None, stop)?;
+        let named = |path: &str| pattern.matcher.is_match(path.as_bytes()).unwrap_or(false);
+        walk.hits.retain(|path| named(path));
+        walk.counts.retain(|(path, _)| named(path));
+        if walk.hits.is_empty() && walk.counts.is_empty() {
+            return Ok(None);
+        }
+        let n = if self.count {
+            walk.counts.len()
+        } else {
+            walk.hits.len()
+        };
+        walk.selected = n;
+        let mut notes = notes.to_vec();
+        notes.push(format!(
+            "[no line under {shown} matches {}; the names of these {} match it (to list files \
+             by name, leave `pattern` out and give `glob`, e.g. `*.py`)]",
+            pattern.describe(),
+            files(n)
+        ));
+        Ok(Some(listing.render(
+            dir,
+            shown,
+            &walk,
+            notes,
+            listing.glob.as_ref(),
+        )))
     }
 
     /// After a pattern found no line anywhere: the lines that hold its words, in the
@@ -642,6 +702,12 @@ impl Query {
             lines.extend(walk.counts.iter().take(self.limit).map(|(path, n)| {
                 if unit == "matching" {
                     format!("{path}: {n} matching")
+                } else if super::is_table(path) && *n > 1 {
+                    format!(
+                        "{path}: {} (a header and {})",
+                        plural(*n, "line"),
+                        plural(n - 1, "row")
+                    )
                 } else {
                     format!("{path}: {}", plural(*n, "line"))
                 }

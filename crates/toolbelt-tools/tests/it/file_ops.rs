@@ -276,11 +276,12 @@ async fn lists_directories_with_kinds_and_sizes() {
     let out = fx.ok("list_dir", json!({})).await;
     assert_eq!(
         out,
-        ".: 3 entries\n.hidden  (0 bytes)\nl -> src/lib.rs\nsrc/"
+        ".: 3 entries: 1 folder, 1 file (1 without an extension), 1 link\n.hidden  (0 bytes)\n\
+         l -> src/lib.rs\nsrc/"
     );
     assert_eq!(
         fx.ok("list_dir", json!({"path": "src"})).await,
-        "src: 1 entries\nlib.rs  (3 bytes)"
+        "src: 1 entry: 1 file (1 .rs)\nlib.rs  (3 bytes)"
     );
 }
 

@@ -318,6 +318,38 @@ async fn a_pattern_over_several_lines_finds_any_of_its_lines() {
 }
 
 #[tokio::test]
+async fn a_regex_that_matches_no_line_but_file_names_lists_those_files() {
+    // The 1.5B model, asked how many .py files src holds: {"glob": "src/*", "pattern": "\\.py$"}.
+    let fx = Fx::new();
+    fx.write("src/app.py", "print(1)\n");
+    fx.write("src/util.py", "x = 1\n");
+    fx.write("src/readme.txt", "about\n");
+    assert_eq!(
+        fx.ok("file_search", json!({"glob": "src/*", "pattern": "\\.py$"}))
+            .await,
+        "[no line under . matches `\\.py$` (regular expression, any case); the names of these 2 \
+         files match it (to list files by name, leave `pattern` out and give `glob`, e.g. \
+         `*.py`)]\nsrc/app.py\nsrc/util.py\n[2 files under . matching glob `src/*`]"
+    );
+    let counted = fx
+        .ok(
+            "file_search",
+            json!({"path": "src", "pattern": "\\.py$", "count": true}),
+        )
+        .await;
+    assert!(
+        counted.contains("the names of these 2 files match it"),
+        "{counted}"
+    );
+    // A folder listing says how many files of each kind it holds.
+    assert_eq!(
+        fx.ok("list_dir", json!({"path": "src"})).await,
+        "src: 3 entries: 3 files (2 .py, 1 .txt)\napp.py  (9 bytes)\nreadme.txt  (6 bytes)\n\
+         util.py  (6 bytes)"
+    );
+}
+
+#[tokio::test]
 async fn counts_lines_of_a_file_matching_lines_and_files() {
     let fx = Fx::new();
     fx.write("data.csv", "id,name\n1,a\n2,b\n3,c");
@@ -325,7 +357,7 @@ async fn counts_lines_of_a_file_matching_lines_and_files() {
     assert_eq!(
         fx.ok("file_search", json!({"path": "data.csv", "count": true}))
             .await,
-        "1 file under data.csv, 4 lines in all:\ndata.csv: 4 lines"
+        "1 file under data.csv, 4 lines in all:\ndata.csv: 4 lines (a header and 3 rows)"
     );
     assert_eq!(
         fx.ok("file_search", json!({"pattern": "ERROR", "count": true}))
@@ -336,11 +368,11 @@ async fn counts_lines_of_a_file_matching_lines_and_files() {
     assert_eq!(
         fx.ok("file_search", json!({"glob": "*.csv", "count": true}))
             .await,
-        "1 file under . matching glob `*.csv`, 4 lines in all:\ndata.csv: 4 lines"
+        "1 file under . matching glob `*.csv`, 4 lines in all:\ndata.csv: 4 lines (a header and 3 rows)"
     );
     assert_eq!(
         fx.ok("file_read", json!({"path": "data.csv"})).await,
-        "[data.csv: 4 lines]\nid,name\n1,a\n2,b\n3,c"
+        "[data.csv: 4 lines: a header and 3 rows]\nid,name\n1,a\n2,b\n3,c"
     );
 }
 
