@@ -210,7 +210,7 @@ fn read_lines(
     } else if number > 1 {
         // The count up front: small models asked for lines or rows miscount them (asked for
         // a CSV's rows without its header, the 1.5B model answered with its line count).
-        let rows = if is_table(&shown) {
+        let rows = if is_table(shown) {
             format!(
                 ": a header and {} row{}",
                 number - 1,

@@ -14,8 +14,7 @@ pub(super) fn unsaved_file(input: &str, answer: &str) -> Option<String> {
     let file = input
         .split(|c: char| c.is_whitespace() || "\"'`,;:()[]{}<>，。：；“”‘’（）".contains(c))
         .map(|w| w.trim_end_matches(['.', '?', '!']))
-        .filter(|w| names_file(w))
-        .last()?;
+        .rfind(|w| names_file(w))?;
     let shows_content = answer.contains("```")
         || answer
             .lines()
