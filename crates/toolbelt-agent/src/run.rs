@@ -607,7 +607,8 @@ impl Run<'_> {
         ))
     }
 
-    /// What a small model whose short answer uses nothing the tools returned is told.
+    /// What a small model whose short answer uses nothing the tools returned, or whose
+    /// answer describes its calls instead of answering, is told.
     /// `None` for other models, without a successful call this run, after a call that
     /// changed something, or once told.
     fn unused_results_reason(&self, answer: &str) -> Option<String> {
@@ -619,6 +620,7 @@ impl Run<'_> {
         }
         // Facts read, to report; after a change the answer confirms it instead.
         let mut results: Vec<String> = Vec::new();
+        let mut called: Vec<String> = Vec::new();
         for step in &self.transcript.steps {
             let Step::Tool { result } = step else {
                 continue;
@@ -635,14 +637,16 @@ impl Run<'_> {
                 return None;
             }
             results.push(result.to_model_text());
+            called.push(result.call.name.clone());
         }
-        if !unsaved::ignores_results(&self.input, answer, results.iter().map(String::as_str)) {
+        let unused =
+            unsaved::ignores_results(&self.input, answer, results.iter().map(String::as_str));
+        if !unused && !unsaved::describes_call(answer, called.iter().map(String::as_str)) {
             return None;
         }
         Some(format!(
-            "your answer uses nothing the tools returned. Answer my request with the facts \
-             from the tool results (names, numbers, lines), not a remark about them. My \
-             request: {}",
+            "your answer talks about the tool calls instead of answering. Answer my request \
+             with the facts from the tool results (names, numbers, lines). My request: {}",
             self.input
         ))
     }

@@ -569,7 +569,8 @@ pub async fn list_dir(
                 format!("{name}  ({} bytes)", stat.st_size)
             });
         }
-        lines.sort();
+        // Folders first, then files: listed together, the 1.5B model named files as folders.
+        lines.sort_by(|a, b| (!a.ends_with('/'), a).cmp(&(!b.ends_with('/'), b)));
         let total = lines.len();
         if total == 0 {
             return Ok(format!("{shown} is empty"));

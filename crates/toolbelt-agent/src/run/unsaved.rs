@@ -89,6 +89,29 @@ pub(super) fn ignores_results<'a>(
     any
 }
 
+/// Words that, beside the name of a tool the run called, describe the call rather than
+/// answer: "I used the `list_dir` function … The result was the list of files".
+const ABOUT_THE_CALL: [&str; 8] = [
+    "function",
+    "i used",
+    "i called",
+    "returned",
+    "the result",
+    "the output",
+    "the tool",
+    "the response",
+];
+
+/// Whether `answer` describes a call of one of `called` (its name and a word about calling
+/// it) instead of answering.
+pub(super) fn describes_call<'a>(answer: &str, called: impl IntoIterator<Item = &'a str>) -> bool {
+    let lower = answer.to_lowercase();
+    ABOUT_THE_CALL.iter().any(|w| lower.contains(w))
+        && called
+            .into_iter()
+            .any(|tool| lower.contains(&tool.to_lowercase()))
+}
+
 /// Lower-case words of three or more letters, and numbers.
 fn words(text: &str) -> std::collections::HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
@@ -99,7 +122,19 @@ fn words(text: &str) -> std::collections::HashSet<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ignores_results, unsaved_file};
+    use super::{describes_call, ignores_results, unsaved_file};
+
+    #[test]
+    fn an_answer_about_the_call_describes_it() {
+        let answer = "To get the directories in the current directory, I used the `list_dir` \
+            function with the argument \".\". The result was the list of files and directories.";
+        assert!(describes_call(answer, ["list_dir"]));
+        assert!(!describes_call(
+            "The folders are data/, docs/ and src/.",
+            ["list_dir"]
+        ));
+        assert!(!describes_call(answer, ["file_read"]));
+    }
 
     #[test]
     fn an_answer_that_uses_no_result_ignores_them() {

@@ -237,9 +237,9 @@ async fn a_small_models_answer_that_uses_no_result_gets_one_reminder() {
     assert_eq!(
         last_user_text(&script.requests()[2].messages),
         Some(
-            "(runtime) your answer uses nothing the tools returned. Answer my request with the \
-             facts from the tool results (names, numbers, lines), not a remark about them. My \
-             request: What does hello.txt say?"
+            "(runtime) your answer talks about the tool calls instead of answering. Answer my \
+             request with the facts from the tool results (names, numbers, lines). My request: \
+             What does hello.txt say?"
         )
     );
     // Large models' answers are theirs.
@@ -285,5 +285,30 @@ async fn content_shown_after_a_refused_repeat_gets_the_tools_back_to_save_it() {
     assert!(
         requests[4].tools.iter().any(|t| t.name == "file_write"),
         "the tools are back to save the file"
+    );
+}
+
+#[tokio::test]
+async fn a_small_models_answer_about_its_call_gets_the_same_reminder() {
+    // list-folders: "To get the directories …, I used the `list_dir` function … The result
+    // was the list of files and directories …" (long, and sharing a word with the result).
+    let script = ScriptedProvider::new()
+        .then_call("file_read", json!({"path": "hello.txt"}))
+        .then_text(
+            "To see what hello.txt says, I used the `file_read` function with the path \
+             hello.txt. The result was the text of the file hello, which is a greeting that \
+             files like this one often hold in a workspace.",
+        )
+        .then_text("hello.txt says hello");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run("What does hello.txt say?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "hello.txt says hello");
+    assert!(
+        last_user_text(&script.requests()[2].messages)
+            .is_some_and(|t| t.starts_with("(runtime) your answer talks about the tool calls")),
     );
 }

@@ -276,8 +276,8 @@ async fn lists_directories_with_kinds_and_sizes() {
     let out = fx.ok("list_dir", json!({})).await;
     assert_eq!(
         out,
-        ".: 3 entries: 1 folder, 1 file (1 without an extension), 1 link\n.hidden  (0 bytes)\n\
-         l -> src/lib.rs\nsrc/"
+        ".: 3 entries: 1 folder, 1 file (1 without an extension), 1 link\nsrc/\n\
+         .hidden  (0 bytes)\nl -> src/lib.rs"
     );
     assert_eq!(
         fx.ok("list_dir", json!({"path": "src"})).await,
