@@ -16,11 +16,11 @@ use crate::state::AppState;
 /// `None` when learning is off. A failed read is logged; routing goes on with what was
 /// learned before.
 pub async fn start(state: &AppState) -> Option<JoinHandle<()>> {
-    let config = &state.config;
+    let config = state.config();
     if !config.learn_from_runs {
         return None;
     }
-    let Some(store) = state.store.clone() else {
+    let Some(store) = state.store().cloned() else {
         tracing::warn!("learn_from_runs needs a database: the router does not learn");
         return None;
     };
@@ -28,7 +28,7 @@ pub async fn start(state: &AppState) -> Option<JoinHandle<()>> {
     let cfg = LearnConfig::default()
         .with_half_life(config.learn_half_life_days.saturating_mul(24 * 3600));
     let every = Duration::from_secs(config.learn_refresh_secs.max(1));
-    let mut learned = refresh(&state.agents, &log, &cfg, None).await;
+    let mut learned = refresh(state.agents(), &log, &cfg, None).await;
     let days = config.learn_half_life_days;
     match &learned {
         Some(usage) => tracing::info!(
@@ -44,8 +44,8 @@ pub async fn start(state: &AppState) -> Option<JoinHandle<()>> {
             "router: learning from the run log is on, but the first read failed"
         ),
     }
-    let agents = state.agents.clone();
-    let shutdown = state.shutdown.clone();
+    let agents = state.agents().clone();
+    let shutdown = state.shutdown().clone();
     Some(tokio::spawn(async move {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

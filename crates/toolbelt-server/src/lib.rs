@@ -40,7 +40,7 @@ pub use app::{app, serve, serve_router};
 pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, InstanceRef, Problem, ProblemDocument};
-pub use state::{AppState, Shared, StateError};
+pub use state::{AppState, StateError};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}

@@ -36,13 +36,13 @@ impl ServerRoutineRunner {
     async fn run_job(&self, job: RoutineJob) -> Result<JobOutcome, String> {
         let state = &self.state;
         let built = state
-            .agents
+            .agents()
             .build_named(&job.agent)
             .await
             .map_err(|e| format!("routine `{}`: {e}", job.routine))?;
         let start = RunStart::new(job.prompt.clone()).with_model(built.model);
         let entry = state
-            .runs
+            .runs()
             .start(built.agent, start, state.run_extensions(&job.agent))
             .await
             .map_err(|e| format!("routine `{}`: {e}", job.routine))?;
@@ -83,9 +83,9 @@ impl RoutineRunner for ServerRoutineRunner {
 /// Starts the routine scheduler on `state`'s store, as instance `instance`, until the
 /// server's shutdown token fires. `None` when the state has no store.
 pub fn spawn_scheduler(state: &AppState, instance: impl Into<String>) -> Option<JoinHandle<()>> {
-    let store = state.store.clone()?;
+    let store = state.store().cloned()?;
     let scheduler = Scheduler::new(store, Arc::new(ServerRoutineRunner::new(state.clone())))
         .with_config(SchedulerConfig::default().with_instance(instance));
-    let cancel = state.shutdown.clone();
+    let cancel = state.shutdown().clone();
     Some(tokio::spawn(async move { scheduler.run(cancel).await }))
 }

@@ -15,53 +15,33 @@ use crate::config::ServerConfig;
 /// The live registry, the executor, the router, the agents, the runs and the tokens.
 ///
 /// Cloning is one reference count: every request clones the state several times (each
-/// middleware layer and handler takes its own), so it is one `Arc` around [`Shared`],
-/// whose fields it derefs to.
+/// middleware layer and handler takes its own), so it is one `Arc` around the shared
+/// parts, read through the accessor methods.
 #[derive(Clone)]
 pub struct AppState {
     shared: Arc<Shared>,
 }
 
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.shared
-    }
-}
-
 /// What [`AppState`] shares.
-pub struct Shared {
-    /// The agents, configured and stored, and the tools they are built over: every run,
-    /// preview and tool list of an agent goes through it.
-    pub agents: AgentFactory,
-    /// Runs direct tool calls (`POST /tools/{name}/call`).
-    pub executor: Executor,
-    /// Previews routing decisions (`POST /route`): the agents' shared base router.
-    pub router: AnyRouter,
-    /// The runs.
-    pub runs: RunRegistry,
-    /// Who may do what.
-    pub tokens: TokenBook,
-    /// Context given to every tool call (workspace, HTTP limits, the question channel).
-    pub extensions: Arc<Extensions>,
-    /// The database, when the server has one (tokens, runs).
-    pub store: Option<toolbelt_store::Store>,
-    /// The audit log of tool calls and runs (batched writes to the store), when there is a store.
-    pub run_log: Option<toolbelt_store::RunLogWriter>,
-    /// The settings in force.
-    pub config: Arc<ServerConfig>,
-    /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown` event).
-    pub shutdown: CancellationToken,
-    /// The clients of the MCP servers stored in the database ([`crate::mcp_servers::spawn`]).
-    pub mcp_servers: crate::mcp_servers::McpServers,
+struct Shared {
+    agents: AgentFactory,
+    executor: Executor,
+    router: AnyRouter,
+    runs: RunRegistry,
+    tokens: TokenBook,
+    extensions: Arc<Extensions>,
+    store: Option<toolbelt_store::Store>,
+    run_log: Option<toolbelt_store::RunLogWriter>,
+    config: Arc<ServerConfig>,
+    shutdown: CancellationToken,
+    mcp_servers: crate::mcp_servers::McpServers,
 }
 
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("tools", &self.registry().len())
-            .field("config", &self.config)
+            .field("config", &self.shared.config)
             .finish_non_exhaustive()
     }
 }
@@ -94,9 +74,67 @@ pub enum StateError {
 }
 
 impl AppState {
+    /// The agents, configured and stored, and the tools they are built over: every run,
+    /// preview and tool list of an agent goes through it.
+    pub fn agents(&self) -> &AgentFactory {
+        &self.shared.agents
+    }
+
+    /// Runs direct tool calls (`POST /tools/{name}/call`).
+    pub fn executor(&self) -> &Executor {
+        &self.shared.executor
+    }
+
+    /// Previews routing decisions (`POST /route`): the agents' shared base router.
+    pub fn router(&self) -> &AnyRouter {
+        &self.shared.router
+    }
+
+    /// The runs.
+    pub fn runs(&self) -> &RunRegistry {
+        &self.shared.runs
+    }
+
+    /// Who may do what.
+    pub fn tokens(&self) -> &TokenBook {
+        &self.shared.tokens
+    }
+
+    /// Context given to every tool call (workspace, HTTP limits, the question channel).
+    pub fn extensions(&self) -> &Extensions {
+        &self.shared.extensions
+    }
+
+    /// The database, when the server has one (tokens, runs).
+    pub fn store(&self) -> Option<&toolbelt_store::Store> {
+        self.shared.store.as_ref()
+    }
+
+    /// The audit log of tool calls and runs (batched writes to the store), when there is a
+    /// store.
+    pub fn run_log(&self) -> Option<&toolbelt_store::RunLogWriter> {
+        self.shared.run_log.as_ref()
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
+    /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown`
+    /// event).
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.shared.shutdown
+    }
+
+    /// The clients of the MCP servers stored in the database ([`crate::mcp_servers::spawn`]).
+    pub fn mcp_servers(&self) -> &crate::mcp_servers::McpServers {
+        &self.shared.mcp_servers
+    }
+
     /// The live registry: what calls, routing and agents see.
     pub fn registry(&self) -> &Registry {
-        self.agents.registry()
+        self.shared.agents.registry()
     }
 
     /// An HTTP client that reaches what the HTTP tools may reach (the SSRF guard after DNS and
@@ -121,19 +159,20 @@ impl AppState {
     /// The HTTP configuration the tools' context holds (built once at start-up; its client is
     /// built on first use and shared).
     fn http_config(&self) -> Result<&toolbelt_tools::HttpConfig, String> {
-        self.extensions
+        self.shared
+            .extensions
             .get::<toolbelt_tools::HttpConfig>()
             .ok_or_else(|| "the server has no HTTP configuration".to_owned())
     }
 
     /// The live registry, shared (an MCP endpoint follows its changes).
     pub fn shared_registry(&self) -> Arc<Registry> {
-        self.agents.shared_registry()
+        self.shared.agents.shared_registry()
     }
 
     /// The registry that follows the store, when tools are stored.
     pub fn live(&self) -> Option<&Arc<toolbelt_store::LiveRegistry>> {
-        self.agents.live_registry()
+        self.shared.agents.live_registry()
     }
 
     /// State over an opened database: tools, agents, tokens and runs stored there, and agent
@@ -167,8 +206,8 @@ impl AppState {
     /// store, the agent's memory (`memory_*` tools, scoped to the agent) and the routines
     /// (the `routine` tool; new routines run this agent unless told otherwise).
     pub fn run_extensions(&self, agent: &str) -> Extensions {
-        let mut extensions = self.extensions.as_ref().clone();
-        if let Some(store) = &self.store {
+        let mut extensions = self.shared.extensions.as_ref().clone();
+        if let Some(store) = &self.shared.store {
             extensions.insert(Memory::new(
                 Arc::new(store.memory()),
                 MemoryScope::agent(agent),

@@ -168,9 +168,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let encoder = (!args.no_embedder)
         .then(super::models::shared_use)
         .flatten()
-        .map(|encoder| (encoder, state.agents.encoder_slot().clone()));
+        .map(|encoder| (encoder, state.agents().encoder_slot().clone()));
     let has_tokens = state
-        .tokens
+        .tokens()
         .has_any_token()
         .await
         .context("reading the tokens")?;
