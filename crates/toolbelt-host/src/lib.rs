@@ -11,6 +11,7 @@ mod origin;
 pub mod paths;
 mod provider;
 mod router;
+pub mod routines;
 pub mod runs;
 mod skills;
 pub mod tool_file;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod learning;
+mod routines;
 mod small_models;
 mod stored_agents;
 mod support;
