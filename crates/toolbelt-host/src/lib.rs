@@ -6,6 +6,7 @@ mod database;
 mod environment;
 mod error;
 mod factories;
+mod host;
 mod learning;
 mod origin;
 pub mod paths;
@@ -22,6 +23,7 @@ pub use database::{Database, POLL_INTERVAL, load, open, open_store};
 pub use environment::environment;
 pub use error::HostError;
 pub use factories::{AgentToolFactory, agent_tool_parameters, declarative_factory};
+pub use host::{Host, HostBuilder, LearnSettings};
 pub use learning::StoreRunLog;
 pub use origin::tool_origin;
 pub use provider::{ProviderFor, provider_config, provider_config_from};
@@ -31,6 +33,7 @@ pub use skills::skill_of;
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<AgentFactory>();
+    assert_send_sync::<Host>();
     assert_send_sync::<AgentToolFactory>();
     assert_send_sync::<runs::RunRegistry>();
 };

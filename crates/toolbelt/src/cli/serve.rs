@@ -198,7 +198,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     // Read before serving, so the first request already routes with what past runs taught.
-    let learning = toolbelt_server::learning::start(&state).await;
+    toolbelt_server::learning::start(&state).await;
     tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
     println!(
         "toolbelt serving on http://{addr} ({} tools)",
@@ -240,15 +240,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let watch = db.watch().context("following the database")?;
     // Routines run on this instance too; on Postgres several instances share the work,
     // each occurrence claimed by exactly one.
-    let scheduler = toolbelt_server::routines::spawn_scheduler(
-        &state,
-        format!("{addr}/{}", std::process::id()),
-    );
+    toolbelt_server::routines::start(&state, format!("{addr}/{}", std::process::id()));
     // The MCP servers stored in the database (`toolbelt mcp add`, `/api/v1/mcp-servers`):
     // connected now, followed as they change, stopped with the server.
     let mcp_servers = toolbelt_server::mcp_servers::spawn(&state);
+    let host = state.host().clone();
     toolbelt_server::serve(listener, state, shutdown_signal()).await?;
-    for task in [scheduler, mcp_servers, learning].into_iter().flatten() {
+    // The routine loop and learning end with the host's shutdown token, which serving
+    // cancelled when it began to shut down.
+    host.shutdown().await;
+    if let Some(task) = mcp_servers {
         let _ = task.await;
     }
     #[cfg(feature = "multilingual-embed")]
