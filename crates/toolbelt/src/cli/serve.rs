@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use toolbelt_server::{AppState, LogFormat, ServerConfig};
+use toolbelt_server::{LogFormat, Server, ServerConfig};
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
 
@@ -161,24 +161,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(embedder) = super::models::memory_embedder() {
         db.live.store().set_memory_embedder(embedder);
     }
-    // The host's agent factory builds every agent (stored or configured) and serves stored
-    // agent tools; its router's encoder slot is filled once the encoder has loaded.
-    let state = AppState::with_database(&db, config.clone())?;
-    #[cfg(feature = "multilingual-embed")]
-    let encoder = (!args.no_embedder)
-        .then(super::models::shared_use)
-        .flatten()
-        .map(|encoder| (encoder, state.agents().encoder_slot().clone()));
-    let has_tokens = state
-        .tokens()
-        .has_any_token()
-        .await
-        .context("reading the tokens")?;
-    config.check_exposure(has_tokens)?;
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.addr))?;
-    let addr = listener.local_addr()?;
     // Which of the sandbox's guards hold on this machine, said once at start-up (the probe
     // logs its summary: a warning when commands cannot be confined).
     let _ = toolbelt_tools::sandbox::probe();
@@ -197,8 +179,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
         _ => {}
     }
-    // Read before serving, so the first request already routes with what past runs taught.
-    toolbelt_server::learning::start(&state).await;
+    // The same server the library starts (`Server::builder`): the host's agent factory
+    // builds every agent (stored or configured); the routine loop, learning and the stored
+    // MCP servers run until it shuts down.
+    let server = Server::builder(config).database(db).start().await?;
+    let state = server.state();
+    let config = state.config();
+    let addr = server.addr();
     tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
     println!(
         "toolbelt serving on http://{addr} ({} tools)",
@@ -231,32 +218,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             config.mcp_commands.join(", ")
         );
     }
+    // The router's encoder slot is filled once the encoder has loaded.
     #[cfg(feature = "multilingual-embed")]
-    let encoder_task =
-        encoder.map(|(encoder, slot)| tokio::spawn(attach_encoder(encoder, slot, state.clone())));
-    // Only now may the pool grow and does the registry follow the store (on Postgres, over a
-    // LISTEN connection of its own): until ready, start-up used one connection, so TLS was
-    // negotiated once.
-    let watch = db.watch().context("following the database")?;
-    // Routines run on this instance too; on Postgres several instances share the work,
-    // each occurrence claimed by exactly one.
-    toolbelt_server::routines::start(&state, format!("{addr}/{}", std::process::id()));
-    // The MCP servers stored in the database (`toolbelt mcp add`, `/api/v1/mcp-servers`):
-    // connected now, followed as they change, stopped with the server.
-    let mcp_servers = toolbelt_server::mcp_servers::spawn(&state);
-    let host = state.host().clone();
-    toolbelt_server::serve(listener, state, shutdown_signal()).await?;
-    // The routine loop and learning end with the host's shutdown token, which serving
-    // cancelled when it began to shut down.
-    host.shutdown().await;
-    if let Some(task) = mcp_servers {
-        let _ = task.await;
-    }
+    let encoder_task = (!args.no_embedder)
+        .then(super::models::shared_use)
+        .flatten()
+        .map(|encoder| {
+            let slot = state.agents().encoder_slot().clone();
+            tokio::spawn(attach_encoder(encoder, slot, state.clone()))
+        });
+    server.run_until(shutdown_signal()).await?;
     #[cfg(feature = "multilingual-embed")]
     if let Some(task) = encoder_task {
         task.abort();
     }
-    watch.stop().await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -267,7 +242,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 async fn attach_encoder(
     encoder: super::models::SharedUse,
     slot: toolbelt_router::EmbeddingSlot,
-    state: AppState,
+    state: toolbelt_server::AppState,
 ) {
     let started = Instant::now();
     let router = match encoder.routing_embedding().await {
