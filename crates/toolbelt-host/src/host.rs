@@ -1,13 +1,14 @@
 //! [`Host`]: the agents, runs and tools a front-end serves, and the background tasks that
-//! keep them going (the routine loop, learning from the run log), stopped together.
+//! keep them going (the routine loop, learning from the run log, loading the encoder),
+//! stopped together.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use toolbelt_core::{Executor, Registry};
-use toolbelt_router::{AnyRouter, LearnConfig, LearnedUsage, RunLog};
+use toolbelt_core::{BoxFuture, Executor, Registry};
+use toolbelt_router::{AnyRouter, EmbeddingRouter, LearnConfig, LearnedUsage, RunLog};
 use toolbelt_store::{ClaimConfig, RoutineClaims, RunLogConfig, RunLogWriter, Store};
 
 use crate::routines::{AgentRoutineRunner, RunExtensions, Scheduler};
@@ -103,6 +104,11 @@ impl std::fmt::Debug for Host {
             .finish_non_exhaustive()
     }
 }
+
+/// Loads the encoder [`Host::start_encoder`] puts in the router's slot (a model loaded on
+/// the blocking pool, its tool vectors read from a cache).
+pub type EncoderLoad =
+    BoxFuture<'static, Result<EmbeddingRouter, Box<dyn std::error::Error + Send + Sync>>>;
 
 /// How [`Host::start_learning`] learns from the run log.
 #[derive(Debug, Clone)]
@@ -251,6 +257,21 @@ impl Host {
         true
     }
 
+    /// Starts loading the encoder with `load` in a task of the host, then embeds the
+    /// registry's tools with it and puts it in the agents' encoder slot: from then on the base
+    /// router and every agent rank with it too. A failure is logged and routing stays by
+    /// words; shutdown ends the task even while it loads.
+    pub fn start_encoder(&self, load: EncoderLoad) {
+        let agents = self.agents.clone();
+        let shutdown = self.shutdown.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                () = attach_encoder(load, &agents) => {}
+            }
+        });
+    }
+
     /// Cancels the shutdown token and waits until the host's background tasks have ended.
     /// Routine runs the loop had started go on until they end.
     pub async fn shutdown(&self) {
@@ -258,6 +279,45 @@ impl Host {
         self.tasks.close();
         self.tasks.wait().await;
     }
+}
+
+/// Loads the encoder, embeds the registry's tools (read from the vector cache when there)
+/// and fills the agents' encoder slot; a failure is logged.
+async fn attach_encoder(load: EncoderLoad, agents: &AgentFactory) {
+    let started = std::time::Instant::now();
+    let router = match load.await {
+        Ok(router) => router,
+        Err(e) => {
+            tracing::warn!(error = %chain(e.as_ref()), "router: the multilingual model could not be loaded; routing by words");
+            return;
+        }
+    };
+    let tools = agents.registry().all();
+    if let Err(e) = router.prepare(&tools).await {
+        tracing::warn!(error = %e, "router: embedding the tools failed; routing by words");
+        return;
+    }
+    let embedded = router.computed();
+    if agents.encoder_slot().fill(router).is_ok() {
+        tracing::info!(
+            tools = tools.len(),
+            embedded,
+            ms = started.elapsed().as_millis() as u64,
+            "router: multilingual encoder ready"
+        );
+    }
+}
+
+/// An error and its sources, `outer: inner: …`.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }
 
 /// Reads the log and gives the router what it teaches when that changed; the usage read, or

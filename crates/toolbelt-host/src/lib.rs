@@ -23,7 +23,7 @@ pub use database::{Database, POLL_INTERVAL, load, open, open_store};
 pub use environment::environment;
 pub use error::HostError;
 pub use factories::{AgentToolFactory, agent_tool_parameters, declarative_factory};
-pub use host::{Host, HostBuilder, LearnSettings};
+pub use host::{EncoderLoad, Host, HostBuilder, LearnSettings};
 pub use learning::StoreRunLog;
 pub use origin::tool_origin;
 pub use provider::{ProviderFor, provider_config, provider_config_from};

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use toolbelt_host::Database;
+use toolbelt_host::{Database, EncoderLoad};
 use toolbelt_store::WatchHandle;
 
 use crate::config::{ConfigError, ServerConfig};
@@ -23,6 +23,7 @@ impl Server {
             config,
             database: None,
             instance: None,
+            encoder: None,
         }
     }
 }
@@ -33,6 +34,7 @@ pub struct ServerBuilder {
     config: ServerConfig,
     database: Option<Database>,
     instance: Option<String>,
+    encoder: Option<EncoderLoad>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -41,6 +43,7 @@ impl std::fmt::Debug for ServerBuilder {
             .field("config", &self.config)
             .field("database", &self.database.is_some())
             .field("instance", &self.instance)
+            .field("encoder", &self.encoder.is_some())
             .finish()
     }
 }
@@ -90,10 +93,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Loads the encoder with `load` once the server has started, and from then on routes
+    /// with it too ([`toolbelt_host::Host::start_encoder`]); until then, and without one, by
+    /// words.
+    pub fn encoder(mut self, load: EncoderLoad) -> Self {
+        self.encoder = Some(load);
+        self
+    }
+
     /// Starts the server: builds the state over the database, refuses an exposed address
     /// without tokens ([`ServerConfig::check_exposure`]), listens on the configured address
     /// (port 0 picks one: [`RunningServer::addr`]), reads the run log when learning is on,
-    /// follows the database, and starts the routine loop, the stored MCP servers and serving.
+    /// follows the database, and starts the routine loop, the stored MCP servers, loading the
+    /// encoder when one was given, and serving.
     ///
     /// # Errors
     /// [`StartError`]: what failed, before anything is served.
@@ -130,6 +142,9 @@ impl ServerBuilder {
         // The MCP servers stored in the database: connected now, followed as they change,
         // stopped with the server (a task of the server: the host does not depend on MCP).
         let mcp_servers = crate::mcp_servers::spawn(&state);
+        if let Some(load) = self.encoder {
+            state.host().start_encoder(load);
+        }
         let stop = CancellationToken::new();
         let signal = stop.clone();
         let serving = tokio::spawn(crate::serve(listener, state.clone(), async move {
@@ -193,7 +208,7 @@ impl RunningServer {
     }
 
     /// Stops serving (requests in flight finish; SSE streams end with a `shutdown` event),
-    /// then waits for the host's background tasks (routine loop, learning) and the stored MCP
+    /// then waits for the host's background tasks (routine loop, learning, the encoder) and the stored MCP
     /// servers' task, and stops following the database.
     ///
     /// # Errors

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod host;
 mod learning;
 mod routines;
 mod small_models;

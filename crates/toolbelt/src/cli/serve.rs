@@ -182,7 +182,19 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The same server the library starts (`Server::builder`): the host's agent factory
     // builds every agent (stored or configured); the routine loop, learning and the stored
     // MCP servers run until it shuts down.
-    let server = Server::builder(config).database(db).start().await?;
+    let builder = Server::builder(config).database(db);
+    // The router's encoder slot is filled once the encoder has loaded (by words until then).
+    #[cfg(feature = "multilingual-embed")]
+    let builder = match (!args.no_embedder)
+        .then(super::models::shared_use)
+        .flatten()
+    {
+        Some(encoder) => builder.encoder(Box::pin(async move {
+            encoder.routing_embedding().await.map_err(Into::into)
+        })),
+        None => builder,
+    };
+    let server = builder.start().await?;
     let state = server.state();
     let config = state.config();
     let addr = server.addr();
@@ -218,54 +230,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             config.mcp_commands.join(", ")
         );
     }
-    // The router's encoder slot is filled once the encoder has loaded.
-    #[cfg(feature = "multilingual-embed")]
-    let encoder_task = (!args.no_embedder)
-        .then(super::models::shared_use)
-        .flatten()
-        .map(|encoder| {
-            let slot = state.agents().encoder_slot().clone();
-            tokio::spawn(attach_encoder(encoder, slot, state.clone()))
-        });
     server.run_until(shutdown_signal()).await?;
-    #[cfg(feature = "multilingual-embed")]
-    if let Some(task) = encoder_task {
-        task.abort();
-    }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Loads the multilingual encoder, embeds the registry's tools (read from the vector cache
-/// when there) and puts it in the router's slot: from then on `/route` and the agents rank
-/// with it too. A failure is logged and routing stays by words.
-#[cfg(feature = "multilingual-embed")]
-async fn attach_encoder(
-    encoder: super::models::SharedUse,
-    slot: toolbelt_router::EmbeddingSlot,
-    state: toolbelt_server::AppState,
-) {
-    let started = Instant::now();
-    let router = match encoder.routing_embedding().await {
-        Ok(router) => router,
-        Err(e) => {
-            tracing::warn!(error = %format!("{e:#}"), "router: the multilingual model could not be loaded; routing by words");
-            return;
-        }
-    };
-    let tools = state.registry().all();
-    if let Err(e) = router.prepare(&tools).await {
-        tracing::warn!(error = %e, "router: embedding the tools failed; routing by words");
-        return;
-    }
-    let embedded = router.computed();
-    if slot.fill(router).is_ok() {
-        tracing::info!(
-            tools = tools.len(),
-            embedded,
-            ms = started.elapsed().as_millis() as u64,
-            "router: multilingual encoder ready"
-        );
-    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
