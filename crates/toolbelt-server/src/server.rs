@@ -133,7 +133,14 @@ impl ServerBuilder {
         crate::learning::start(&state).await;
         // Only now may the pool grow and does the registry follow the store (on Postgres, over
         // a LISTEN connection of its own): until ready, start-up used one connection.
-        let watch = db.watch().map_err(StartError::Follow)?;
+        let watch = match db.watch() {
+            Ok(watch) => watch,
+            Err(e) => {
+                // Learning may have started a task of the host: stop it before giving up.
+                state.host().shutdown().await;
+                return Err(StartError::Follow(e));
+            }
+        };
         let instance = self
             .instance
             .unwrap_or_else(|| format!("{addr}/{}", std::process::id()));
