@@ -79,7 +79,7 @@ pub(crate) fn routes(state: &AppState) -> (axum::Router<AppState>, utoipa::opena
         .routes(routes!(skills::list_skills))
         .routes(routes!(skills::get_skill));
     // `/metrics` names tools, agents and models: it needs a token unless configured open.
-    let (read_server, open) = if state.config.metrics_public {
+    let (read_server, open) = if state.config().metrics_public {
         (
             read_server,
             OpenApiRouter::new().routes(routes!(health::metrics_text)),

@@ -28,7 +28,7 @@ use crate::{api, metrics, rate_limit};
 /// The whole application: API, OpenAPI document, docs page, and every layer.
 pub fn app(state: AppState) -> Router {
     let (api, doc) = api::routes(&state);
-    let config = state.config.clone();
+    let config = state.config().clone();
     let mut router = api
         .route("/api/v1/openapi.json", api::openapi_json(doc.clone()))
         .fallback(api::not_found)
@@ -154,19 +154,19 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     metrics::handle();
-    let public_url = state.config.public_url.clone().or_else(|| {
+    let public_url = state.config().public_url.clone().or_else(|| {
         listener
             .local_addr()
             .ok()
             .map(|addr| format!("http://{addr}"))
     });
     if let Some(url) = public_url {
-        state.runs.set_public_url(url);
+        state.runs().set_public_url(url);
     }
-    let token = state.shutdown.clone();
-    let runs = state.runs.clone();
-    let run_log = state.run_log.clone();
-    let header_timeout = state.config.header_read_timeout_secs;
+    let token = state.shutdown().clone();
+    let runs = state.runs().clone();
+    let run_log = state.run_log().cloned();
+    let header_timeout = state.config().header_read_timeout_secs;
     let app = app(state);
     let signal = async move {
         shutdown.await;

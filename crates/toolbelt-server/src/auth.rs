@@ -341,7 +341,7 @@ async fn require(state: &AppState, needed: Scope, mut req: Request, next: Next) 
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let principal = match state.tokens.authenticate(header).await {
+    let principal = match state.tokens().authenticate(header).await {
         Ok(p) => p,
         Err(problem) => {
             let mut response = problem.into_response();

@@ -33,6 +33,7 @@ pub mod metrics;
 mod problem;
 mod rate_limit;
 pub mod routines;
+mod server;
 mod state;
 
 pub use agents::{AgentDef, ProviderDef};
@@ -40,9 +41,11 @@ pub use app::{app, serve, serve_router};
 pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, InstanceRef, Problem, ProblemDocument};
-pub use state::{AppState, Shared, StateError};
+pub use server::{RunningServer, Server, ServerBuilder, StartError};
+pub use state::{AppState, StateError};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<AppState>();
+    assert_send_sync::<RunningServer>();
 };

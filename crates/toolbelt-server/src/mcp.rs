@@ -34,14 +34,14 @@ use crate::state::AppState;
 pub(crate) fn router(state: &AppState) -> axum::Router {
     let resolver = state.clone();
     // The server-wide guard checks `Host` first; rmcp's own check gets the same list.
-    let hosts = AllowedHosts::from_config(&state.config).for_rmcp();
+    let hosts = AllowedHosts::from_config(state.config()).for_rmcp();
     agents_router_with_limit(
         move |agent, export| {
             let state = resolver.clone();
             Box::pin(async move { endpoint(&state, &agent, export).await })
         },
         Some(hosts),
-        state.config.max_mcp_sessions,
+        state.config().max_mcp_sessions,
     )
     .layer(from_fn_with_state(state.clone(), require_run))
 }
@@ -84,7 +84,7 @@ fn audit(executor: &Executor, log: Option<toolbelt_store::RunLogWriter>, agent: 
 }
 
 async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<AgentEndpoint> {
-    let record = match state.agents.record(agent).await {
+    let record = match state.agents().record(agent).await {
         Ok(record) => record,
         Err(error) => {
             tracing::debug!(%agent, %error, "MCP: no such agent");
@@ -93,7 +93,7 @@ async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<Agent
     };
     // The tools a run of the agent gets (selection, bindings, pins, availability), from the
     // host's factory like every other entry point.
-    let (tools, report) = match state.agents.tools(&record).await {
+    let (tools, report) = match state.agents().tools(&record).await {
         Ok(plan) => plan,
         Err(error) => {
             tracing::warn!(%agent, %error, "MCP: the agent's tools cannot be built");
@@ -108,19 +108,19 @@ async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<Agent
         serde_json::to_string(&AgentDef::from_record(&record)).unwrap_or_default()
     );
     let tools = state
-        .agents
+        .agents()
         .follow_tools(record.name.clone(), tools, &report);
     let description = (!record.description.is_empty()).then(|| record.description.clone());
     let executor = Executor::builder()
         .policy(record.options.approval.clone().unwrap_or_default())
         .build();
-    audit(&executor, state.run_log.clone(), record.name.clone());
+    audit(&executor, state.run_log().cloned(), record.name.clone());
     let server = McpServer::from_published(tools, executor)
         .with_name(format!("toolbelt:{}", record.name), description)
         .with_extensions(state.run_extensions(&record.name))
-        .with_client_approval(state.config.mcp_client_approves);
+        .with_client_approval(state.config().mcp_client_approves);
     let server = if export == Export::Routed {
-        let router = Arc::new(state.agents.router().clone());
+        let router = Arc::new(state.agents().router().clone());
         server.with_search(move |tools| {
             SearchTools::hybrid(router.clone(), tools.clone())
                 .into_handle()

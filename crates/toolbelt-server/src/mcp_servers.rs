@@ -455,7 +455,7 @@ impl McpServers {
     /// running or whose configuration changed, stops the rest. A configuration that cannot be
     /// used is logged and skipped (the API refuses such configurations; the CLI checks too).
     pub async fn sync(&self, state: &AppState) {
-        let Some(store) = &state.store else { return };
+        let Some(store) = state.store() else { return };
         let stored = match store.list_mcp_servers().await {
             Ok(stored) => stored,
             Err(error) => {
@@ -486,10 +486,12 @@ impl McpServers {
             }
             // A command outside the host's allow-list is never started, however it was stored.
             let config = check_config(name, &record.config)
-                .and_then(|c| match command_problem(&state.config.mcp_commands, &c) {
-                    Some(problem) => Err(problem),
-                    None => Ok(c),
-                })
+                .and_then(
+                    |c| match command_problem(&state.config().mcp_commands, &c) {
+                        Some(problem) => Err(problem),
+                        None => Ok(c),
+                    },
+                )
                 .map_err(|p| format!("{}: {}", p.pointer, p.message))
                 .and_then(|c| resolve_secrets(&c, &secrets));
             let config = match config {
@@ -509,7 +511,7 @@ impl McpServers {
             }
             let mut builder = McpClient::builder(name, config)
                 .registry(state.shared_registry())
-                .spawner(server_spawner(&state.config));
+                .spawner(server_spawner(state.config()));
             match state.http_client() {
                 Ok(client) => builder = builder.http_client(client),
                 Err(error) => {
@@ -544,17 +546,17 @@ impl McpServers {
 /// Connects the stored MCP servers and follows the store until the server shuts down.
 /// `None` when the state has no store.
 pub fn spawn(state: &AppState) -> Option<JoinHandle<()>> {
-    state.store.as_ref()?;
+    state.store()?;
     let state = state.clone();
     Some(tokio::spawn(async move {
         loop {
-            state.mcp_servers.sync(&state).await;
+            state.mcp_servers().sync(&state).await;
             tokio::select! {
                 () = tokio::time::sleep(POLL) => {}
-                () = state.shutdown.cancelled() => break,
+                () = state.shutdown().cancelled() => break,
             }
         }
-        state.mcp_servers.stop_all().await;
+        state.mcp_servers().stop_all().await;
     }))
 }
 

@@ -79,7 +79,7 @@ pub(crate) fn key_of<T>(tokens: &TokenBook, req: &axum::http::Request<T>) -> Rat
 
 /// Wraps `router` in the limiter when `rate_limit_per_second` is above zero.
 pub(crate) fn layer(router: Router<AppState>, state: &AppState) -> Router<AppState> {
-    let config = &state.config;
+    let config = state.config();
     let Some(period_ns) = 1_000_000_000_u64.checked_div(config.rate_limit_per_second) else {
         return router;
     };
@@ -87,7 +87,7 @@ pub(crate) fn layer(router: Router<AppState>, state: &AppState) -> Router<AppSta
         .per_nanosecond(period_ns.max(1))
         .burst_size(config.rate_limit_burst.max(1))
         .key_extractor(Extractor {
-            tokens: state.tokens.clone(),
+            tokens: state.tokens().clone(),
         })
         .finish()
     else {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{Executor, Extensions, Registry};
 use toolbelt_host::runs::RunRegistry;
-use toolbelt_host::{AgentFactory, AgentFactoryBuilder, Database};
+use toolbelt_host::{AgentFactory, AgentFactoryBuilder, Database, Host};
 use toolbelt_router::AnyRouter;
 use toolbelt_tools::{BuiltinConfig, Human, Memory, MemoryScope, Routines, Workspace};
 
@@ -15,53 +15,28 @@ use crate::config::ServerConfig;
 /// The live registry, the executor, the router, the agents, the runs and the tokens.
 ///
 /// Cloning is one reference count: every request clones the state several times (each
-/// middleware layer and handler takes its own), so it is one `Arc` around [`Shared`],
-/// whose fields it derefs to.
+/// middleware layer and handler takes its own), so it is one `Arc` around the shared
+/// parts, read through the accessor methods.
 #[derive(Clone)]
 pub struct AppState {
     shared: Arc<Shared>,
 }
 
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.shared
-    }
-}
-
-/// What [`AppState`] shares.
-pub struct Shared {
-    /// The agents, configured and stored, and the tools they are built over: every run,
-    /// preview and tool list of an agent goes through it.
-    pub agents: AgentFactory,
-    /// Runs direct tool calls (`POST /tools/{name}/call`).
-    pub executor: Executor,
-    /// Previews routing decisions (`POST /route`): the agents' shared base router.
-    pub router: AnyRouter,
-    /// The runs.
-    pub runs: RunRegistry,
-    /// Who may do what.
-    pub tokens: TokenBook,
-    /// Context given to every tool call (workspace, HTTP limits, the question channel).
-    pub extensions: Arc<Extensions>,
-    /// The database, when the server has one (tokens, runs).
-    pub store: Option<toolbelt_store::Store>,
-    /// The audit log of tool calls and runs (batched writes to the store), when there is a store.
-    pub run_log: Option<toolbelt_store::RunLogWriter>,
-    /// The settings in force.
-    pub config: Arc<ServerConfig>,
-    /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown` event).
-    pub shutdown: CancellationToken,
-    /// The clients of the MCP servers stored in the database ([`crate::mcp_servers::spawn`]).
-    pub mcp_servers: crate::mcp_servers::McpServers,
+/// What [`AppState`] shares: the host (agents, runs, executor, store and the background
+/// tasks it owns), and what only HTTP needs.
+struct Shared {
+    host: Arc<Host>,
+    tokens: TokenBook,
+    extensions: Arc<Extensions>,
+    config: Arc<ServerConfig>,
+    mcp_servers: crate::mcp_servers::McpServers,
 }
 
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("tools", &self.registry().len())
-            .field("config", &self.config)
+            .field("config", &self.shared.config)
             .finish_non_exhaustive()
     }
 }
@@ -94,9 +69,73 @@ pub enum StateError {
 }
 
 impl AppState {
+    /// The host: agents, runs, the executor, the store, and the background tasks it owns
+    /// (the routine loop, learning from the run log), which [`Host::shutdown`] stops.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.shared.host
+    }
+
+    /// The agents, configured and stored, and the tools they are built over: every run,
+    /// preview and tool list of an agent goes through it.
+    pub fn agents(&self) -> &AgentFactory {
+        self.shared.host.agents()
+    }
+
+    /// Runs direct tool calls (`POST /tools/{name}/call`).
+    pub fn executor(&self) -> &Executor {
+        self.shared.host.executor()
+    }
+
+    /// Previews routing decisions (`POST /route`): the agents' shared base router.
+    pub fn router(&self) -> &AnyRouter {
+        self.shared.host.router()
+    }
+
+    /// The runs.
+    pub fn runs(&self) -> &RunRegistry {
+        self.shared.host.runs()
+    }
+
+    /// Who may do what.
+    pub fn tokens(&self) -> &TokenBook {
+        &self.shared.tokens
+    }
+
+    /// Context given to every tool call (workspace, HTTP limits, the question channel).
+    pub fn extensions(&self) -> &Extensions {
+        &self.shared.extensions
+    }
+
+    /// The database, when the server has one (tokens, runs).
+    pub fn store(&self) -> Option<&toolbelt_store::Store> {
+        self.shared.host.store()
+    }
+
+    /// The audit log of tool calls and runs (batched writes to the store), when there is a
+    /// store.
+    pub fn run_log(&self) -> Option<&toolbelt_store::RunLogWriter> {
+        self.shared.host.run_log()
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
+    /// Cancelled when the server begins to shut down (SSE streams end with a `shutdown`
+    /// event): the host's shutdown token, so the host's background tasks end with it.
+    pub fn shutdown(&self) -> &CancellationToken {
+        self.shared.host.shutdown_token()
+    }
+
+    /// The clients of the MCP servers stored in the database ([`crate::mcp_servers::spawn`]).
+    pub fn mcp_servers(&self) -> &crate::mcp_servers::McpServers {
+        &self.shared.mcp_servers
+    }
+
     /// The live registry: what calls, routing and agents see.
     pub fn registry(&self) -> &Registry {
-        self.agents.registry()
+        self.shared.host.registry()
     }
 
     /// An HTTP client that reaches what the HTTP tools may reach (the SSRF guard after DNS and
@@ -121,19 +160,20 @@ impl AppState {
     /// The HTTP configuration the tools' context holds (built once at start-up; its client is
     /// built on first use and shared).
     fn http_config(&self) -> Result<&toolbelt_tools::HttpConfig, String> {
-        self.extensions
+        self.shared
+            .extensions
             .get::<toolbelt_tools::HttpConfig>()
             .ok_or_else(|| "the server has no HTTP configuration".to_owned())
     }
 
     /// The live registry, shared (an MCP endpoint follows its changes).
     pub fn shared_registry(&self) -> Arc<Registry> {
-        self.agents.shared_registry()
+        self.shared.host.agents().shared_registry()
     }
 
     /// The registry that follows the store, when tools are stored.
     pub fn live(&self) -> Option<&Arc<toolbelt_store::LiveRegistry>> {
-        self.agents.live_registry()
+        self.shared.host.agents().live_registry()
     }
 
     /// State over an opened database: tools, agents, tokens and runs stored there, and agent
@@ -143,9 +183,7 @@ impl AppState {
     /// As [`AppState::new`].
     pub fn with_database(db: &Database, config: ServerConfig) -> Result<Self, StateError> {
         let store = db.live.store().clone();
-        Ok(Self::from(
-            Self::build(db.agent_factory(), config)?.with_store(store),
-        ))
+        Self::build(db.agent_factory(), config, Some(store))
     }
 
     /// State over a registry that follows `live`'s store (tools, tokens and runs stored there).
@@ -158,17 +196,15 @@ impl AppState {
         config: ServerConfig,
     ) -> Result<Self, StateError> {
         let store = live.store().clone();
-        Ok(Self::from(
-            Self::build(AgentFactory::live(live), config)?.with_store(store),
-        ))
+        Self::build(AgentFactory::live(live), config, Some(store))
     }
 
     /// The tool context of a run of `agent`: the shared extensions plus, when there is a
     /// store, the agent's memory (`memory_*` tools, scoped to the agent) and the routines
     /// (the `routine` tool; new routines run this agent unless told otherwise).
     pub fn run_extensions(&self, agent: &str) -> Extensions {
-        let mut extensions = self.extensions.as_ref().clone();
-        if let Some(store) = &self.store {
+        let mut extensions = self.shared.extensions.as_ref().clone();
+        if let Some(store) = self.shared.host.store() {
             extensions.insert(Memory::new(
                 Arc::new(store.memory()),
                 MemoryScope::agent(agent),
@@ -183,19 +219,16 @@ impl AppState {
     /// # Errors
     /// [`StateError`] when the workspace or the tokens cannot be used.
     pub fn new(registry: Arc<Registry>, config: ServerConfig) -> Result<Self, StateError> {
-        Ok(Self::from(Self::build(
-            AgentFactory::plain(registry),
-            config,
-        )?))
+        Self::build(AgentFactory::plain(registry), config, None)
     }
 
-    fn from(shared: Shared) -> Self {
-        Self {
-            shared: Arc::new(shared),
-        }
-    }
-
-    fn build(agents: AgentFactoryBuilder, config: ServerConfig) -> Result<Shared, StateError> {
+    /// `store`, when given, keeps tokens and run records: only with a factory over the same
+    /// store, so agents and runs never come from two databases.
+    fn build(
+        agents: AgentFactoryBuilder,
+        config: ServerConfig,
+        store: Option<toolbelt_store::Store>,
+    ) -> Result<Self, StateError> {
         let configured = config
             .agents
             .iter()
@@ -207,7 +240,7 @@ impl AppState {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let agents = agents.configured(configured).build();
-        let tokens = if config.dev {
+        let mut tokens = if config.dev {
             TokenBook::dev()
         } else {
             TokenBook::from_config(&config.tokens)?
@@ -231,34 +264,19 @@ impl AppState {
             .with_http(http)
             .with_human(Human::new(runs.human_channel()))
             .extensions();
-        Ok(Shared {
-            executor: Executor::new(),
-            router: agents.shared_router().clone(),
-            agents,
-            runs,
-            tokens,
-            extensions: Arc::new(extensions),
-            config: Arc::new(config),
-            store: None,
-            run_log: None,
-            shutdown: CancellationToken::new(),
-            mcp_servers: crate::mcp_servers::McpServers::default(),
+        let mut host = Host::builder(agents).runs(runs);
+        if let Some(store) = store {
+            tokens = tokens.with_store(store.clone());
+            host = host.store(store);
+        }
+        Ok(Self {
+            shared: Arc::new(Shared {
+                host: Arc::new(host.build()),
+                tokens,
+                extensions: Arc::new(extensions),
+                config: Arc::new(config),
+                mcp_servers: crate::mcp_servers::McpServers::default(),
+            }),
         })
-    }
-}
-
-impl Shared {
-    /// Uses `store` for tokens and run records: only with a factory over the same store, so
-    /// agents and runs never come from two databases.
-    #[must_use]
-    fn with_store(mut self, store: toolbelt_store::Store) -> Self {
-        self.tokens = self.tokens.with_store(store.clone());
-        self.runs = self.runs.with_store(store.clone());
-        // The writer task ends (after a last flush) when every writer is dropped.
-        let (writer, _task) = store.run_log(toolbelt_store::RunLogConfig::default());
-        self.runs = self.runs.with_run_log(writer.clone());
-        self.run_log = Some(writer);
-        self.store = Some(store);
-        self
     }
 }

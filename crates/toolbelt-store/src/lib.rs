@@ -8,10 +8,10 @@ mod error;
 mod live;
 mod mcp_servers;
 mod memory;
+mod routine_claims;
 mod routines;
 mod run_log;
 mod runs;
-mod scheduler;
 mod skills;
 mod store;
 mod sync;
@@ -27,16 +27,15 @@ pub use error::{Result, StoreError};
 pub use live::{LiveRegistry, LiveRegistryBuilder, Reconciled, ToolFactory, WatchHandle};
 pub use mcp_servers::McpServerRecord;
 pub use memory::StoreMemory;
+pub use routine_claims::{
+    ClaimConfig, Clock, JobOutcome, ManualClock, RoutineClaims, RoutineJob, SystemClock,
+};
 pub use routines::{RoutineRun, StoreRoutines};
 pub use run_log::{
     AgentTokens, LogEntry, LogFilter, LogKind, LogRecord, RunLogClosed, RunLogConfig, RunLogTask,
     RunLogWriter, ToolCallBucket, ToolUse, redact,
 };
 pub use runs::{RunRecord, RunStatus, RunUpdate};
-pub use scheduler::{
-    Clock, JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, SchedulerConfig,
-    SystemClock, TickReport,
-};
 pub use skills::{SkillChange, SkillDraft, SkillRecord};
 pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions, redacted_url};
 pub use sync::SyncReport;

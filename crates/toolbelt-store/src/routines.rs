@@ -12,7 +12,7 @@ use toolbelt_persist::{
 };
 
 use crate::error::StoreError;
-use crate::scheduler::{Clock, SystemClock};
+use crate::routine_claims::{Clock, SystemClock};
 use crate::store::Store;
 
 pub(crate) fn backend(err: impl Into<StoreError>) -> RoutineError {

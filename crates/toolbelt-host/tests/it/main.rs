@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod host;
 mod learning;
+mod routines;
 mod small_models;
 mod stored_agents;
 mod support;

@@ -50,3 +50,64 @@ pub(crate) fn only_kinds(kinds: &[&str]) -> Availability {
     availability.agent_kinds = kinds.iter().map(|k| (*k).to_owned()).collect();
     availability
 }
+
+/// A database a test opens (possibly twice, as two processes would), removed afterwards.
+pub(crate) struct TestDb {
+    url: String,
+    options: StoreOptions,
+    pub(crate) engine: &'static str,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    /// A connection pool of its own on this database.
+    pub(crate) async fn open(&self) -> Store {
+        Store::open_with(&self.url, self.options.clone())
+            .await
+            .unwrap()
+    }
+
+    /// Drops the Postgres schema (the SQLite file goes with its directory).
+    pub(crate) async fn cleanup(&self) {
+        if self.options.pg_schema.is_some() {
+            drop_schema(&self.open().await).await;
+        }
+    }
+}
+
+/// A SQLite file and, when `TOOLBELT_TEST_PG_URL` is set, a Postgres schema of its own.
+pub(crate) fn databases() -> Vec<TestDb> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dbs = vec![TestDb {
+        url: format!("sqlite://{}", dir.path().join("t.db").display()),
+        options: StoreOptions::default(),
+        engine: "sqlite",
+        _dir: Some(dir),
+    }];
+    match std::env::var("TOOLBELT_TEST_PG_URL") {
+        Ok(url) => dbs.push(TestDb {
+            url,
+            options: StoreOptions::default()
+                .with_pg_schema(format!("t_{}", uuid::Uuid::now_v7().simple())),
+            engine: "postgres",
+            _dir: None,
+        }),
+        Err(_) => eprintln!("skipped: postgres (TOOLBELT_TEST_PG_URL is unset)"),
+    }
+    dbs
+}
+
+/// Runs `test` once per engine with a freshly migrated store.
+pub(crate) async fn each_engine<F, Fut>(test: F)
+where
+    F: Fn(Store) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for db in databases() {
+        let store = db.open().await;
+        eprintln!("engine: {}", db.engine);
+        test(store.clone()).await;
+        store.close().await;
+        db.cleanup().await;
+    }
+}

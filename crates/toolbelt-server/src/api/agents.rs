@@ -23,7 +23,7 @@ pub(crate) async fn list_agents(
     Extension(who): Extension<Principal>,
 ) -> ApiResult<Json<Vec<AgentDef>>> {
     let records = state
-        .agents
+        .agents()
         .records_for(&who.access)
         .await
         .map_err(host_problem)?;
@@ -40,7 +40,7 @@ pub(crate) async fn get_agent(
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentDef>> {
     let record = state
-        .agents
+        .agents()
         .record_for(&id, &who.access)
         .await
         .map_err(host_problem)?;
@@ -79,11 +79,11 @@ pub(crate) async fn agent_tools(
 ) -> ApiResult<Json<Vec<ToolAvailability>>> {
     // The same decision a run of the agent gets: the host's factory makes both.
     let record = state
-        .agents
+        .agents()
         .record_for(&id, &who.access)
         .await
         .map_err(host_problem)?;
-    let (_, report) = state.agents.tools(&record).await.map_err(host_problem)?;
+    let (_, report) = state.agents().tools(&record).await.map_err(host_problem)?;
     Ok(Json(
         report
             .into_iter()
@@ -113,8 +113,7 @@ pub(crate) async fn validate_agent(
 /// The stored agent a write applies to.
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
     state
-        .store
-        .as_ref()
+        .store()
         .ok_or_else(|| Problem::no_database("stored agents"))
 }
 

@@ -56,7 +56,7 @@ pub struct ServerSettings {
         (status = 403, body = ProblemDocument)),
     security(("bearer" = [])))]
 pub(crate) async fn get_config(State(state): State<AppState>) -> Json<ServerSettings> {
-    let c = &state.config;
+    let c = state.config();
     Json(ServerSettings {
         addr: c.addr.to_string(),
         dev: c.dev,

@@ -28,7 +28,7 @@ pub(crate) async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok".to_owned(),
         tools: state.registry().len(),
-        instance: state.runs.instance_id().to_owned(),
+        instance: state.runs().instance_id().to_owned(),
     })
 }
 
@@ -36,7 +36,7 @@ pub(crate) async fn healthz(State(state): State<AppState>) -> Json<Health> {
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses((status = 200, body = Health), (status = 503, body = ProblemDocument)))]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
-    if state.shutdown.is_cancelled() {
+    if state.shutdown().is_cancelled() {
         return Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "shutting_down",
@@ -47,7 +47,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     Json(Health {
         status: "ok".to_owned(),
         tools: state.registry().len(),
-        instance: state.runs.instance_id().to_owned(),
+        instance: state.runs().instance_id().to_owned(),
     })
     .into_response()
 }

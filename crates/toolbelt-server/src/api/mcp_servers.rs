@@ -66,13 +66,13 @@ pub struct McpServerView {
 
 async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
     let problem = match check_config(&record.name, &record.config) {
-        Ok(config) => command_problem(&state.config.mcp_commands, &config)
+        Ok(config) => command_problem(&state.config().mcp_commands, &config)
             .map(|p| format!("{}: {}", p.pointer, p.message))
             .or_else(|| crate::mcp_servers::outbound_problem(state, &config)),
         Err(p) => Some(format!("{}: {}", p.pointer, p.message)),
     };
     let health = state
-        .mcp_servers
+        .mcp_servers()
         .health(&record.name, record.enabled, problem)
         .await;
     McpServerView {
@@ -88,8 +88,7 @@ async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
 
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
     state
-        .store
-        .as_ref()
+        .store()
         .ok_or_else(|| Problem::no_database("stored MCP servers"))
 }
 
@@ -156,7 +155,7 @@ pub(crate) async fn put_mcp_server(
     }
     check_config(&name, &body.config)
         .and_then(
-            |config| match command_problem(&state.config.mcp_commands, &config) {
+            |config| match command_problem(&state.config().mcp_commands, &config) {
                 Some(problem) => Err(problem),
                 None => Ok(config),
             },
@@ -185,7 +184,7 @@ pub(crate) async fn put_mcp_server(
             .await
             .map_err(store_problem)?;
     }
-    state.mcp_servers.sync(&state).await;
+    state.mcp_servers().sync(&state).await;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -211,7 +210,7 @@ pub(crate) async fn patch_mcp_server(
     if body.enabled {
         let current = store.get_mcp_server(&name).await.map_err(store_problem)?;
         if let Ok(config) = check_config(&name, &current.config)
-            && let Some(problem) = command_problem(&state.config.mcp_commands, &config)
+            && let Some(problem) = command_problem(&state.config().mcp_commands, &config)
         {
             return Err(config_problem(problem));
         }
@@ -220,7 +219,7 @@ pub(crate) async fn patch_mcp_server(
         .set_mcp_server_enabled(&name, body.enabled, body.revision)
         .await
         .map_err(store_problem)?;
-    state.mcp_servers.sync(&state).await;
+    state.mcp_servers().sync(&state).await;
     Ok(Json(view(&state, record).await))
 }
 
@@ -250,6 +249,6 @@ pub(crate) async fn delete_mcp_server(
         .delete_mcp_server(&name, None)
         .await
         .map_err(store_problem)?;
-    state.mcp_servers.sync(&state).await;
+    state.mcp_servers().sync(&state).await;
     Ok(StatusCode::NO_CONTENT)
 }

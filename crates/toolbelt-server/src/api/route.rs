@@ -78,12 +78,12 @@ pub(crate) async fn route(
         // The agent's tools and router, as its runs get them.
         (Some(agent), None) => {
             let record = state
-                .agents
+                .agents()
                 .record_for(agent, &who.access)
                 .await
                 .map_err(|e| host_problem(e).with_pointer("/agent"))?;
-            let (toolset, _) = state.agents.tools(&record).await.map_err(host_problem)?;
-            let router = state.agents.router_of(&record).map_err(host_problem)?;
+            let (toolset, _) = state.agents().tools(&record).await.map_err(host_problem)?;
+            let router = state.agents().router_of(&record).map_err(host_problem)?;
             (toolset, router)
         }
         // A token limited to agents routes over one of its agents' tools only.
@@ -109,9 +109,9 @@ pub(crate) async fn route(
             state.registry().select(expr).map_err(|e| {
                 Problem::invalid_field("/tools", e.to_string()).with_code("invalid_selection")
             })?,
-            Some(state.router.clone()),
+            Some(state.router().clone()),
         ),
-        (None, None) => (state.registry().all(), Some(state.router.clone())),
+        (None, None) => (state.registry().all(), Some(state.router().clone())),
     };
     let request = RouteRequest::new(body.input, toolset.clone()).with_recent(body.recent);
     let decision = match router {

@@ -135,8 +135,7 @@ async fn reach(
 
 fn routines(state: &AppState) -> Result<toolbelt_store::StoreRoutines, Problem> {
     state
-        .store
-        .as_ref()
+        .store()
         .map(toolbelt_store::Store::routines)
         .ok_or_else(|| Problem::no_database("routines"))
 }
@@ -190,7 +189,7 @@ pub(crate) async fn create_routine(
         .check(&agent)
         .map_err(|e| crate::agents::host_problem(e).with_pointer("/agent"))?;
     state
-        .agents
+        .agents()
         .record_for(&agent, &who.access)
         .await
         .map_err(|e| {

@@ -42,9 +42,9 @@ async fn reach_run(state: &AppState, who: &Principal, id: &str) -> Result<(), Pr
     if who.access.is_all() {
         return Ok(());
     }
-    let agent = match state.runs.get(id) {
+    let agent = match state.runs().get(id) {
         Ok(entry) => entry.agent().to_owned(),
-        Err(_) => state.runs.detail(id).await?.run.agent,
+        Err(_) => state.runs().detail(id).await?.run.agent,
     };
     if who.access.allows(&agent) {
         return Ok(());
@@ -56,7 +56,7 @@ async fn reach_run(state: &AppState, who: &Principal, id: &str) -> Result<(), Pr
 fn reaches_held_run(state: &AppState, who: &Principal, run_id: &str) -> bool {
     who.access.is_all()
         || state
-            .runs
+            .runs()
             .get(run_id)
             .is_ok_and(|entry| who.access.allows(entry.agent()))
 }
@@ -91,7 +91,7 @@ async fn answer(state: &AppState, entry: Arc<RunEntry>, headers: &HeaderMap) -> 
         return sse(state, entry, 0).into_response();
     }
     let view = entry
-        .settle(Duration::from_secs(state.config.run_wait_secs))
+        .settle(Duration::from_secs(state.config().run_wait_secs))
         .await;
     let status = if view.status.is_terminal() {
         StatusCode::OK
@@ -121,11 +121,15 @@ pub(crate) async fn start_run(
     headers: HeaderMap,
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
-    check_input(&body.input, state.config.max_run_input_bytes)?;
-    let built = state.agents.build_named(&id).await.map_err(host_problem)?;
+    check_input(&body.input, state.config().max_run_input_bytes)?;
+    let built = state
+        .agents()
+        .build_named(&id)
+        .await
+        .map_err(host_problem)?;
     let start = RunStart::new(body.input).with_model(built.model);
     let entry = state
-        .runs
+        .runs()
         .start(built.agent, start, state.run_extensions(&id))
         .await?;
     Ok(answer(&state, entry, &headers).await)
@@ -144,9 +148,9 @@ pub(crate) async fn continue_run(
     headers: HeaderMap,
     ApiJson(body): ApiJson<RunBody>,
 ) -> ApiResult<Response> {
-    check_input(&body.input, state.config.max_run_input_bytes)?;
+    check_input(&body.input, state.config().max_run_input_bytes)?;
     reach_run(&state, &who, &id).await?;
-    let detail = state.runs.detail(&id).await?;
+    let detail = state.runs().detail(&id).await?;
     if !detail.run.status.is_terminal() {
         return Err(Problem::conflict(
             "run_active",
@@ -155,7 +159,7 @@ pub(crate) async fn continue_run(
     }
     let agent_name = detail.run.agent.clone();
     let built = state
-        .agents
+        .agents()
         .build_named(&agent_name)
         .await
         .map_err(host_problem)?;
@@ -163,7 +167,7 @@ pub(crate) async fn continue_run(
         .with_model(built.model)
         .continuing(id, detail.run.conversation_id, detail.messages);
     let entry = state
-        .runs
+        .runs()
         .start(built.agent, start, state.run_extensions(&agent_name))
         .await?;
     Ok(answer(&state, entry, &headers).await)
@@ -211,10 +215,10 @@ pub(crate) async fn list_runs(
         )
         .with_pointer("limit"));
     }
-    let mut runs = state.runs.list(query.agent.as_deref(), query.status);
+    let mut runs = state.runs().list(query.agent.as_deref(), query.status);
     runs.extend(
         state
-            .runs
+            .runs()
             .stored_list(query.agent.as_deref(), query.status)
             .await,
     );
@@ -249,7 +253,7 @@ pub(crate) async fn get_run(
     Path(id): Path<String>,
 ) -> ApiResult<Json<RunDetail>> {
     reach_run(&state, &who, &id).await?;
-    Ok(Json(state.runs.detail(&id).await?))
+    Ok(Json(state.runs().detail(&id).await?))
 }
 
 /// The run's events as SSE, from the start (or after `Last-Event-ID`), live until it ends.
@@ -264,7 +268,7 @@ pub(crate) async fn run_events(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     reach_run(&state, &who, &id).await?;
-    let entry = state.runs.get_or_stored(&id).await?;
+    let entry = state.runs().get_or_stored(&id).await?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -285,11 +289,11 @@ pub(crate) async fn cancel_run(
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<RunView>)> {
     reach_run(&state, &who, &id).await?;
-    let entry = match state.runs.cancel(&id) {
+    let entry = match state.runs().cancel(&id) {
         Ok(entry) => entry,
         Err(not_here) => {
             // An ended run leaves memory once stored.
-            if let Some(status) = state.runs.ended_in_store(&id).await {
+            if let Some(status) = state.runs().ended_in_store(&id).await {
                 return Err(RunError::RunFinished { id, status }.into());
             }
             return Err(elsewhere(&state, Held::Run(&id), not_here).await);
@@ -304,7 +308,7 @@ fn sse(
     entry: Arc<RunEntry>,
     after: usize,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
-    let shutdown = state.shutdown.clone();
+    let shutdown = state.shutdown().clone();
     let stream = futures::stream::unfold(
         (
             entry,
@@ -364,7 +368,7 @@ pub(crate) async fn list_approvals(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
 ) -> Json<Vec<ApprovalView>> {
-    let mut approvals = state.runs.approvals();
+    let mut approvals = state.runs().approvals();
     approvals.retain(|a| reaches_held_run(&state, &who, &a.run_id));
     Json(approvals)
 }
@@ -410,7 +414,7 @@ pub(crate) async fn resolve_approval(
 ) -> ApiResult<Json<ApprovalView>> {
     // Only a token that may run the agent answers for it; to any other the approval does not
     // exist.
-    if let Some(pending) = state.runs.approvals().into_iter().find(|a| a.id == id)
+    if let Some(pending) = state.runs().approvals().into_iter().find(|a| a.id == id)
         && !reaches_held_run(&state, &who, &pending.run_id)
     {
         return Err(Problem::not_found(
@@ -441,7 +445,7 @@ pub(crate) async fn resolve_approval(
                 .unwrap_or_else(|| "rejected by a person".to_owned()),
         ),
     };
-    match state.runs.resolve(&id, response) {
+    match state.runs().resolve(&id, response) {
         Ok(view) => Ok(Json(view)),
         Err(not_here) => Err(elsewhere(&state, Held::Approval(&id), not_here).await),
     }
@@ -454,7 +458,7 @@ async fn elsewhere(state: &AppState, what: Held<'_>, not_here: RunError) -> Prob
         return not_here.into();
     }
     state
-        .runs
+        .runs()
         .held_elsewhere(what)
         .await
         .unwrap_or(not_here)
@@ -468,7 +472,7 @@ pub(crate) async fn list_questions(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
 ) -> Json<Vec<QuestionView>> {
-    let mut questions = state.runs.questions();
+    let mut questions = state.runs().questions();
     questions.retain(|q| {
         who.access.is_all()
             || q.run_id
@@ -499,7 +503,7 @@ pub(crate) async fn answer_question(
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> ApiResult<StatusCode> {
     if !who.access.is_all()
-        && let Some(question) = state.runs.questions().into_iter().find(|q| q.id == id)
+        && let Some(question) = state.runs().questions().into_iter().find(|q| q.id == id)
         && !question
             .run_id
             .as_deref()
@@ -510,7 +514,7 @@ pub(crate) async fn answer_question(
                 .with_pointer("id"),
         );
     }
-    if let Err(not_here) = state.runs.answer_question(&id, body.answer) {
+    if let Err(not_here) = state.runs().answer_question(&id, body.answer) {
         return Err(elsewhere(&state, Held::Question(&id), not_here).await);
     }
     Ok(StatusCode::NO_CONTENT)

@@ -66,8 +66,7 @@ impl From<SkillRecord> for SkillView {
 
 fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
     state
-        .store
-        .as_ref()
+        .store()
         .ok_or_else(|| Problem::no_database("stored skills"))
 }
 

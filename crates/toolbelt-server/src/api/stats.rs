@@ -157,9 +157,9 @@ pub(crate) async fn stats(
     }
     let now = now_ms();
     let since_ms = (now - minutes * 60_000) / bucket_ms * bucket_ms;
-    let (tools, totals, agents) = match &state.store {
+    let (tools, totals, agents) = match state.store() {
         Some(store) => {
-            if let Some(log) = &state.run_log {
+            if let Some(log) = state.run_log() {
                 let _ = log.flush().await;
             }
             let tools = store
@@ -252,7 +252,7 @@ pub struct StoredToolSummary {
 pub(crate) async fn list_stored_tools(
     State(state): State<AppState>,
 ) -> ApiResult<Json<Vec<StoredToolSummary>>> {
-    let Some(store) = &state.store else {
+    let Some(store) = state.store() else {
         return Ok(Json(Vec::new()));
     };
     let mut tools: Vec<StoredToolSummary> = store

@@ -109,7 +109,7 @@ pub(crate) async fn list_tools(
     let needle = query.q.as_deref().map(str::to_lowercase);
     // A token limited to agents sees the tools its agents are offered.
     let reach = state
-        .agents
+        .agents()
         .tools_for(&who.access)
         .await
         .map_err(crate::agents::host_problem)?;
@@ -164,7 +164,7 @@ pub(crate) async fn reach_tool(
     name: &str,
 ) -> Result<(), Problem> {
     state
-        .agents
+        .agents()
         .check_tool(name, &who.access)
         .await
         .map_err(crate::agents::host_problem)
@@ -261,15 +261,15 @@ pub(crate) async fn call_tool(
     reach_tool(&state, &who, &name).await?;
     let tool = find_tool(&state, &name)?;
     let toolset = Toolset::from_tools([tool]);
-    let ctx = ToolContext::new().with_extensions(state.extensions.as_ref().clone());
+    let ctx = ToolContext::new().with_extensions(state.extensions().clone());
     let call = ToolCall::new(
         format!("http_{}", uuid::Uuid::new_v4().simple()),
         name,
         body.arguments,
     );
-    let result = state.executor.execute(&toolset, call, &ctx).await;
+    let result = state.executor().execute(&toolset, call, &ctx).await;
     metrics::record_call(&result);
-    if let Some(log) = &state.run_log
+    if let Some(log) = state.run_log()
         && log
             .log(toolbelt_host::runs::audit_entry(&result).with_actor(who.name.clone()))
             .await
@@ -338,7 +338,7 @@ pub(crate) async fn list_groups(
     axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
 ) -> ApiResult<Json<Vec<GroupView>>> {
     let reach = state
-        .agents
+        .agents()
         .tools_for(&who.access)
         .await
         .map_err(crate::agents::host_problem)?;

@@ -13,6 +13,7 @@ mod mcp;
 mod mcp_servers;
 mod routines;
 mod runs;
+mod server;
 mod skills;
 mod stored;
 mod support;

@@ -147,7 +147,7 @@ impl TestServer {
             None => AppState::new(Arc::new(registry), config).unwrap(),
         };
         if scheduled {
-            toolbelt_server::routines::spawn_scheduler(&state, "test").unwrap();
+            assert!(toolbelt_server::routines::start(&state, "test"));
         }
         // Stored MCP servers are connected and followed, as `toolbelt serve` does.
         let _ = toolbelt_server::mcp_servers::spawn(&state);

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use toolbelt_server::{AppState, LogFormat, ServerConfig};
+use toolbelt_server::{LogFormat, Server, ServerConfig};
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
 
@@ -161,24 +161,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(embedder) = super::models::memory_embedder() {
         db.live.store().set_memory_embedder(embedder);
     }
-    // The host's agent factory builds every agent (stored or configured) and serves stored
-    // agent tools; its router's encoder slot is filled once the encoder has loaded.
-    let state = AppState::with_database(&db, config.clone())?;
-    #[cfg(feature = "multilingual-embed")]
-    let encoder = (!args.no_embedder)
-        .then(super::models::shared_use)
-        .flatten()
-        .map(|encoder| (encoder, state.agents.encoder_slot().clone()));
-    let has_tokens = state
-        .tokens
-        .has_any_token()
-        .await
-        .context("reading the tokens")?;
-    config.check_exposure(has_tokens)?;
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.addr))?;
-    let addr = listener.local_addr()?;
     // Which of the sandbox's guards hold on this machine, said once at start-up (the probe
     // logs its summary: a warning when commands cannot be confined).
     let _ = toolbelt_tools::sandbox::probe();
@@ -197,8 +179,25 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
         _ => {}
     }
-    // Read before serving, so the first request already routes with what past runs taught.
-    let learning = toolbelt_server::learning::start(&state).await;
+    // The same server the library starts (`Server::builder`): the host's agent factory
+    // builds every agent (stored or configured); the routine loop, learning and the stored
+    // MCP servers run until it shuts down.
+    let builder = Server::builder(config).database(db);
+    // The router's encoder slot is filled once the encoder has loaded (by words until then).
+    #[cfg(feature = "multilingual-embed")]
+    let builder = match (!args.no_embedder)
+        .then(super::models::shared_use)
+        .flatten()
+    {
+        Some(encoder) => builder.encoder(Box::pin(async move {
+            encoder.routing_embedding().await.map_err(Into::into)
+        })),
+        None => builder,
+    };
+    let server = builder.start().await?;
+    let state = server.state();
+    let config = state.config();
+    let addr = server.addr();
     tracing::info!(%addr, tools = state.registry().len(), dev = config.dev, ready_ms = started.elapsed().as_millis() as u64, "toolbelt serve ready");
     println!(
         "toolbelt serving on http://{addr} ({} tools)",
@@ -231,65 +230,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             config.mcp_commands.join(", ")
         );
     }
-    #[cfg(feature = "multilingual-embed")]
-    let encoder_task =
-        encoder.map(|(encoder, slot)| tokio::spawn(attach_encoder(encoder, slot, state.clone())));
-    // Only now may the pool grow and does the registry follow the store (on Postgres, over a
-    // LISTEN connection of its own): until ready, start-up used one connection, so TLS was
-    // negotiated once.
-    let watch = db.watch().context("following the database")?;
-    // Routines run on this instance too; on Postgres several instances share the work,
-    // each occurrence claimed by exactly one.
-    let scheduler = toolbelt_server::routines::spawn_scheduler(
-        &state,
-        format!("{addr}/{}", std::process::id()),
-    );
-    // The MCP servers stored in the database (`toolbelt mcp add`, `/api/v1/mcp-servers`):
-    // connected now, followed as they change, stopped with the server.
-    let mcp_servers = toolbelt_server::mcp_servers::spawn(&state);
-    toolbelt_server::serve(listener, state, shutdown_signal()).await?;
-    for task in [scheduler, mcp_servers, learning].into_iter().flatten() {
-        let _ = task.await;
-    }
-    #[cfg(feature = "multilingual-embed")]
-    if let Some(task) = encoder_task {
-        task.abort();
-    }
-    watch.stop().await;
+    server.run_until(shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Loads the multilingual encoder, embeds the registry's tools (read from the vector cache
-/// when there) and puts it in the router's slot: from then on `/route` and the agents rank
-/// with it too. A failure is logged and routing stays by words.
-#[cfg(feature = "multilingual-embed")]
-async fn attach_encoder(
-    encoder: super::models::SharedUse,
-    slot: toolbelt_router::EmbeddingSlot,
-    state: AppState,
-) {
-    let started = Instant::now();
-    let router = match encoder.routing_embedding().await {
-        Ok(router) => router,
-        Err(e) => {
-            tracing::warn!(error = %format!("{e:#}"), "router: the multilingual model could not be loaded; routing by words");
-            return;
-        }
-    };
-    let tools = state.registry().all();
-    if let Err(e) = router.prepare(&tools).await {
-        tracing::warn!(error = %e, "router: embedding the tools failed; routing by words");
-        return;
-    }
-    let embedded = router.computed();
-    if slot.fill(router).is_ok() {
-        tracing::info!(
-            tools = tools.len(),
-            embedded,
-            ms = started.elapsed().as_millis() as u64,
-            "router: multilingual encoder ready"
-        );
-    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -8,9 +8,8 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolbelt::store::{
-    JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, Store, StoreRoutines,
-};
+use toolbelt::host::routines::{RoutineRunner, Scheduler};
+use toolbelt::store::{JobOutcome, ManualClock, RoutineClaims, RoutineJob, Store, StoreRoutines};
 use toolbelt_core::BoxFuture;
 
 use crate::cli_db::{Db, databases, schema};
@@ -123,7 +122,10 @@ async fn toolbelt_run_schedules_a_routine_that_fires_at_nine_in_shanghai() {
         );
         let clock = Arc::new(ManualClock::new(due - 1000));
         let fired = Arc::new(Fired(Mutex::new(Vec::new())));
-        let scheduler = Scheduler::new(store.clone(), fired.clone()).with_clock(clock.clone());
+        let scheduler = Scheduler::new(
+            RoutineClaims::new(store.clone()).with_clock(clock.clone()),
+            fired.clone(),
+        );
         assert_eq!(
             scheduler.tick().await.unwrap().claimed,
             0,

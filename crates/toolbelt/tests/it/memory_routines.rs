@@ -8,9 +8,8 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use toolbelt::store::{
-    JobOutcome, ManualClock, RoutineJob, RoutineRunner, Scheduler, StoreRoutines,
-};
+use toolbelt::host::routines::{RoutineRunner, Scheduler};
+use toolbelt::store::{JobOutcome, ManualClock, RoutineClaims, RoutineJob, StoreRoutines};
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_agent::{Agent, RunOptions};
 use toolbelt_core::{BoxFuture, Extensions, Toolset};
@@ -95,7 +94,10 @@ async fn a_spoken_schedule_becomes_a_routine_that_fires_at_nine_shanghai_time() 
         let runner = Arc::new(AgentRunner {
             prompts: Mutex::new(Vec::new()),
         });
-        let scheduler = Scheduler::new(store.clone(), runner.clone()).with_clock(clock.clone());
+        let scheduler = Scheduler::new(
+            RoutineClaims::new(store.clone()).with_clock(clock.clone()),
+            runner.clone(),
+        );
         clock.set(utc_ms(2026, 11, 22, 0, 59, 59).unwrap());
         assert_eq!(scheduler.tick().await.unwrap().claimed, 0);
         clock.set(utc_ms(2026, 11, 22, 1, 0, 0).unwrap());

@@ -1,27 +1,26 @@
-//! [`Scheduler`]: runs each due occurrence of each routine once, across restarts and
-//! across several instances sharing one database.
+//! [`RoutineClaims`]: the SQL that lets each due occurrence of each routine run once, across
+//! restarts and across several instances sharing one database.
 //!
-//! A tick (1) marks as `interrupted` the runs whose scheduler stopped heart-beating for
-//! longer than the lease, (2) claims due routines in one write transaction — on Postgres
-//! with `SELECT … FOR UPDATE SKIP LOCKED`, so instances claim disjoint routines; on SQLite
-//! the transaction holds the single write lock (`BEGIN IMMEDIATE`) — inserting one
-//! `routine_runs` row per occurrence (its `UNIQUE (routine, due_at, manual)` key is the
-//! exactly-once guarantee) and moving `next_due` past now, then (3) runs the claimed
-//! occurrences through the [`RoutineRunner`] and records how each ended.
+//! [`RoutineClaims::recover`] marks as `interrupted` the runs whose scheduler stopped
+//! heart-beating for longer than the lease; [`RoutineClaims::claim`] claims due routines in
+//! one write transaction — on Postgres with `SELECT … FOR UPDATE SKIP LOCKED`, so instances
+//! claim disjoint routines; on SQLite the transaction holds the single write lock
+//! (`BEGIN IMMEDIATE`) — inserting one `routine_runs` row per occurrence (its
+//! `UNIQUE (routine, due_at, manual)` key is the exactly-once guarantee) and moving
+//! `next_due` past now; [`RoutineClaims::heartbeat`] and [`RoutineClaims::finish`] keep the
+//! lease of a running occurrence and record how it ended.
 //!
 //! Occurrences later than the grace period when claimed were missed (no scheduler ran);
 //! the routine's [`MissedPolicy`] decides which of them run; the rest are recorded as
 //! `missed`, never dropped silently. Time comes from a [`Clock`], so tests move a
-//! [`ManualClock`] instead of sleeping.
+//! [`ManualClock`] instead of sleeping. The loop that ticks, runs the claimed occurrences
+//! and sleeps until the next due time is not here: it is `toolbelt_host::routines`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use futures::future::join_all;
 use sqlx::Row;
-use tokio_util::sync::CancellationToken;
-use toolbelt_core::BoxFuture;
 use toolbelt_persist::{MissedPolicy, RoutineError, Schedule};
 
 use crate::routines::{ROUTINE_COLUMNS, backend, decode_routine};
@@ -70,7 +69,7 @@ impl Clock for ManualClock {
     }
 }
 
-/// One occurrence handed to the [`RoutineRunner`].
+/// One claimed occurrence, to be run and then recorded with [`RoutineClaims::finish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RoutineJob {
@@ -108,16 +107,10 @@ impl JobOutcome {
     }
 }
 
-/// Runs an agent for an occurrence; the server implements it with its run registry.
-pub trait RoutineRunner: Send + Sync + 'static {
-    /// Runs `job` to the end. `Err` is recorded as `failed` with the message.
-    fn run(&self, job: RoutineJob) -> BoxFuture<'_, Result<JobOutcome, String>>;
-}
-
-/// Scheduler settings.
+/// Claim settings.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct SchedulerConfig {
+pub struct ClaimConfig {
     /// This instance's name in `claimed_by` (default: a fresh UUID).
     pub instance: String,
     /// An occurrence claimed later than this after it fell due counts as missed (default 60 s).
@@ -129,11 +122,9 @@ pub struct SchedulerConfig {
     /// Most occurrences of one routine caught up in one claim (default 1000); older ones are
     /// counted in the `missed` record's detail rather than one row each.
     pub max_catch_up: usize,
-    /// Longest sleep of [`Scheduler::run`] between ticks (default 1 s).
-    pub poll: Duration,
 }
 
-impl Default for SchedulerConfig {
+impl Default for ClaimConfig {
     fn default() -> Self {
         Self {
             instance: uuid::Uuid::new_v4().to_string(),
@@ -141,12 +132,11 @@ impl Default for SchedulerConfig {
             lease_ms: 300_000,
             batch: 100,
             max_catch_up: 1000,
-            poll: Duration::from_secs(1),
         }
     }
 }
 
-impl SchedulerConfig {
+impl ClaimConfig {
     /// Names this instance.
     #[must_use]
     pub fn with_instance(mut self, instance: impl Into<String>) -> Self {
@@ -176,35 +166,20 @@ impl SchedulerConfig {
     }
 }
 
-/// What one tick did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TickReport {
-    /// Runs marked interrupted.
-    pub interrupted: u64,
-    /// Occurrences claimed to run.
-    pub claimed: usize,
-    /// Occurrences recorded as missed.
-    pub missed: usize,
-    /// Of the claimed, how many completed and how many failed.
-    pub completed: usize,
-    /// Failed runs.
-    pub failed: usize,
-}
-
-/// The routine scheduler of one process.
+/// The claims of one scheduler: its instance name, its clock and the records it writes.
+///
+/// Cloning shares the queue of finished runs waiting to be written.
 #[derive(Clone)]
-pub struct Scheduler {
+pub struct RoutineClaims {
     store: Store,
     clock: Arc<dyn Clock>,
-    runner: Arc<dyn RoutineRunner>,
-    config: SchedulerConfig,
+    config: ClaimConfig,
     finishes: Arc<FinishQueue>,
 }
 
-impl std::fmt::Debug for Scheduler {
+impl std::fmt::Debug for RoutineClaims {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scheduler")
+        f.debug_struct("RoutineClaims")
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -230,14 +205,13 @@ fn plan(
     }
 }
 
-impl Scheduler {
-    /// A scheduler over `store`'s routines, running them with `runner`.
-    pub fn new(store: Store, runner: Arc<dyn RoutineRunner>) -> Self {
+impl RoutineClaims {
+    /// Claims over `store`'s routines, with the system clock and the default settings.
+    pub fn new(store: Store) -> Self {
         Self {
             store,
             clock: Arc::new(SystemClock),
-            runner,
-            config: SchedulerConfig::default(),
+            config: ClaimConfig::default(),
             finishes: Arc::default(),
         }
     }
@@ -251,14 +225,29 @@ impl Scheduler {
 
     /// Uses `config`.
     #[must_use]
-    pub fn with_config(mut self, config: SchedulerConfig) -> Self {
+    pub fn with_config(mut self, config: ClaimConfig) -> Self {
         self.config = config;
         self
     }
 
     /// The settings.
-    pub fn config(&self) -> &SchedulerConfig {
+    pub fn config(&self) -> &ClaimConfig {
         &self.config
+    }
+
+    /// Now, by this scheduler's clock (Unix ms).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// How often a running occurrence's heartbeat is written: a third of the lease, at
+    /// least 10 ms.
+    pub fn heartbeat_every(&self) -> Duration {
+        Duration::from_millis(
+            u64::try_from(self.config.lease_ms / 3)
+                .unwrap_or(1000)
+                .max(10),
+        )
     }
 
     /// Marks runs whose heartbeat is older than the lease as `interrupted`; returns how many.
@@ -456,38 +445,39 @@ impl Scheduler {
         }
         Ok(out)
     }
-    /// Runs one claimed job to its end and records the outcome; heart-beats meanwhile.
+    /// Renews the lease of the running occurrence `run_row` (the `routine_runs` row).
     ///
     /// # Errors
-    /// The database's error when recording.
-    pub async fn execute(&self, job: RoutineJob) -> Result<bool, RoutineError> {
-        let row = job.run_row;
-        let run = self.runner.run(job);
-        tokio::pin!(run);
-        let beat = Duration::from_millis(
-            u64::try_from(self.config.lease_ms / 3)
-                .unwrap_or(1000)
-                .max(10),
-        );
-        let outcome = loop {
-            tokio::select! {
-                outcome = &mut run => break outcome,
-                () = tokio::time::sleep(beat) => {
-                    sqlx::query("UPDATE routine_runs SET heartbeat_at = $1 WHERE id = $2 AND status = 'running'")
-                        .bind(self.clock.now_ms())
-                        .bind(row)
-                        .execute(self.store.pool())
-                        .await
-                        .map_err(backend)?;
-                }
-            }
-        };
+    /// The database's error.
+    pub async fn heartbeat(&self, run_row: i64) -> Result<(), RoutineError> {
+        sqlx::query(
+            "UPDATE routine_runs SET heartbeat_at = $1 WHERE id = $2 AND status = 'running'",
+        )
+        .bind(self.clock.now_ms())
+        .bind(run_row)
+        .execute(self.store.pool())
+        .await
+        .map_err(backend)?;
+        Ok(())
+    }
+
+    /// Records how the occurrence `run_row` ended: `Ok` as `completed` (linked to the run),
+    /// `Err` as `failed` with the message. Returns whether it completed. An occurrence
+    /// marked interrupted meanwhile stays so.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub async fn finish(
+        &self,
+        run_row: i64,
+        outcome: Result<JobOutcome, String>,
+    ) -> Result<bool, RoutineError> {
         let (status, run_id, detail) = match outcome {
             Ok(o) => ("completed", o.run_id, o.detail),
             Err(e) => ("failed", None, Some(e)),
         };
-        self.finish(Finish {
-            row,
+        self.write_finish(Finish {
+            row: run_row,
             status,
             run_id,
             detail,
@@ -500,7 +490,7 @@ impl Scheduler {
     /// Records how a run ended. Runs that end while another's record is being written
     /// queue up and the next writer records them all in one statement (group commit): on
     /// Postgres each commit waits for the WAL flush, so one per run would dominate.
-    async fn finish(&self, finish: Finish) -> Result<(), RoutineError> {
+    async fn write_finish(&self, finish: Finish) -> Result<(), RoutineError> {
         let (tx, mut rx) = tokio::sync::oneshot::channel();
         self.finishes.lock_pending().push((finish, tx));
         let _writer = self.finishes.writer.lock().await;
@@ -529,27 +519,6 @@ impl Scheduler {
         }
     }
 
-    /// One tick: recover, claim, run every claimed job to its end (concurrently).
-    ///
-    /// # Errors
-    /// The database's error.
-    pub async fn tick(&self) -> Result<TickReport, RoutineError> {
-        let mut report = TickReport {
-            interrupted: self.recover().await?,
-            ..TickReport::default()
-        };
-        let jobs = self.claim(&mut report.missed).await?;
-        report.claimed = jobs.len();
-        for done in join_all(jobs.into_iter().map(|j| self.execute(j))).await {
-            if done? {
-                report.completed += 1;
-            } else {
-                report.failed += 1;
-            }
-        }
-        Ok(report)
-    }
-
     /// When the next routine falls due (Unix ms), if any is scheduled.
     ///
     /// # Errors
@@ -559,44 +528,6 @@ impl Scheduler {
             .fetch_one(self.store.pool())
             .await
             .map_err(backend)
-    }
-
-    /// Ticks until `cancel` fires: claims, spawns the claimed jobs, and sleeps until the
-    /// next due time or [`SchedulerConfig::poll`], whichever is sooner. Errors are logged
-    /// and retried at the next tick.
-    pub async fn run(&self, cancel: CancellationToken) {
-        while !cancel.is_cancelled() {
-            let mut missed = 0;
-            let claimed = async {
-                self.recover().await?;
-                self.claim(&mut missed).await
-            }
-            .await;
-            match claimed {
-                Ok(jobs) => {
-                    for job in jobs {
-                        let me = self.clone();
-                        tokio::spawn(async move {
-                            if let Err(e) = me.execute(job).await {
-                                tracing::warn!(error = %e, "could not record a routine run");
-                            }
-                        });
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "routine scheduler tick failed"),
-            }
-            let wait = match self.next_due().await {
-                Ok(Some(due)) => {
-                    let ms = u64::try_from(due - self.clock.now_ms()).unwrap_or(0);
-                    Duration::from_millis(ms).min(self.config.poll)
-                }
-                _ => self.config.poll,
-            };
-            tokio::select! {
-                () = cancel.cancelled() => break,
-                () = tokio::time::sleep(wait) => {}
-            }
-        }
     }
 }
 

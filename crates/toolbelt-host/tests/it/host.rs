@@ -1,0 +1,59 @@
+//! The host's background tasks: the encoder it loads fills the router's slot, a failed load
+//! leaves routing by words, and shutdown ends a load that never finishes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolbelt_core::{BoxFuture, Registry};
+use toolbelt_host::{AgentFactory, Host};
+use toolbelt_router::{Embedder, EmbeddingRouter, RouteError};
+
+/// Embeds every text as the same vector.
+struct Flat;
+
+impl Embedder for Flat {
+    fn model(&self) -> &str {
+        "flat-v1"
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+        Box::pin(async move { Ok(vec![vec![1.0, 0.0]; texts.len()]) })
+    }
+}
+
+fn host() -> Host {
+    Host::builder(AgentFactory::plain(Arc::new(Registry::new())).build()).build()
+}
+
+#[tokio::test]
+async fn a_loaded_encoder_fills_the_routers_slot() {
+    let host = host();
+    host.start_encoder(Box::pin(async { Ok(EmbeddingRouter::new(Flat)) }));
+    for _ in 0..200 {
+        if host.agents().encoder_slot().get().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(host.agents().encoder_slot().get().is_some());
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_load_leaves_the_slot_empty() {
+    let host = host();
+    host.start_encoder(Box::pin(async { Err("no model here".into()) }));
+    host.shutdown().await;
+    assert!(host.agents().encoder_slot().get().is_none());
+}
+
+#[tokio::test]
+async fn shutdown_ends_a_load_that_never_finishes() {
+    let host = host();
+    host.start_encoder(Box::pin(std::future::pending()));
+    let stopped = tokio::time::timeout(Duration::from_secs(5), host.shutdown()).await;
+    assert!(stopped.is_ok(), "shutdown waited for the load");
+    assert!(host.agents().encoder_slot().get().is_none());
+}

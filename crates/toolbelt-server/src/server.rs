@@ -1,0 +1,243 @@
+//! [`Server`]: starts the server `toolbelt serve` starts, from a library.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use toolbelt_host::{Database, EncoderLoad};
+use toolbelt_store::WatchHandle;
+
+use crate::config::{ConfigError, ServerConfig};
+use crate::state::{AppState, StateError};
+
+/// Starts a server: [`Server::builder`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Server;
+
+impl Server {
+    /// A builder of a server with the settings of `config`.
+    pub fn builder(config: ServerConfig) -> ServerBuilder {
+        ServerBuilder {
+            config,
+            database: None,
+            instance: None,
+            encoder: None,
+        }
+    }
+}
+
+/// Builds and starts a server ([`ServerBuilder::start`]).
+#[must_use]
+pub struct ServerBuilder {
+    config: ServerConfig,
+    database: Option<Database>,
+    instance: Option<String>,
+    encoder: Option<EncoderLoad>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("config", &self.config)
+            .field("database", &self.database.is_some())
+            .field("instance", &self.instance)
+            .field("encoder", &self.encoder.is_some())
+            .finish()
+    }
+}
+
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// No database was given ([`ServerBuilder::database`]).
+    #[error("no database: give one with ServerBuilder::database")]
+    NoDatabase,
+    /// The state could not be built.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The stored tokens could not be read.
+    #[error("reading the tokens")]
+    Tokens(#[source] toolbelt_store::StoreError),
+    /// The configuration exposes the server without authentication, or names a bad public URL.
+    #[error(transparent)]
+    Exposure(#[from] ConfigError),
+    /// The address cannot be listened on.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The configured address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The database cannot be followed (its pool cannot be widened).
+    #[error("following the database")]
+    Follow(#[source] toolbelt_store::StoreError),
+}
+
+impl ServerBuilder {
+    /// Serves the tools, agents, tokens and runs of `db` (opened with
+    /// [`crate::database::open`]). Required.
+    pub fn database(mut self, db: Database) -> Self {
+        self.database = Some(db);
+        self
+    }
+
+    /// Names this instance in the routine claims it makes (default: the bound address and
+    /// the process id).
+    pub fn instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = Some(instance.into());
+        self
+    }
+
+    /// Loads the encoder with `load` once the server has started, and from then on routes
+    /// with it too ([`toolbelt_host::Host::start_encoder`]); until then, and without one, by
+    /// words.
+    pub fn encoder(mut self, load: EncoderLoad) -> Self {
+        self.encoder = Some(load);
+        self
+    }
+
+    /// Starts the server: builds the state over the database, refuses an exposed address
+    /// without tokens ([`ServerConfig::check_exposure`]), listens on the configured address
+    /// (port 0 picks one: [`RunningServer::addr`]), reads the run log when learning is on,
+    /// follows the database, and starts the routine loop, the stored MCP servers, loading the
+    /// encoder when one was given, and serving.
+    ///
+    /// # Errors
+    /// [`StartError`]: what failed, before anything is served.
+    pub async fn start(self) -> Result<RunningServer, StartError> {
+        let db = self.database.ok_or(StartError::NoDatabase)?;
+        let state = AppState::with_database(&db, self.config)?;
+        let config = state.config();
+        let has_tokens = state
+            .tokens()
+            .has_any_token()
+            .await
+            .map_err(StartError::Tokens)?;
+        config.check_exposure(has_tokens)?;
+        let listener = tokio::net::TcpListener::bind(config.addr)
+            .await
+            .map_err(|source| StartError::Listen {
+                addr: config.addr,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Listen {
+            addr: config.addr,
+            source,
+        })?;
+        // Read before serving, so the first request already routes with what past runs taught.
+        crate::learning::start(&state).await;
+        // Only now may the pool grow and does the registry follow the store (on Postgres, over
+        // a LISTEN connection of its own): until ready, start-up used one connection.
+        let watch = match db.watch() {
+            Ok(watch) => watch,
+            Err(e) => {
+                // Learning may have started a task of the host: stop it before giving up.
+                state.host().shutdown().await;
+                return Err(StartError::Follow(e));
+            }
+        };
+        let instance = self
+            .instance
+            .unwrap_or_else(|| format!("{addr}/{}", std::process::id()));
+        // Routines run on this instance too; on Postgres several instances share the work.
+        crate::routines::start(&state, instance);
+        // The MCP servers stored in the database: connected now, followed as they change,
+        // stopped with the server (a task of the server: the host does not depend on MCP).
+        let mcp_servers = crate::mcp_servers::spawn(&state);
+        if let Some(load) = self.encoder {
+            state.host().start_encoder(load);
+        }
+        let stop = CancellationToken::new();
+        let signal = stop.clone();
+        let serving = tokio::spawn(crate::serve(listener, state.clone(), async move {
+            signal.cancelled().await;
+        }));
+        Ok(RunningServer {
+            addr,
+            state,
+            stop,
+            serving,
+            mcp_servers,
+            watch,
+        })
+    }
+}
+
+/// A server that [`ServerBuilder::start`] started: it serves until
+/// [`RunningServer::shutdown`] or [`RunningServer::run_until`].
+pub struct RunningServer {
+    addr: SocketAddr,
+    state: AppState,
+    stop: CancellationToken,
+    serving: JoinHandle<std::io::Result<()>>,
+    mcp_servers: Option<JoinHandle<()>>,
+    watch: WatchHandle,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningServer {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// What its handlers share.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `signal` resolves (or serving fails), then shuts down as
+    /// [`RunningServer::shutdown`] does.
+    ///
+    /// # Errors
+    /// As [`RunningServer::shutdown`].
+    pub async fn run_until(mut self, signal: impl Future<Output = ()>) -> std::io::Result<()> {
+        tokio::select! {
+            () = signal => self.shutdown().await,
+            // Serving ended by itself (an error): stop what is left.
+            served = &mut self.serving => {
+                self.stop.cancel();
+                self.finish(joined(served)).await
+            }
+        }
+    }
+
+    /// Stops serving (requests in flight finish; SSE streams end with a `shutdown` event),
+    /// then waits for the host's background tasks (routine loop, learning, the encoder) and the stored MCP
+    /// servers' task, and stops following the database.
+    ///
+    /// # Errors
+    /// Serving's I/O error.
+    pub async fn shutdown(mut self) -> std::io::Result<()> {
+        self.stop.cancel();
+        let served = joined((&mut self.serving).await);
+        self.finish(served).await
+    }
+
+    async fn finish(self, served: std::io::Result<()>) -> std::io::Result<()> {
+        // Serving cancelled the host's token when it began to shut down.
+        self.state.host().shutdown().await;
+        if let Some(task) = self.mcp_servers {
+            let _ = task.await;
+        }
+        self.watch.stop().await;
+        served
+    }
+}
+
+/// Serving's result, a panic of its task as an I/O error.
+fn joined(result: Result<std::io::Result<()>, tokio::task::JoinError>) -> std::io::Result<()> {
+    result.unwrap_or_else(|e| Err(std::io::Error::other(e)))
+}
