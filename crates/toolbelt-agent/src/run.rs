@@ -601,6 +601,15 @@ impl Run<'_> {
             .name
             .clone();
         let file = unsaved::unsaved_file(&self.input, answer)?;
+        // A file this run read exists: it is what the request reads, or what it edits, and
+        // "write it" could replace it whole. No reminder then.
+        let read_it = self.transcript.steps.iter().any(|s| {
+            matches!(s, Step::Tool { result } if result.is_ok()
+                && result.call.arguments.to_string().contains(&file))
+        });
+        if read_it {
+            return None;
+        }
         Some(format!(
             "nothing was saved: no tool wrote {file}. Call `{writer}` now to write {file} as \
              my request asks, then say in one sentence what you saved."

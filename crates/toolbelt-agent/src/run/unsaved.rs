@@ -23,12 +23,11 @@ pub(super) fn unsaved_file(input: &str, answer: &str) -> Option<String> {
     (shows_content || names_it).then(|| file.to_owned())
 }
 
-/// Words of a request to write a file ("What does hello.txt say?" names a file and asks
-/// for none).
-const WRITE_WORDS: [&str; 10] = [
-    "write", "create", "save", "make", "add", "put", "copy", "generate", "store", "new file",
-];
-const WRITE_WORDS_ZH: [&str; 7] = ["写", "创建", "保存", "新建", "生成", "复制", "存"];
+/// Words of a request to create or write a file ("What does hello.txt say?" names a file
+/// and asks for none; "make a summary of notes.md" or "add a line to notes.md" are not
+/// requests to write a file whole, and a reminder to write one could replace notes.md).
+const WRITE_WORDS: [&str; 5] = ["write", "create", "save", "store", "new file"];
+const WRITE_WORDS_ZH: [&str; 5] = ["写入", "写一", "创建", "保存", "新建"];
 
 /// Whether `input` asks for a file to be written: a write verb as a word (English) or
 /// anywhere (Chinese).
@@ -205,9 +204,17 @@ mod tests {
             None
         );
         assert_eq!(unsaved_file("Write a haiku", "```\nold pond\n```"), None);
-        // A question about a file names it and asks for no write.
+        // A question about a file names it and asks for no write; nor does a summary.
         assert_eq!(
             unsaved_file("What does hello.txt say?", "hello.txt says hello"),
+            None
+        );
+        assert_eq!(
+            unsaved_file("Make a summary of notes.md", "# Summary\nnotes.md says hi"),
+            None
+        );
+        assert_eq!(
+            unsaved_file("notes.md 里写了什么？", "# Notes\nnotes.md"),
             None
         );
         assert_eq!(unsaved_file("Is version 1.5 out?", "# Yes\nIt is."), None);

@@ -312,3 +312,20 @@ async fn a_small_models_answer_about_its_call_gets_the_same_reminder() {
             .is_some_and(|t| t.starts_with("(runtime) your answer talks about the tool calls")),
     );
 }
+
+#[tokio::test]
+async fn a_file_the_run_read_gets_no_reminder_to_write_it() {
+    // "Write" and a file name, but the file exists (it was read): a reminder to write it
+    // could replace it whole.
+    let script = ScriptedProvider::new()
+        .then_call("file_read", json!({"path": "notes.md"}))
+        .then_text("# Notes\n\nnotes.md holds hello.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run("Write down what notes.md holds.")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "# Notes\n\nnotes.md holds hello.");
+    assert_eq!(script.requests().len(), 2);
+}
