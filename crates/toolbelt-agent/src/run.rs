@@ -566,9 +566,10 @@ impl Run<'_> {
         )
     }
 
-    /// What a small model that showed a file's content instead of saving it is told: the
-    /// file its request names, and the offered tool that writes. `None` when the run already
-    /// wrote something, no offered tool writes, or the model was told once.
+    /// What a small model that showed a file's content, or claimed to have written the file,
+    /// without a call that writes is told: the file its request names, and the offered tool
+    /// that writes. `None` when the run wrote something, read that file, no offered tool
+    /// writes, no corrective turn is left, or the model was told once.
     fn unsaved_reason(&self, answer: &str) -> Option<String> {
         // Small models only (the profile that offers no tools when unsure); their router
         // offers a tool that writes only to a request for a change.
@@ -1170,7 +1171,7 @@ fn quoted_result(text: &str) -> String {
     match text.char_indices().nth(QUOTED_RESULT_CHARS) {
         None => text.to_owned(),
         Some((cut, _)) => format!(
-            "{}\n[… {} more characters, in the result above]",
+            "{}\n[… {} more characters not shown]",
             &text[..cut],
             text[cut..].chars().count()
         ),
@@ -1209,4 +1210,21 @@ fn call_key(call: &ToolCall) -> String {
     key.push('\0');
     canonical(&call.arguments, &mut key);
     key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{QUOTED_RESULT_CHARS, quoted_result};
+
+    #[test]
+    fn a_long_result_is_quoted_cut_with_what_was_left_out() {
+        assert_eq!(quoted_result("short"), "short");
+        let long = "é".repeat(QUOTED_RESULT_CHARS + 3);
+        let quoted = quoted_result(&long);
+        assert!(quoted.starts_with(&"é".repeat(QUOTED_RESULT_CHARS)));
+        assert!(
+            quoted.ends_with("\n[… 3 more characters not shown]"),
+            "{quoted}"
+        );
+    }
 }
