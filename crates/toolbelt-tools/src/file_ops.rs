@@ -18,6 +18,15 @@ pub use self::search::{FileSearchTool, file_search};
 
 /// Bytes inspected for a NUL to tell binary files from text.
 const SNIFF_BYTES: usize = 8192;
+/// `1 file`, `3 files`.
+pub(crate) fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// Whether `path` names a table whose first line is a header (`.csv`, `.tsv`).
 pub(crate) fn is_table(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
@@ -48,7 +57,7 @@ fn kinds(folders: usize, files: &[&str], links: usize) -> String {
             }
         })
         .collect();
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let plural = |n: usize, what: &str| plural(n as u64, what);
     let mut parts = Vec::new();
     if folders > 0 {
         parts.push(plural(folders, "folder"));
@@ -198,7 +207,7 @@ fn read_lines(
         // How many lines the range holds: asked for a CSV's rows without its header, the
         // 1.5B model read lines 2-8 and answered 8.
         let count = last + 1 - start.min(last + 1);
-        let count = format!("{count} line{}", if count == 1 { "" } else { "s" });
+        let count = plural(count, "line");
         let tail = if more {
             format!(" ({count}), more follow")
         } else {
@@ -211,11 +220,7 @@ fn read_lines(
         // The count up front: small models asked for lines or rows miscount them (asked for
         // a CSV's rows without its header, the 1.5B model answered with its line count).
         let rows = if is_table(shown) {
-            format!(
-                ": a header and {} row{}",
-                number - 1,
-                if number == 2 { "" } else { "s" }
-            )
+            format!(": a header and {}", plural(number - 1, "row"))
         } else {
             String::new()
         };

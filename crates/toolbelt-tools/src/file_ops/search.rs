@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_core::{ToolContext, ToolError, ToolOutput};
 use toolbelt_macros::tool;
 
-use super::{blocking, is_binary};
+use super::{blocking, is_binary, plural};
 use crate::workspace::{Workspace, WorkspaceError};
 
 /// Default and largest number of results.
@@ -331,23 +331,11 @@ fn split_lines(pattern: &str) -> Option<(String, String)> {
             if parses {
                 format!("(?:{p})")
             } else {
-                without_meaning(p)
+                regex_syntax::escape(p)
             }
         })
         .collect();
     Some((joined.join("|"), note))
-}
-
-/// `text` with every regex metacharacter escaped: a regex that finds `text` as written.
-fn without_meaning(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Whether lower-cased `text` holds `word` as a whole word.
@@ -548,7 +536,7 @@ impl Query {
         if words.len() < 2 {
             return Ok(None);
         }
-        let alternation: Vec<String> = words.iter().map(|w| without_meaning(w)).collect();
+        let alternation: Vec<String> = words.iter().map(|w| regex_syntax::escape(w)).collect();
         let Ok(any) = Pattern::compile(format!("\\b(?:{})\\b", alternation.join("|")), true) else {
             return Ok(None);
         };
@@ -1046,14 +1034,6 @@ fn binary_words(binary: usize) -> String {
 
 fn files(n: usize) -> String {
     plural(n as u64, "file")
-}
-
-fn plural(n: u64, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
 }
 
 fn clip(line: &str) -> String {
