@@ -1,7 +1,7 @@
 //! The run loop: route, ask the model, run its tool calls, repeat.
 
+mod answers;
 mod dispatch;
-mod unsaved;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -97,7 +97,6 @@ async fn execute_in_span(
         stream: agent.options.stream,
         profile,
         seen: HashMap::new(),
-        earlier: HashMap::new(),
         unsaved_told: false,
         unused_told: false,
         blocked_turns: 0,
@@ -299,8 +298,6 @@ struct Run<'a> {
     profile: ModelProfile,
     /// Times each call (tool + canonical arguments) was asked for.
     seen: HashMap<String, u32>,
-    /// The last result each call (tool + canonical arguments) gave, as the model saw it.
-    earlier: HashMap<String, String>,
     /// Whether the model was told that content it showed was not saved (once per run).
     unsaved_told: bool,
     /// Whether the model was told that its answer used none of the results (once per run).
@@ -386,9 +383,9 @@ impl Run<'_> {
                     let key = call_key(call);
                     let tool = call.name.clone();
                     let quoted = (times == limit + 2)
-                        .then(|| self.earlier.get(&key))
+                        .then(|| self.earlier_result(&key))
                         .flatten()
-                        .map(|earlier| quoted_result(earlier));
+                        .map(|earlier| quoted_result(&earlier));
                     let Some(quoted) = quoted else {
                         self.transcript.usage += response.usage;
                         return Err(Stop::Loop { tool, times });
@@ -580,18 +577,7 @@ impl Run<'_> {
         {
             return None;
         }
-        let wrote = self.transcript.steps.iter().any(|s| match s {
-            Step::Tool { result } => {
-                result.is_ok()
-                    && self
-                        .agent
-                        .tools
-                        .get(&result.call.name)
-                        .is_some_and(|t| !t.spec().policy.is_read_only())
-            }
-            _ => false,
-        });
-        if wrote {
+        if self.ok_results().any(|r| !self.reads_only(&r.call.name)) {
             return None;
         }
         let writer = self
@@ -601,20 +587,43 @@ impl Run<'_> {
             .find(|s| !s.policy.is_read_only())?
             .name
             .clone();
-        let file = unsaved::unsaved_file(&self.input, answer)?;
+        let file = answers::unsaved_file(&self.input, answer)?;
         // A file this run read exists: it is what the request reads, or what it edits, and
         // "write it" could replace it whole. No reminder then.
-        let read_it = self.transcript.steps.iter().any(|s| {
-            matches!(s, Step::Tool { result } if result.is_ok()
-                && result.call.arguments.to_string().contains(&file))
-        });
-        if read_it {
+        if self
+            .ok_results()
+            .any(|r| r.call.arguments.to_string().contains(&file))
+        {
             return None;
         }
         Some(format!(
             "nothing was saved: no tool wrote {file}. Call `{writer}` now to write {file} as \
              my request asks, then say in one sentence what you saved."
         ))
+    }
+
+    /// The latest result, as the model saw it, of the call whose identity is `key`.
+    fn earlier_result(&self, key: &str) -> Option<String> {
+        self.transcript.steps.iter().rev().find_map(|s| match s {
+            Step::Tool { result } if call_key(&result.call) == key => Some(result.to_model_text()),
+            _ => None,
+        })
+    }
+
+    /// The calls of this run that succeeded, in order.
+    fn ok_results(&self) -> impl Iterator<Item = &CallResult> {
+        self.transcript.steps.iter().filter_map(|s| match s {
+            Step::Tool { result } if result.is_ok() => Some(result),
+            _ => None,
+        })
+    }
+
+    /// Whether the agent's tool `name` only reads.
+    fn reads_only(&self, name: &str) -> bool {
+        self.agent
+            .tools
+            .get(name)
+            .is_some_and(|t| t.spec().policy.is_read_only())
     }
 
     /// What a small model whose short answer uses nothing the tools returned, or whose
@@ -631,27 +640,16 @@ impl Run<'_> {
         // Facts read, to report; after a change the answer confirms it instead.
         let mut results: Vec<String> = Vec::new();
         let mut called: Vec<String> = Vec::new();
-        for step in &self.transcript.steps {
-            let Step::Tool { result } = step else {
-                continue;
-            };
-            if !result.is_ok() {
-                continue;
-            }
-            let reads = self
-                .agent
-                .tools
-                .get(&result.call.name)
-                .is_some_and(|t| t.spec().policy.is_read_only());
-            if !reads {
+        for result in self.ok_results() {
+            if !self.reads_only(&result.call.name) {
                 return None;
             }
             results.push(result.to_model_text());
             called.push(result.call.name.clone());
         }
         let unused =
-            unsaved::ignores_results(&self.input, answer, results.iter().map(String::as_str));
-        if !unused && !unsaved::describes_call(answer, called.iter().map(String::as_str)) {
+            answers::ignores_results(&self.input, answer, results.iter().map(String::as_str));
+        if !unused && !answers::describes_call(answer, called.iter().map(String::as_str)) {
             return None;
         }
         Some(format!(
@@ -1002,7 +1000,6 @@ impl Run<'_> {
                 let Some(result) = results.get(at) else {
                     return;
                 };
-                self.earlier.insert(call_key(&call), result.to_model_text());
                 self.transcript.messages.push(Message::tool_result(
                     result.call.id.clone(),
                     result.call.name.clone(),
@@ -1034,8 +1031,8 @@ impl Run<'_> {
                 self.transcript.steps.push(Step::Merged { call, same_as });
             }
             Fate::Blocked(times) => {
-                let earlier = match self.earlier.get(&call_key(&call)) {
-                    Some(text) => format!("; its result was:\n{}\n", quoted_result(text)),
+                let earlier = match self.earlier_result(&call_key(&call)) {
+                    Some(text) => format!("; its result was:\n{}\n", quoted_result(&text)),
                     None => "; its result is above. ".to_owned(),
                 };
                 let reason = format!(
