@@ -411,34 +411,45 @@ fn arguments_that_do_not_parse_go_back_as_an_object_with_the_reason_beside_them(
     );
 }
 
+/// `toolbelt run --transcript FILE INPUT` against a model answering `replies`.
+fn run_with_transcript(
+    dir: &Path,
+    replies: Vec<String>,
+    file: &str,
+    input: &str,
+) -> std::process::Output {
+    let (url, server) = fake_openai(replies);
+    let args = [
+        "--no-router",
+        "--groups",
+        "file_read",
+        "--transcript",
+        file,
+        input,
+    ];
+    let out = toolbelt_run(dir, &env(&url), &args, "");
+    server.join().unwrap();
+    out
+}
+
+fn transcript_in(dir: &Path, file: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join(file)).unwrap()).unwrap()
+}
+
 #[test]
 fn the_transcript_is_written_where_asked_also_when_the_run_fails() {
     let dir = workspace();
-    let (url, server) = fake_openai(vec![
+    let replies = vec![
         fixture("qwen1.5b-native-call.sse"),
         text("It says the basket holds 42 apples.", "stop"),
-    ]);
-    let out = toolbelt_run(
-        dir.path(),
-        &env(&url),
-        &[
-            "--no-router",
-            "--groups",
-            "file_read",
-            "--transcript",
-            "t.json",
-            "Read hello.txt",
-        ],
-        "",
-    );
+    ];
+    let out = run_with_transcript(dir.path(), replies, "t.json", "Read hello.txt");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    server.join().unwrap();
-    let transcript: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    let transcript = transcript_in(dir.path(), "t.json");
     let roles: Vec<&str> = transcript["messages"]
         .as_array()
         .unwrap()
@@ -455,41 +466,19 @@ fn the_transcript_is_written_where_asked_also_when_the_run_fails() {
     );
     // A failed run writes its transcript too.
     let empty = fixture("qwen1.5b-empty-answer.sse");
-    let (url, server) = fake_openai(vec![empty.clone(), empty]);
-    let out = toolbelt_run(
-        dir.path(),
-        &env(&url),
-        &[
-            "--no-router",
-            "--groups",
-            "file_read",
-            "--transcript",
-            "failed.json",
-            "hi",
-        ],
-        "",
-    );
+    let out = run_with_transcript(dir.path(), vec![empty.clone(), empty], "failed.json", "hi");
     assert_eq!(out.status.code(), Some(1));
-    server.join().unwrap();
-    let failed: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("failed.json")).unwrap()).unwrap();
-    assert_eq!(failed["messages"][0]["content"], "hi");
-    // A file that cannot be written fails the command and says why.
-    let (url, server) = fake_openai(vec![text("hello", "stop")]);
-    let out = toolbelt_run(
-        dir.path(),
-        &env(&url),
-        &[
-            "--no-router",
-            "--groups",
-            "file_read",
-            "--transcript",
-            "no/such/dir/t.json",
-            "hi",
-        ],
-        "",
+    assert_eq!(
+        transcript_in(dir.path(), "failed.json")["messages"][0]["content"],
+        "hi"
     );
-    server.join().unwrap();
+    // A file that cannot be written fails the command and says why.
+    let out = run_with_transcript(
+        dir.path(),
+        vec![text("hello", "stop")],
+        "no/such/dir/t.json",
+        "hi",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
