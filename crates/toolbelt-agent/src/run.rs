@@ -99,6 +99,7 @@ async fn execute_in_span(
         seen: HashMap::new(),
         unsaved_told: false,
         unused_told: false,
+        unread_told: false,
         blocked_turns: 0,
         answer_now: false,
         tool_calls: 0,
@@ -238,10 +239,12 @@ enum Turn {
     /// A final answer that narrates a call of `tool` instead of making it;
     /// `reason` tells the model to call it.
     Narrated { tool: String, reason: String },
-    /// A small model's answer that shows a file's content, or claims to have written it,
-    /// with no call that writes: `reason` tells it to call the tool. The tools are offered
-    /// again, also after an answer asked for without them.
-    Unsaved(String),
+    /// A small model's answer that needed a call it did not make: it shows a file's
+    /// content, or claims to have written it, with no call that writes; or it answers
+    /// about a file the request names that no call read. `reason` tells it which tool to
+    /// call. The next request offers that tool alone and requires one call of it, also
+    /// after an answer asked for without tools.
+    CallNeeded { tool: String, reason: String },
     /// With no tools offered, the call refused as a repeat (`times` asked for);
     /// `reason` quotes its earlier result and asks for the answer.
     Repeated {
@@ -302,6 +305,8 @@ struct Run<'a> {
     unsaved_told: bool,
     /// Whether the model was told that its answer used none of the results (once per run).
     unused_told: bool,
+    /// Whether the model was told that no call read a file the request names (once per run).
+    unread_told: bool,
     /// Turns that had a blocked (repeated) call.
     blocked_turns: u32,
     /// Whether the next request offers no tools: the model repeated a call
@@ -331,22 +336,41 @@ impl Run<'_> {
             let name = name.clone();
             self.add_active([name]);
         }
+        // After a reminder that a call of a tool is needed, the next request requires one.
+        let mut call_needed: Option<String> = None;
         for iteration in 1..=self.limit {
             let answer_now = std::mem::take(&mut self.answer_now);
             let request = if answer_now {
                 self.answer_request()
+            } else if let Some(tool) = call_needed.take() {
+                self.call_request(&tool)
             } else {
                 self.request(&choice)
+            };
+            let offered: Vec<String> = if request.tool_choice == ToolChoice::None {
+                Vec::new()
+            } else {
+                request.tools.iter().map(|t| t.name.clone()).collect()
             };
             let started = Instant::now();
             let parse_text = self.parses_text(&choice);
             // Only a tool offered in this request can be narrated instead of called.
-            let narration = !answer_now && !self.offered(&choice).is_empty();
+            let narration = !answer_now && !offered.is_empty();
             let (response, mut gate) = self
                 .ask_model(request, parse_text, narration)
                 .await
                 .map_err(Stop::Provider)?;
             let mut turn = self.classify(&response, parse_text, iteration);
+            if response.finish_reason == FinishReason::Length
+                && let Turn::Calls(_, calls) = &mut turn
+                && calls.len() > 1
+                && calls.last().is_some_and(|c| c.arguments.is_string())
+            {
+                // The token limit cut the last call off: its arguments are unreadable
+                // text, and it is no call (a runaway turn of forty copies ended so).
+                tracing::debug!("the last call of a turn cut off by the token limit is dropped");
+                calls.pop();
+            }
             if narration
                 && let Turn::Text(text) = &turn
                 && let Some(tool) = text_calls::narrated_tool(text, &self.active.names)
@@ -357,11 +381,19 @@ impl Run<'_> {
             }
             if iteration < self.limit
                 && let Turn::Text(text) = &turn
-                && let Some(reason) = self.unsaved_reason(text)
+                && let Some((tool, reason)) = self.unsaved_reason(text)
             {
                 tracing::debug!("the answer shows or claims a file it did not write");
                 self.unsaved_told = true;
-                turn = Turn::Unsaved(reason);
+                turn = Turn::CallNeeded { tool, reason };
+            }
+            if iteration < self.limit
+                && let Turn::Text(_) = &turn
+                && let Some((tool, reason)) = self.unread_reason()
+            {
+                tracing::debug!("the answer is about a file no call read");
+                self.unread_told = true;
+                turn = Turn::CallNeeded { tool, reason };
             }
             if iteration < self.limit
                 && let Turn::Text(text) = &turn
@@ -418,7 +450,7 @@ impl Run<'_> {
                 // which some servers refuse without tool calls).
                 Turn::Text(_)
                 | Turn::Bad(_)
-                | Turn::Unsaved(_)
+                | Turn::CallNeeded { .. }
                 | Turn::Narrated { .. }
                 | Turn::Repeated { .. } => (
                     Some(response.content.clone().unwrap_or_default()),
@@ -426,18 +458,16 @@ impl Run<'_> {
                 ),
             };
             self.transcript.usage += response.usage;
+            // The conversation holds each distinct call of the turn once: shown its own
+            // call forty times over, the 1.5B model wrote the next turn's call forty times.
             self.transcript.messages.push(Message::assistant_tool_calls(
                 content.clone(),
-                calls.clone(),
+                distinct_calls(&calls),
             ));
             let truncated = response.finish_reason == FinishReason::Length;
             self.transcript.steps.push(Step::Model {
                 iteration,
-                tools_offered: if answer_now {
-                    Vec::new()
-                } else {
-                    self.offered(&choice)
-                },
+                tools_offered: offered,
                 content: content.clone(),
                 tool_calls: calls.clone(),
                 finish_reason: response.finish_reason,
@@ -462,11 +492,13 @@ impl Run<'_> {
                     continue;
                 }
                 Turn::Narrated { tool, reason } => {
-                    self.correct(reason, iteration, Stop::NarratedCall(tool))?;
+                    self.correct(reason, iteration, Stop::NarratedCall(tool.clone()))?;
+                    call_needed = Some(tool);
                     continue;
                 }
-                Turn::Unsaved(reason) => {
+                Turn::CallNeeded { tool, reason } => {
                     self.correct(reason.clone(), iteration, Stop::BadAnswer(reason))?;
+                    call_needed = Some(tool);
                     continue;
                 }
                 Turn::Repeated {
@@ -567,7 +599,7 @@ impl Run<'_> {
     /// without a call that writes is told: the file its request names, and the offered tool
     /// that writes. `None` when the run wrote something, read that file, no offered tool
     /// writes, no corrective turn is left, or the model was told once.
-    fn unsaved_reason(&self, answer: &str) -> Option<String> {
+    fn unsaved_reason(&self, answer: &str) -> Option<(String, String)> {
         // Small models only (the profile that offers no tools when unsure); their router
         // offers a tool that writes only to a request for a change.
         // A reminder, never a failure: only while a corrective turn is left.
@@ -596,10 +628,55 @@ impl Run<'_> {
         {
             return None;
         }
-        Some(format!(
+        let reason = format!(
             "nothing was saved: no tool wrote {file}. Call `{writer}` now to write {file} as \
              my request asks, then say in one sentence what you saved."
-        ))
+        );
+        Some((writer.to_string(), reason))
+    }
+
+    /// What a small model whose answer is about a file the request names, which no call of
+    /// the run mentioned, is told: to read it first. `None` for other models, when no
+    /// offered tool reads a `path`, or once told.
+    fn unread_reason(&self) -> Option<(String, String)> {
+        if self.profile.tools_when_unsure
+            || self.unread_told
+            || self.corrections >= self.agent.options.corrective_turns
+        {
+            return None;
+        }
+        // A tool that only reads and takes a `path`: `file_read` rather than `list_dir`.
+        let reader = self
+            .active
+            .schemas
+            .iter()
+            .filter(|s| self.reads_only(&s.name))
+            .filter(|s| {
+                s.parameters["required"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|p| p == "path"))
+            })
+            .max_by_key(|s| s.name.contains("read"))?
+            .name
+            .clone();
+        let arguments: Vec<String> = self
+            .transcript
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Tool { result } => Some(result.call.arguments.to_string()),
+                _ => None,
+            })
+            .collect();
+        let file = answers::unread_file(&self.input, arguments.iter().map(String::as_str))?;
+        // Not the whole request again: "List the files …, then read notes.md" restated
+        // led the model to list the folder once more.
+        let reason = format!(
+            "my request names {file}, and no tool read it in this run, so your answer cannot \
+             come from it. Call `{reader}` with the path {file} now, then answer from what it \
+             returns."
+        );
+        Some((reader, reason))
     }
 
     /// The latest result, as the model saw it, of the call whose identity is `key`.
@@ -770,6 +847,21 @@ impl Run<'_> {
         request
     }
 
+    /// The request after a reminder that a call of `tool` is needed: that tool alone,
+    /// one call of it required. Servers that take `tool_choice` only as `auto`, `none` or
+    /// `required` (llama.cpp's) cannot be asked for a named tool, so the others are left
+    /// out; one call, because a grammar-forced small model wrote the same call until its
+    /// tokens ran out. A tool no longer offered leaves the request as it is.
+    fn call_request(&self, tool: &str) -> ChatRequest {
+        let mut request = self.request(&ToolChoice::Auto);
+        if request.tools.iter().any(|t| t.name == tool) {
+            request.tools.retain(|t| t.name == tool);
+            request.tool_choice = ToolChoice::Required;
+            request.parallel_tool_calls = Some(false);
+        }
+        request
+    }
+
     /// The request for an answer without tools, after a refused repeat: no tools, and
     /// this run's calls and results given as one message of text. A conversation full of
     /// calls invites one more: the 1.5B model, shown its own earlier calls, wrote the
@@ -816,14 +908,6 @@ impl Run<'_> {
             results.join("\n\n")
         )));
         request
-    }
-
-    fn offered(&self, choice: &ToolChoice) -> Vec<String> {
-        if *choice == ToolChoice::None {
-            Vec::new()
-        } else {
-            self.active.names.clone()
-        }
     }
 
     /// Whether calls written as text are looked for in this turn's answer.
@@ -936,11 +1020,11 @@ impl Run<'_> {
         for call in calls {
             let key = call_key(&call);
             if let Some(first) = this_turn.get(&key) {
-                let fate = match first {
-                    Fate::Run(at) => Fate::Merged(*at),
-                    other => other.clone(),
-                };
-                plan.push((call, fate));
+                // A copy of a refused call needs no answer of its own: the conversation
+                // holds the first only (see `distinct_calls`).
+                if let Fate::Run(at) = first {
+                    plan.push((call, Fate::Merged(*at)));
+                }
                 continue;
             }
             let count = self.seen.entry(key.clone()).or_insert(0);
@@ -1018,12 +1102,8 @@ impl Run<'_> {
                 let same_as = result.call.id.clone();
                 tracing::info!(tool = %call.name, id = %call.id, %same_as,
                     "identical call in the same turn merged: it shares the result of the first");
-                self.transcript.messages.push(Message::tool_result(
-                    call.id.clone(),
-                    call.name.clone(),
-                    result.to_model_text(),
-                    !result.is_ok(),
-                ));
+                // The conversation holds the first call only (see `distinct_calls`), so
+                // this one gets no message of its own.
                 emit(self.sink, || AgentEvent::CallMerged {
                     call: call.clone(),
                     same_as: same_as.clone(),
@@ -1177,6 +1257,16 @@ fn quoted_result(text: &str) -> String {
 
 /// A call's identity for the loop guard: its tool and its arguments with
 /// object keys sorted (so key order does not hide a repeat).
+/// `calls` with each call identical to an earlier one (same tool, same arguments) left out.
+fn distinct_calls(calls: &[ToolCall]) -> Vec<ToolCall> {
+    let mut seen = std::collections::HashSet::new();
+    calls
+        .iter()
+        .filter(|c| seen.insert(call_key(c)))
+        .cloned()
+        .collect()
+}
+
 fn call_key(call: &ToolCall) -> String {
     fn canonical(value: &Value, out: &mut String) {
         match value {

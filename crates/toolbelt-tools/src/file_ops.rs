@@ -33,9 +33,10 @@ pub(crate) fn is_table(path: &str) -> bool {
     lower.ends_with(".csv") || lower.ends_with(".tsv")
 }
 
-/// `3 folders, 4 files (2 .py, 1 .txt, 1 without an extension)`: what a folder holds, by
-/// kind, so a count by type needs no arithmetic (asked how many `.py` files a folder holds,
-/// the 1.5B model answered with its number of entries).
+/// `2 .py files, 1 .txt file and 1 folder (4 entries in all)`: what a folder holds, by
+/// kind, the counts first, so a count by type needs no arithmetic (asked how many `.py`
+/// files a folder holds, the 1.5B model answered with its number of entries, which the
+/// listing gave first).
 fn kinds(folders: usize, files: &[&str], links: usize) -> String {
     let mut by_extension: std::collections::BTreeMap<String, usize> = Default::default();
     for name in files {
@@ -47,32 +48,33 @@ fn kinds(folders: usize, files: &[&str], links: usize) -> String {
     }
     let mut counted: Vec<(String, usize)> = by_extension.into_iter().collect();
     counted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let kinds: Vec<String> = counted
+    let plural = |n: usize, what: &str| plural(n as u64, what);
+    let mut parts: Vec<String> = counted
         .into_iter()
         .map(|(ext, n)| {
             if ext.is_empty() {
-                format!("{n} without an extension")
+                format!("{} without an extension", plural(n, "file"))
             } else {
-                format!("{n} {ext}")
+                plural(n, &format!("{ext} file"))
             }
         })
         .collect();
-    let plural = |n: usize, what: &str| plural(n as u64, what);
-    let mut parts = Vec::new();
     if folders > 0 {
         parts.push(plural(folders, "folder"));
-    }
-    if !files.is_empty() {
-        parts.push(format!(
-            "{} ({})",
-            plural(files.len(), "file"),
-            kinds.join(", ")
-        ));
     }
     if links > 0 {
         parts.push(plural(links, "link"));
     }
-    parts.join(", ")
+    let total = folders + files.len() + links;
+    let listed = match parts.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => parts.concat(),
+    };
+    if parts.len() > 1 {
+        format!("{listed} ({total} entries in all)")
+    } else {
+        listed
+    }
 }
 
 /// Most entries `list_dir` returns.
@@ -304,6 +306,7 @@ fn create_with_edit(
             ),
         ));
     }
+    keeps_json_valid(&shown, None, new_text)?;
     write_text(workspace, &target, &shown, new_text)?;
     Ok(format!(
         "created {shown} ({} bytes): it did not exist and old_text was empty",
@@ -323,6 +326,30 @@ fn write_target(workspace: &Workspace, path: &str) -> Result<(PathBuf, String), 
         )));
     }
     Ok((target, shown))
+}
+
+/// Refuses a write that would leave a `.json` file unreadable as JSON, when it was valid
+/// before (`before`: its content; `None` for a new file), naming where the JSON breaks.
+/// Seen with the 1.5B model: "set retries to 10" in `{"retries": 5}` edited into text
+/// that was no longer JSON; a refusal that says where lets it try again.
+fn keeps_json_valid(shown: &str, before: Option<&str>, after: &str) -> Result<(), ToolError> {
+    if !shown.to_ascii_lowercase().ends_with(".json")
+        || before.is_some_and(|b| serde_json::from_str::<serde::de::IgnoredAny>(b).is_err())
+    {
+        return Ok(());
+    }
+    match serde_json::from_str::<serde::de::IgnoredAny>(after) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let line = after.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+            Err(ToolError::failed(format!(
+                "nothing was changed: {shown} would not be valid JSON ({e}; that line \
+                 would read `{}`). Keep the quotes around keys and strings, e.g. \
+                 `\"key\": 10`",
+                line.trim()
+            )))
+        }
+    }
 }
 
 /// Writes `content` to `target` atomically (a temporary file, then a rename).
@@ -351,6 +378,18 @@ pub async fn file_write(
     blocking(move || {
         let (target, shown) = write_target(&workspace, &path)?;
         let existed = target.exists();
+        if shown.to_ascii_lowercase().ends_with(".json") {
+            let cap = workspace.max_read_bytes();
+            let before = if existed {
+                read_text(&workspace, &target, &shown, cap).ok()
+            } else {
+                None
+            };
+            // A file that cannot be read is not guarded: its content is unknown.
+            if !existed || before.is_some() {
+                keeps_json_valid(&shown, before.as_deref(), &content)?;
+            }
+        }
         write_text(&workspace, &target, &shown, &content).map(|()| (shown, existed))
     })
     .await
@@ -420,6 +459,7 @@ pub async fn file_edit(
                 updated.push_str(&original[..start]);
                 updated.push_str(new_text.trim());
                 updated.push_str(&original[end..]);
+                keeps_json_valid(&shown, Some(&original), &updated)?;
                 workspace
                     .write_atomic(&file, updated.as_bytes())
                     .map_err(|e| io_error("write", &shown, &e))?;
@@ -461,6 +501,7 @@ pub async fn file_edit(
             n => {
                 let first = line_of(starts[0]);
                 let updated = original.replace(&old_text, &new_text);
+                keeps_json_valid(&shown, Some(&original), &updated)?;
                 workspace
                     .write_atomic(&file, updated.as_bytes())
                     .map_err(|e| io_error("write", &shown, &e))?;
@@ -583,8 +624,7 @@ pub async fn list_dir(
         lines.truncate(MAX_DIR_ENTRIES);
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
         let mut text = format!(
-            "{shown}: {total} {}: {}\n{}",
-            if total == 1 { "entry" } else { "entries" },
+            "{shown} holds {}:\n{}",
             kinds(folders, &files, links),
             lines.join("\n")
         );

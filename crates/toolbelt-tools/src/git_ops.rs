@@ -107,6 +107,30 @@ pub async fn git(
         args.extend(git.paths(paths.as_deref().unwrap_or_default())?);
     }
     let out = git.run(args, true).await?;
+    let out = if command == GitQuery::Log && !out.trim().is_empty() {
+        let shown = out.lines().filter(|l| !l.trim().is_empty()).count();
+        let limit = max_count.unwrap_or(20).clamp(1, 200) as usize;
+        let heading = if shown < limit {
+            format!(
+                "{}, newest first:",
+                crate::file_ops::plural(shown as u64, "commit")
+            )
+        } else {
+            // As many as asked for: count them all, so "how many commits" needs no guess.
+            match git.commit_count(rev.as_deref(), paths.as_deref()).await {
+                Some(total) if total > shown => {
+                    format!("the {shown} newest of {total} commits (set max_count to see more):")
+                }
+                _ => format!(
+                    "{}, newest first:",
+                    crate::file_ops::plural(shown as u64, "commit")
+                ),
+            }
+        };
+        format!("{heading}\n{out}")
+    } else {
+        out
+    };
     let out = if out.trim().is_empty() {
         match command {
             GitQuery::Diff => "no changes".to_owned(),
@@ -332,6 +356,16 @@ impl<'a> Git<'a> {
                 ]
             })
             .collect())
+    }
+
+    /// How many commits `git log` would list from `rev` (default `HEAD`) for `paths`;
+    /// `None` when git cannot say.
+    async fn commit_count(&self, rev: Option<&str>, paths: Option<&[String]>) -> Option<usize> {
+        let mut args: Vec<OsString> = os(["rev-list", "--count"]).collect();
+        args.push(checked_value("/rev", rev.unwrap_or("HEAD")).ok()?.into());
+        args.push("--".into());
+        args.extend(self.paths(paths.unwrap_or_default()).ok()?);
+        self.run(args, true).await.ok()?.trim().parse().ok()
     }
 
     async fn run(&self, args: Vec<OsString>, read_only: bool) -> Result<String, ToolError> {

@@ -11,16 +11,46 @@ pub(super) fn unsaved_file(input: &str, answer: &str) -> Option<String> {
     if !asks_to_write(input) {
         return None;
     }
-    let file = input
-        .split(|c: char| c.is_whitespace() || "\"'`,;:()[]{}<>，。：；“”‘’（）".contains(c))
-        .map(|w| w.trim_end_matches(['.', '?', '!']))
-        .rfind(|w| names_file(w))?;
+    let file = *named_files(input).last()?;
     let shows_content = answer.contains("```")
         || answer
             .lines()
             .any(|l| l.trim_start().starts_with("# ") || l.trim_start().starts_with("## "));
     let names_it = answer.to_lowercase().contains(&file.to_lowercase());
     (shows_content || names_it).then(|| file.to_owned())
+}
+
+/// The files `input` names, in order: path-like words with an extension (`notes.md`,
+/// `data/users.csv`), Chinese punctuation and quotes around them left out.
+fn named_files(input: &str) -> Vec<&str> {
+    input
+        .split(|c: char| c.is_whitespace() || "\"'`,;:()[]{}<>，。：；？！、“”‘’（）".contains(c))
+        .map(|w| w.trim_end_matches(['.', '?', '!']))
+        .filter(|w| names_file(w))
+        .collect()
+}
+
+/// The first file `input` names that no call of the run mentions in its arguments
+/// (`arguments`, each call's arguments as JSON text), leaving out the file a request to
+/// write names last (it need not exist yet): an answer about it comes from nowhere
+/// ("List the files, then read notes.md and tell me the secret word" answered with a
+/// word made up after the listing).
+pub(super) fn unread_file<'a>(
+    input: &str,
+    arguments: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let mut files = named_files(input);
+    if asks_to_write(input) {
+        files.pop();
+    }
+    let arguments: Vec<String> = arguments.into_iter().map(str::to_lowercase).collect();
+    files
+        .into_iter()
+        .find(|file| {
+            let name = file.rsplit('/').next().unwrap_or(file).to_lowercase();
+            !arguments.iter().any(|a| a.contains(&name))
+        })
+        .map(str::to_owned)
 }
 
 /// Words of a request to create or write a file ("What does hello.txt say?" names a file
@@ -121,7 +151,7 @@ fn words(text: &str) -> std::collections::HashSet<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{describes_call, ignores_results, unsaved_file};
+    use super::{describes_call, ignores_results, unread_file, unsaved_file};
 
     #[test]
     fn an_answer_about_the_call_describes_it() {
@@ -195,6 +225,44 @@ mod tests {
             .as_deref(),
             Some("host.txt")
         );
+    }
+
+    #[test]
+    fn a_named_file_no_call_mentions_is_unread() {
+        // list-read: the 1.5B model listed the folder, then made up a secret word.
+        let input = "List the files in this directory, then read notes.md and tell me the \
+            secret word it contains.";
+        assert_eq!(
+            unread_file(input, [r#"{"path":"."}"#]).as_deref(),
+            Some("notes.md")
+        );
+        assert_eq!(unread_file(input, [r#"{"path":"./notes.md"}"#]), None);
+        // A path the call wrote from a folder, in another case: the file name is enough.
+        assert_eq!(
+            unread_file(
+                "How many rows are in data/users.csv?",
+                [r#"{"path":"data/Users.csv"}"#]
+            ),
+            None
+        );
+        assert_eq!(
+            unread_file("data/settings.json 里 owner 的名字是什么？", []).as_deref(),
+            Some("data/settings.json")
+        );
+        // The file to write need not exist; the one to read must be read.
+        let copy = "Read config.txt and write the host name it uses into a new file host.txt.";
+        assert_eq!(unread_file(copy, [r#"{"path":"config.txt"}"#]), None);
+        assert_eq!(unread_file(copy, []).as_deref(), Some("config.txt"));
+        assert_eq!(
+            unread_file("Write a short README.md for this folder.", []),
+            None
+        );
+        // No file named: nothing to read.
+        assert_eq!(
+            unread_file("Which file mentions the word invoice?", []),
+            None
+        );
+        assert_eq!(unread_file("Is version 1.5 out?", []), None);
     }
 
     #[test]

@@ -416,7 +416,7 @@ async fn conversation_and_run_ids_are_uuid_v7() {
 }
 
 #[tokio::test]
-async fn identical_calls_in_one_turn_run_once_and_every_id_gets_the_result() {
+async fn identical_calls_in_one_turn_run_once_and_the_conversation_holds_one() {
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let sleep = ("sleep", json!({"ms": 5}));
     // The same call twice in one answer (the 1.5B model did this), and another call.
@@ -447,15 +447,24 @@ async fn identical_calls_in_one_turn_run_once_and_every_id_gets_the_result() {
             _ => None,
         })
         .collect();
-    let expected = [
-        ("call_1", "slept 5"),
-        ("call_2", "slept 5"),
-        ("call_3", "3.0"),
-    ];
+    // The model sees its call once, with its result: shown its own call forty times
+    // over, the 1.5B model wrote the next turn's call forty times.
+    let expected = [("call_1", "slept 5"), ("call_3", "3.0")];
     assert_eq!(
         answered,
         expected.map(|(id, text)| (id.to_owned(), text.to_owned()))
     );
+    let requests = script.requests();
+    let called: Vec<&str> = requests[1]
+        .messages
+        .iter()
+        .flat_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(called, ["call_1", "call_3"]);
     let merged: Vec<(String, String)> = events
         .iter()
         .filter_map(|e| match e {
@@ -494,4 +503,41 @@ async fn asked_for_its_answer_the_model_gets_no_tools_after_a_correction_either(
     let requests = script.requests();
     assert_eq!(requests.len(), 5);
     assert!(requests[3].tools.is_empty() && requests[4].tools.is_empty());
+}
+
+#[tokio::test]
+async fn the_last_call_of_a_turn_cut_off_by_the_token_limit_is_not_run() {
+    // A grammar-forced turn of the 1.5B model: the same call until the tokens ran out, the
+    // last one cut off mid-way (`{"path": null`), which came back as unreadable text.
+    let calls = vec![
+        toolbelt_core::ToolCall::new("c1", "add", json!({"a": 1, "b": 2})),
+        toolbelt_core::ToolCall::new("c2", "add", json!({"a": 1, "b": 2})),
+        toolbelt_core::ToolCall::new("c3", "add", json!("{\"a\": 1, \"b")),
+    ];
+    let mut cut = ChatResponse::tool_calls(calls);
+    cut.finish_reason = FinishReason::Length;
+    let script = ScriptedProvider::new().then(cut).then_text("3");
+    let out = math_agent(&script)
+        .build()
+        .unwrap()
+        .run("add")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "3");
+    let ran: Vec<String> = out
+        .transcript
+        .tool_results()
+        .map(|r| r.to_model_text())
+        .collect();
+    assert_eq!(ran, ["3.0"]);
+    let requests = script.requests();
+    let answered: Vec<&str> = requests[1]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, ["c1"]);
 }

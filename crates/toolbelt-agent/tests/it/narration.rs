@@ -7,7 +7,7 @@ use serde_json::json;
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_agent::{Agent, AgentBuilder, AgentError, AgentEvent};
 use toolbelt_core::{FnTool, ToolHandle};
-use toolbelt_llm::Message;
+use toolbelt_llm::{Message, ToolChoice};
 
 /// `file_read(path)`: answers `hello` for any path.
 fn file_read() -> ToolHandle {
@@ -52,6 +52,10 @@ async fn a_narrated_call_gets_one_corrective_turn_that_offers_the_tool() {
     assert_eq!(last_user_text(&second.messages), Some(TOLD));
     let offered: Vec<&str> = second.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(offered, ["file_read"]);
+    // The corrective turn requires one call; the turn after the call is the model's again.
+    assert_eq!(second.tool_choice, ToolChoice::Required);
+    assert_eq!(second.parallel_tool_calls, Some(false));
+    assert_eq!(script.requests()[2].tool_choice, ToolChoice::Auto);
 }
 
 #[tokio::test]
@@ -192,7 +196,11 @@ async fn a_small_model_that_shows_a_files_content_is_told_to_save_it() {
              write README.md as my request asks, then say in one sentence what you saved."
         )
     );
-    assert!(second.tools.iter().any(|t| t.name == "file_write"));
+    // `file_write` alone, one call of it required (llama.cpp takes no named tool_choice).
+    let offered: Vec<&str> = second.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["file_write"]);
+    assert_eq!(second.tool_choice, ToolChoice::Required);
+    assert_eq!(script.requests()[2].tools.len(), 2);
 }
 
 #[tokio::test]
@@ -328,4 +336,65 @@ async fn a_file_the_run_read_gets_no_reminder_to_write_it() {
         .unwrap();
     assert_eq!(out.answer, "# Notes\n\nnotes.md holds hello.");
     assert_eq!(script.requests().len(), 2);
+}
+
+/// `list_dir(path)`: a listing that names notes.md.
+fn list_dir() -> ToolHandle {
+    FnTool::builder("list_dir")
+        .description("List a folder")
+        .parameters(json!({"type": "object", "properties": {"path": {"type": "string"}}}))
+        .handler(
+            |_args, _ctx| async move { ". holds 1 .md file:\nnotes.md  (40 bytes)".to_owned() },
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_small_models_answer_about_a_file_no_call_read_gets_one_reminder_to_read_it() {
+    // list-read: the 1.5B model listed the folder, then made up the secret word.
+    let request = "List the files in this directory, then read notes.md and tell me the secret \
+        word it contains.";
+    let script = ScriptedProvider::new()
+        .then_call("list_dir", json!({"path": "."}))
+        .then_text("The files are notes.md. The secret word is banana.")
+        .then_call("file_read", json!({"path": "notes.md"}))
+        .then_text("The secret word is hello.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .tool(list_dir())
+        .build()
+        .unwrap()
+        .run(request)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "The secret word is hello.");
+    let third = &script.requests()[2];
+    assert_eq!(
+        last_user_text(&third.messages),
+        Some(
+            "(runtime) my request names notes.md, and no tool read it in this run, so your \
+             answer cannot come from it. Call `file_read` with the path notes.md now, then \
+             answer from what it returns."
+        )
+    );
+    let offered: Vec<&str> = third.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["file_read"]);
+    assert_eq!(third.tool_choice, ToolChoice::Required);
+    assert_eq!(script.requests()[3].tool_choice, ToolChoice::Auto);
+
+    // Told once: the same answer again is the answer; a large model is never told.
+    for (model, requests) in [("qwen2.5-coder-1.5b-instruct", 3), ("gpt-4o", 2)] {
+        let script = ScriptedProvider::new()
+            .then_call("list_dir", json!({"path": "."}))
+            .then_text("The secret word is banana.")
+            .then_text("The secret word is banana.");
+        let out = writer(&script, model)
+            .tool(list_dir())
+            .build()
+            .unwrap()
+            .run(request)
+            .await
+            .unwrap();
+        assert_eq!(out.answer, "The secret word is banana.", "{model}");
+        assert_eq!(script.requests().len(), requests, "{model}");
+    }
 }

@@ -267,6 +267,62 @@ async fn an_empty_old_text_creates_a_missing_file_and_never_overwrites() {
     assert!(!exists(&fx.root().join("todo.txt")));
 }
 
+/// "In data/settings.json, set retries to 10": an edit or a write that would leave a JSON
+/// file that was valid unreadable is refused, nothing changed, and the error says where.
+#[tokio::test]
+async fn a_json_file_that_was_valid_stays_valid() {
+    let fx = Fx::new();
+    let settings = "{\n  \"theme\": \"dark\",\n  \"retries\": 5\n}\n";
+    fx.write("data/settings.json", settings);
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "data/settings.json", "old_text": "\"retries\": 5", "new_text": "retries: 10"}),
+        )
+        .await
+        .to_string();
+    assert!(
+        err.starts_with("nothing was changed: data/settings.json would not be valid JSON (")
+            && err.contains("that line would read `retries: 10`"),
+        "{err}"
+    );
+    let err = fx
+        .err(
+            "file_write",
+            json!({"path": "data/settings.json", "content": "{\"retries\": 10,}"}),
+        )
+        .await;
+    assert!(err.to_string().contains("would not be valid JSON"), "{err}");
+    assert_eq!(fx.read("data/settings.json"), settings);
+    // Edits that keep it JSON go through, and so do writes to other files.
+    fx.ok(
+        "file_edit",
+        json!({"path": "data/settings.json", "old_text": "\"retries\": 5", "new_text": "\"retries\": 10"}),
+    )
+    .await;
+    assert!(fx.read("data/settings.json").contains("\"retries\": 10"));
+    fx.ok(
+        "file_write",
+        json!({"path": "notes.txt", "content": "{not json"}),
+    )
+    .await;
+    // A new JSON file must be JSON; one that was not JSON before is not guarded.
+    let err = fx
+        .err(
+            "file_write",
+            json!({"path": "new.json", "content": "{oops"}),
+        )
+        .await;
+    assert!(err.to_string().contains("would not be valid JSON"), "{err}");
+    assert!(!exists(&fx.root().join("new.json")));
+    fx.write("broken.json", "{half");
+    fx.ok(
+        "file_write",
+        json!({"path": "broken.json", "content": "{still half"}),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn lists_directories_with_kinds_and_sizes() {
     let fx = Fx::new();
@@ -276,12 +332,12 @@ async fn lists_directories_with_kinds_and_sizes() {
     let out = fx.ok("list_dir", json!({})).await;
     assert_eq!(
         out,
-        ".: 3 entries: 1 folder, 1 file (1 without an extension), 1 link\nsrc/\n\
+        ". holds 1 file without an extension, 1 folder and 1 link (3 entries in all):\nsrc/\n\
          .hidden  (0 bytes)\nl -> src/lib.rs"
     );
     assert_eq!(
         fx.ok("list_dir", json!({"path": "src"})).await,
-        "src: 1 entry: 1 file (1 .rs)\nlib.rs  (3 bytes)"
+        "src holds 1 .rs file:\nlib.rs  (3 bytes)"
     );
 }
 

@@ -344,7 +344,7 @@ async fn a_regex_that_matches_no_line_but_file_names_lists_those_files() {
     // A folder listing says how many files of each kind it holds.
     assert_eq!(
         fx.ok("list_dir", json!({"path": "src"})).await,
-        "src: 3 entries: 3 files (2 .py, 1 .txt)\napp.py  (9 bytes)\nreadme.txt  (6 bytes)\n\
+        "src holds 2 .py files and 1 .txt file (3 entries in all):\napp.py  (9 bytes)\nreadme.txt  (6 bytes)\n\
          util.py  (6 bytes)"
     );
 }

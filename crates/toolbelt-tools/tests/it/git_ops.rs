@@ -115,6 +115,38 @@ async fn branch_and_checkout() {
     );
 }
 
+/// Asked how many commits a repository has (30-task set, git-zh: "这个仓库一共有几次提交？"),
+/// the 1.5B model miscounted the lines of a log. The log says how many commits it shows
+/// and, when it shows only the newest, how many there are.
+#[tokio::test]
+async fn a_log_says_how_many_commits_it_shows_and_how_many_there_are() {
+    let fx = repo();
+    for (file, message) in [("a.txt", "first"), ("b.txt", "second"), ("c.txt", "third")] {
+        fx.write(file, "x\n");
+        sh_git(fx.dir.path(), &["add", file]);
+        sh_git(fx.dir.path(), &["commit", "-q", "-m", message]);
+    }
+    let log = fx.ok("git", json!({"command": "log"})).await;
+    assert!(log.starts_with("3 commits, newest first:\n"), "{log}");
+    assert_eq!(log.lines().count(), 4, "{log}");
+    let newest = fx
+        .ok("git", json!({"command": "log", "max_count": 2}))
+        .await;
+    assert!(
+        newest.starts_with("the 2 newest of 3 commits (set max_count to see more):\n")
+            && newest.ends_with(" Test: second"),
+        "{newest}"
+    );
+    // Counted for the paths asked about, too.
+    let one = fx
+        .ok(
+            "git",
+            json!({"command": "log", "max_count": 1, "paths": ["b.txt"]}),
+        )
+        .await;
+    assert!(one.starts_with("1 commit, newest first:\n"), "{one}");
+}
+
 /// Qwen2.5-Coder-1.5B asked for the last commit with `"repo": "path/to/repo"` and
 /// `"repo": "root"` (30-task set, git-last and git-zh), got "does not exist" and gave up.
 /// The read-only tool uses the workspace root for a `repo` that names no folder, and says
