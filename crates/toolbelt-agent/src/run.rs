@@ -361,7 +361,25 @@ impl Run<'_> {
                 .await
                 .map_err(Stop::Provider)?;
             let mut turn = self.classify(&response, parse_text, iteration);
-            if response.finish_reason == FinishReason::Length
+            if let Some(most) = self.profile.calls_per_turn
+                && let Turn::Calls(_, calls) = &mut turn
+            {
+                // A small model's runaway answer: the first calls run, the rest are no calls.
+                let distinct = distinct_calls(calls);
+                if distinct.len() > most as usize {
+                    tracing::debug!(
+                        calls = calls.len(),
+                        most,
+                        "calls beyond the profile's calls_per_turn dropped"
+                    );
+                    *calls = distinct.into_iter().take(most as usize).collect();
+                }
+            }
+            // Servers that parse calls report `tool_calls`, not `length`, for a cut-off
+            // answer (llama.cpp): the output count tells too.
+            let cut_off = response.finish_reason == FinishReason::Length
+                || response.usage.output_tokens >= u64::from(self.max_tokens);
+            if cut_off
                 && let Turn::Calls(_, calls) = &mut turn
                 && calls.len() > 1
                 && calls.last().is_some_and(|c| c.arguments.is_string())
@@ -659,16 +677,16 @@ impl Run<'_> {
             .max_by_key(|s| s.name.contains("read"))?
             .name
             .clone();
-        let arguments: Vec<String> = self
+        let paths: Vec<String> = self
             .transcript
             .steps
             .iter()
-            .filter_map(|s| match s {
-                Step::Tool { result } => Some(result.call.arguments.to_string()),
-                _ => None,
+            .flat_map(|s| match s {
+                Step::Tool { result } => answers::path_values(&result.call.arguments),
+                _ => Vec::new(),
             })
             .collect();
-        let file = answers::unread_file(&self.input, arguments.iter().map(String::as_str))?;
+        let file = answers::unread_file(&self.input, paths.iter().map(String::as_str))?;
         // Not the whole request again: "List the files …, then read notes.md" restated
         // led the model to list the folder once more.
         let reason = format!(
@@ -838,7 +856,8 @@ impl Run<'_> {
         if !self.active.schemas.is_empty() {
             request.tools = self.active.schemas.clone();
             request.tool_choice = choice.clone();
-            request.parallel_tool_calls = Some(options.parallel_tool_calls);
+            request.parallel_tool_calls =
+                Some(options.parallel_tool_calls && self.profile.calls_per_turn != Some(1));
         }
         request.model.clone_from(&options.model);
         request.temperature = options.temperature;
@@ -982,7 +1001,7 @@ impl Run<'_> {
             return Turn::Calls(response.content.clone(), response.tool_calls.clone());
         }
         let text = response.content.clone().unwrap_or_default();
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || answers::only_tags(&text) {
             return Turn::Bad(if response.finish_reason == FinishReason::Length {
                 format!(
                     "your answer was empty: it hit the {}-token output limit before any text. \
@@ -1008,8 +1027,8 @@ impl Run<'_> {
     /// Runs a turn's calls, minus repeats of earlier identical calls beyond
     /// the limit (the model is told instead); stops the run when the model
     /// persists in repeating, or when the turn would exceed the call budget.
-    /// Identical calls within the turn (same tool, equal arguments) run once:
-    /// each of them gets that one result, in call order.
+    /// Identical calls within the turn (same tool, equal arguments) run once; the
+    /// conversation holds the first of them (see `distinct_calls`).
     async fn run_calls(&mut self, calls: Vec<ToolCall>) -> Result<(), Stop> {
         let agent = self.agent;
         let mut plan: Vec<(ToolCall, Fate)> = Vec::with_capacity(calls.len());

@@ -446,6 +446,9 @@ pub async fn file_edit(
         let shown = workspace.display_path(&file);
         check_git_write(&workspace, &file, &shown)?;
         let original = read_text(&workspace, &file, &shown, cap)?;
+        if let Some(refusal) = json_key_given_a_value(&shown, &original, &old_text, &new_text) {
+            return Err(refusal);
+        }
         let starts: Vec<usize> = original.match_indices(&old_text).map(|(i, _)| i).collect();
         let line_of = |offset: usize| original[..offset].matches('\n').count() + 1;
         match starts.len() {
@@ -468,6 +471,28 @@ pub async fn file_edit(
                      whitespace is ignored: `{}` was replaced",
                     line_of(start),
                     &original[start..end]
+                ))
+            }
+            0 if !replace_all
+                && let Some((start, end, value)) =
+                    unique_key_value_match(&original, &old_text, &new_text) =>
+            {
+                // `port:8080` for `port = 8080`: the same key and value with another
+                // separator or quoting, on one line only. The value is replaced, the
+                // line keeps its own form.
+                let mut updated = String::with_capacity(original.len() + value.len());
+                updated.push_str(&original[..start]);
+                updated.push_str(&value);
+                updated.push_str(&original[end..]);
+                keeps_json_valid(&shown, Some(&original), &updated)?;
+                workspace
+                    .write_atomic(&file, updated.as_bytes())
+                    .map_err(|e| io_error("write", &shown, &e))?;
+                let line = line_of(start);
+                let now = updated.lines().nth(line - 1).unwrap_or("").trim();
+                Ok(format!(
+                    "replaced 1 occurrence in {shown} (at line {line}); old_text matched as a \
+                     key and its value written another way: the line now reads `{now}`"
                 ))
             }
             0 => {
@@ -517,6 +542,98 @@ pub async fn file_edit(
         }
     })
     .await
+}
+
+/// `key` and `value` of a one-line `key: value` or `key = value` (quotes around either
+/// and a trailing comma left out): `port:8080`, `"retries": 5,`, `host = "localhost"`.
+fn key_value(line: &str) -> Option<(&str, &str)> {
+    let line = line.trim();
+    if line.contains('\n') {
+        return None;
+    }
+    let at = line.find([':', '='])?;
+    let key = line[..at].trim().trim_matches(['"', '\'']);
+    let value = line[at + 1..]
+        .trim()
+        .trim_end_matches(',')
+        .trim()
+        .trim_matches(['"', '\'']);
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    (plain(key) && !value.is_empty()).then_some((key, value))
+}
+
+/// Where `old_text`, a `key: value` line, stands in `text` written another way
+/// (`port:8080` for `port = 8080`, `retries: 5` for `"retries": 5,`), when exactly one
+/// line has that key and value: the byte span of the value there and the value of
+/// `new_text` to put in its place (its key must be the same, or it is a value alone).
+fn unique_key_value_match(
+    text: &str,
+    old_text: &str,
+    new_text: &str,
+) -> Option<(usize, usize, String)> {
+    let (key, value) = key_value(old_text)?;
+    let new_value = match key_value(new_text) {
+        Some((new_key, new_value)) if new_key == key => new_value,
+        Some(_) => return None,
+        None => new_text.trim().trim_matches(['"', '\'']),
+    };
+    if new_value.is_empty() || new_value.contains('\n') {
+        return None;
+    }
+    let mut found = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if key_value(line) == Some((key, value)) {
+            if found.is_some() {
+                return None;
+            }
+            // The value's span in this line: after the separator, past quotes.
+            let at = line.find([':', '='])?;
+            let start = at + 1 + line[at + 1..].find(value)?;
+            found = Some((offset + start, offset + start + value.len()));
+        }
+        offset += line.len();
+    }
+    let (start, end) = found?;
+    Some((start, end, new_value.to_owned()))
+}
+
+/// A refusal for an edit of a `.json` file whose `old_text` is a key alone and whose
+/// `new_text` is a number, `true`, `false` or `null`: that renames the key, which is not
+/// what "set retries to 10" means (the 1.5B model's `"old_text": "retries", "new_text":
+/// "10"` turned `"retries": 5` into `"10": 5`, still valid JSON).
+fn json_key_given_a_value(
+    shown: &str,
+    original: &str,
+    old_text: &str,
+    new_text: &str,
+) -> Option<ToolError> {
+    if !shown.to_ascii_lowercase().ends_with(".json") {
+        return None;
+    }
+    let key = old_text.trim().trim_matches('"');
+    let scalar = serde_json::from_str::<serde_json::Value>(new_text.trim())
+        .is_ok_and(|v| v.is_number() || v.is_boolean() || v.is_null());
+    if key.is_empty() || !scalar {
+        return None;
+    }
+    let quoted = format!("\"{key}\"");
+    let line = original.lines().find(|l| {
+        l.find(&quoted)
+            .is_some_and(|at| l[at + quoted.len()..].trim_start().starts_with(':'))
+    })?;
+    let current = line.trim().trim_end_matches(',');
+    Some(ToolError::failed(format!(
+        "nothing was changed: `{key}` is a key of {shown} (`{current}`), and replacing it \
+         with `{}` would rename the key. To change its value, give old_text `{current}` and \
+         new_text `\"{key}\": {}`",
+        new_text.trim(),
+        new_text.trim()
+    )))
 }
 
 /// The byte span of `text` that equals `wanted` when whitespace is ignored

@@ -30,20 +30,20 @@ fn named_files(input: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The first file `input` names that no call of the run mentions in its arguments
-/// (`arguments`, each call's arguments as JSON text), leaving out the file a request to
+/// The first file `input` names that no call of the run was given as a path (`paths`,
+/// from [`path_values`]; a search *for* the name reads nothing), leaving out the file a request to
 /// write names last (it need not exist yet): an answer about it comes from nowhere
 /// ("List the files, then read notes.md and tell me the secret word" answered with a
 /// word made up after the listing).
 pub(super) fn unread_file<'a>(
     input: &str,
-    arguments: impl IntoIterator<Item = &'a str>,
+    paths: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
     let mut files = named_files(input);
     if asks_to_write(input) {
         files.pop();
     }
-    let arguments: Vec<String> = arguments.into_iter().map(str::to_lowercase).collect();
+    let arguments: Vec<String> = paths.into_iter().map(str::to_lowercase).collect();
     files
         .into_iter()
         .find(|file| {
@@ -141,17 +141,74 @@ pub(super) fn describes_call<'a>(answer: &str, called: impl IntoIterator<Item = 
             .any(|tool| lower.contains(&tool.to_lowercase()))
 }
 
-/// Lower-case words of three or more letters, and numbers.
+/// English words too common to show that an answer used a result ("I found the text
+/// notes.md in the file" shares only "the" with a search result).
+const COMMON_WORDS: [&str; 32] = [
+    "the", "and", "for", "are", "was", "were", "this", "that", "with", "from", "you", "your",
+    "has", "have", "had", "not", "but", "all", "any", "can", "there", "here", "which", "what",
+    "these", "those", "they", "them", "its", "into", "than", "then",
+];
+
+/// Lower-case words of three or more letters, and numbers, but not the commonest words.
 fn words(text: &str) -> std::collections::HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 3 || w.chars().any(|c| c.is_ascii_digit()))
         .map(str::to_lowercase)
+        .filter(|w| !COMMON_WORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// Whether `text` holds markup tags and nothing else (`<tools></tools>`, the 1.5B model's
+/// whole answer to a request for a search): no answer at all.
+pub(super) fn only_tags(text: &str) -> bool {
+    let mut rest = String::new();
+    let mut in_tag = false;
+    let mut tags = 0;
+    for c in text.chars() {
+        match c {
+            '<' if !in_tag => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                tags += 1;
+            }
+            c if !in_tag => rest.push(c),
+            _ => {}
+        }
+    }
+    tags > 0 && !in_tag && rest.trim().is_empty()
+}
+
+/// The values a call's `arguments` give under path-like keys (`path`, `paths`, `file`, …):
+/// the files it read, searched or wrote.
+pub(super) fn path_values(arguments: &serde_json::Value) -> Vec<String> {
+    const KEYS: [&str; 6] = ["path", "paths", "file", "files", "file_path", "filename"];
+    let Some(object) = arguments.as_object() else {
+        return Vec::new();
+    };
+    KEYS.iter()
+        .filter_map(|k| object.get(*k))
+        .flat_map(|v| match v {
+            serde_json::Value::Array(items) => items.clone(),
+            other => vec![other.clone()],
+        })
+        .filter_map(|v| v.as_str().map(str::to_owned))
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{describes_call, ignores_results, unread_file, unsaved_file};
+    use super::{
+        describes_call, ignores_results, only_tags, path_values, unread_file, unsaved_file,
+    };
+
+    #[test]
+    fn an_answer_of_tags_alone_is_only_tags() {
+        assert!(only_tags("<tools></tools>"));
+        assert!(only_tags(" <tool_call>\n</tool_call> "));
+        assert!(!only_tags("The file is <b>notes.md</b>"));
+        assert!(!only_tags("3 < 4"));
+        assert!(!only_tags("plain text"));
+    }
 
     #[test]
     fn an_answer_about_the_call_describes_it() {
@@ -232,26 +289,28 @@ mod tests {
         // list-read: the 1.5B model listed the folder, then made up a secret word.
         let input = "List the files in this directory, then read notes.md and tell me the \
             secret word it contains.";
-        assert_eq!(
-            unread_file(input, [r#"{"path":"."}"#]).as_deref(),
-            Some("notes.md")
-        );
-        assert_eq!(unread_file(input, [r#"{"path":"./notes.md"}"#]), None);
+        assert_eq!(unread_file(input, ["."]).as_deref(), Some("notes.md"));
+        assert_eq!(unread_file(input, ["./notes.md"]), None);
         // A path the call wrote from a folder, in another case: the file name is enough.
         assert_eq!(
-            unread_file(
-                "How many rows are in data/users.csv?",
-                [r#"{"path":"data/Users.csv"}"#]
-            ),
+            unread_file("How many rows are in data/users.csv?", ["data/Users.csv"]),
             None
         );
+        // Searched for by name (`"pattern": "notes.md"`), it was not read.
+        let searched = path_values(&serde_json::json!({"path": ".", "pattern": "notes.md"}));
+        assert_eq!(
+            unread_file(input, searched.iter().map(String::as_str)).as_deref(),
+            Some("notes.md")
+        );
+        let read = path_values(&serde_json::json!({"paths": ["notes.md"], "file": 3}));
+        assert_eq!(read, ["notes.md"]);
         assert_eq!(
             unread_file("data/settings.json 里 owner 的名字是什么？", []).as_deref(),
             Some("data/settings.json")
         );
         // The file to write need not exist; the one to read must be read.
         let copy = "Read config.txt and write the host name it uses into a new file host.txt.";
-        assert_eq!(unread_file(copy, [r#"{"path":"config.txt"}"#]), None);
+        assert_eq!(unread_file(copy, ["config.txt"]), None);
         assert_eq!(unread_file(copy, []).as_deref(), Some("config.txt"));
         assert_eq!(
             unread_file("Write a short README.md for this folder.", []),

@@ -398,3 +398,66 @@ async fn a_small_models_answer_about_a_file_no_call_read_gets_one_reminder_to_re
         assert_eq!(script.requests().len(), requests, "{model}");
     }
 }
+
+#[tokio::test]
+async fn a_small_model_runs_one_call_per_answer() {
+    // create-readme: the 1.5B model printed a README, then wrote seventeen made-up files in
+    // one answer. Its profile runs one call per answer and asks the server for one.
+    let writes = [
+        (
+            "file_write",
+            json!({"path": "README.md", "content": "toolbelt"}),
+        ),
+        (
+            "file_write",
+            json!({"path": "example.txt", "content": "Hello"}),
+        ),
+        (
+            "file_write",
+            json!({"path": "sub/new.txt", "content": "Hi"}),
+        ),
+    ];
+    for (model, ran, parallel) in [
+        ("qwen2.5-coder-1.5b-instruct", 1, false),
+        ("gpt-4o", 3, true),
+    ] {
+        let script = ScriptedProvider::new()
+            .then_calls(writes.clone())
+            .then_text("I saved README.md.");
+        let out = writer(&script, model)
+            .build()
+            .unwrap()
+            .run("Write a short README.md that mentions toolbelt.")
+            .await
+            .unwrap();
+        assert_eq!(out.transcript.tool_results().count(), ran, "{model}");
+        let requests = script.requests();
+        assert_eq!(requests[0].parallel_tool_calls, Some(parallel), "{model}");
+        // The conversation holds the calls that ran, each answered.
+        let answered = requests[1]
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { .. }))
+            .count();
+        assert_eq!(answered, ran, "{model}");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_of_markup_alone_is_corrected_as_empty() {
+    // multi-zh: the 1.5B model's whole answer was `<tools></tools>`.
+    let script = ScriptedProvider::new()
+        .then_text("<tools></tools>")
+        .then_text("The meeting is about the budget.");
+    let out = reader(&script)
+        .build()
+        .unwrap()
+        .run("先找到提到 Dana 的文件，再告诉我会议讨论的主题。")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "The meeting is about the budget.");
+    assert!(
+        last_user_text(&script.requests()[1].messages)
+            .is_some_and(|t| t.starts_with("(runtime) your answer was empty")),
+    );
+}

@@ -323,6 +323,94 @@ async fn a_json_file_that_was_valid_stays_valid() {
     .await;
 }
 
+/// "In config.txt, change the port from 8080 to 9090": the 1.5B model gave `port:8080` for
+/// `port = 8080` and gave up when it was not found. A key and value written another way,
+/// on one line only, is that line: its value is replaced and the line keeps its form.
+#[tokio::test]
+async fn a_key_and_value_written_another_way_edits_that_line() {
+    let fx = Fx::new();
+    fx.write("config.txt", "host = \"localhost\"\nport = 8080\n");
+    let out = fx
+        .ok(
+            "file_edit",
+            json!({"path": "config.txt", "old_text": "port:8080", "new_text": "port:9090"}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        "replaced 1 occurrence in config.txt (at line 2); old_text matched as a key and its \
+         value written another way: the line now reads `port = 9090`"
+    );
+    assert_eq!(fx.read("config.txt"), "host = \"localhost\"\nport = 9090\n");
+    // In JSON, quotes and the comma stay; a value alone as new_text is the new value.
+    fx.write("s.json", "{\n  \"retries\": 5,\n  \"theme\": \"dark\"\n}\n");
+    fx.ok(
+        "file_edit",
+        json!({"path": "s.json", "old_text": "retries: 5", "new_text": "10"}),
+    )
+    .await;
+    fx.ok(
+        "file_edit",
+        json!({"path": "s.json", "old_text": "theme = dark", "new_text": "theme: light"}),
+    )
+    .await;
+    assert_eq!(
+        fx.read("s.json"),
+        "{\n  \"retries\": 10,\n  \"theme\": \"light\"\n}\n"
+    );
+    // Two lines with that key and value, another key in new_text, or no such line: not found.
+    fx.write("twice.ini", "[a]\nport = 1\n[b]\nport = 1\n");
+    for (path, old, new) in [
+        ("twice.ini", "port: 1", "port: 2"),
+        ("config.txt", "port: 9090", "host: 2"),
+        ("config.txt", "port: 1234", "port: 2"),
+    ] {
+        let err = fx
+            .err(
+                "file_edit",
+                json!({"path": path, "old_text": old, "new_text": new}),
+            )
+            .await;
+        assert!(
+            err.to_string().starts_with("old_text was not found"),
+            "{err}"
+        );
+    }
+    assert_eq!(fx.read("twice.ini"), "[a]\nport = 1\n[b]\nport = 1\n");
+}
+
+/// "In data/settings.json, set retries to 10": `"old_text": "retries", "new_text": "10"`
+/// would rename the key (`"10": 5` is still JSON). Refused, with the line to give instead.
+#[tokio::test]
+async fn a_json_key_replaced_by_a_value_is_refused_with_the_line_to_give() {
+    let fx = Fx::new();
+    let settings = "{\n  \"retries\": 5,\n  \"theme\": \"dark\"\n}\n";
+    fx.write("data/settings.json", settings);
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "data/settings.json", "old_text": "retries", "new_text": "10"}),
+        )
+        .await;
+    assert_eq!(
+        err.to_string(),
+        "nothing was changed: `retries` is a key of data/settings.json (`\"retries\": 5`), and \
+         replacing it with `10` would rename the key. To change its value, give old_text \
+         `\"retries\": 5` and new_text `\"retries\": 10`"
+    );
+    assert_eq!(fx.read("data/settings.json"), settings);
+    // Renaming a key to another name is an edit like any other.
+    fx.ok(
+        "file_edit",
+        json!({"path": "data/settings.json", "old_text": "\"theme\"", "new_text": "\"colour\""}),
+    )
+    .await;
+    assert!(
+        fx.read("data/settings.json")
+            .contains("\"colour\": \"dark\"")
+    );
+}
+
 #[tokio::test]
 async fn lists_directories_with_kinds_and_sizes() {
     let fx = Fx::new();
