@@ -361,18 +361,26 @@ impl Run<'_> {
                 .await
                 .map_err(Stop::Provider)?;
             let mut turn = self.classify(&response, parse_text, iteration);
-            if let Some(most) = self.profile.calls_per_turn
+            if self.profile.one_call_per_turn
                 && let Turn::Calls(_, calls) = &mut turn
             {
-                // A small model's runaway answer: the first calls run, the rest are no calls.
-                let distinct = distinct_calls(calls);
-                if distinct.len() > most as usize {
+                // A small model's runaway answer: its reads run (copies merged), and of
+                // the calls that change something, the first only; the others are no calls.
+                let before = calls.len();
+                let mut changed = false;
+                calls.retain(|c| {
+                    let changes = self
+                        .agent
+                        .tools
+                        .get(&c.name)
+                        .is_some_and(|t| !t.spec().policy.is_read_only());
+                    !changes || !std::mem::replace(&mut changed, true)
+                });
+                if calls.len() < before {
                     tracing::debug!(
-                        calls = calls.len(),
-                        most,
-                        "calls beyond the profile's calls_per_turn dropped"
+                        dropped = before - calls.len(),
+                        "calls that change something beyond the first of an answer dropped"
                     );
-                    *calls = distinct.into_iter().take(most as usize).collect();
                 }
             }
             // Servers that parse calls report `tool_calls`, not `length`, for a cut-off
@@ -857,7 +865,7 @@ impl Run<'_> {
             request.tools = self.active.schemas.clone();
             request.tool_choice = choice.clone();
             request.parallel_tool_calls =
-                Some(options.parallel_tool_calls && self.profile.calls_per_turn != Some(1));
+                Some(options.parallel_tool_calls && !self.profile.one_call_per_turn);
         }
         request.model.clone_from(&options.model);
         request.temperature = options.temperature;

@@ -39,10 +39,11 @@ pub struct ModelProfile {
     /// from what it knows (small models call whatever tool they are offered,
     /// e.g. `ask_human` for "What is the capital of France?").
     pub tools_when_unsure: bool,
-    /// Most calls run from one answer (`None`: all of them); with 1, requests also send
-    /// `parallel_tool_calls: false`. Small models under a grammar that allows several
-    /// calls wrote the same call, or seventeen made-up writes, until their tokens ran out.
-    pub calls_per_turn: Option<u32>,
+    /// Whether requests ask for one call per answer (`parallel_tool_calls: false`), and an
+    /// answer with more runs its reads but only its first call that changes something.
+    /// Small models under a grammar that allows several calls wrote the same call, or
+    /// seventeen made-up file writes, until their tokens ran out.
+    pub one_call_per_turn: bool,
 }
 
 impl Default for ModelProfile {
@@ -56,7 +57,7 @@ impl Default for ModelProfile {
             max_tokens: 4096,
             context_tokens: None,
             tools_when_unsure: true,
-            calls_per_turn: None,
+            one_call_per_turn: false,
         }
     }
 }
@@ -107,8 +108,8 @@ struct Fields {
     context_tokens: Option<Option<u32>>,
     #[serde(default)]
     tools_when_unsure: Option<bool>,
-    #[serde(default, deserialize_with = "null_or")]
-    calls_per_turn: Option<Option<u32>>,
+    #[serde(default)]
+    one_call_per_turn: Option<bool>,
 }
 
 fn null_or<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
@@ -135,8 +136,8 @@ impl Fields {
         if let Some(v) = self.tools_when_unsure {
             profile.tools_when_unsure = v;
         }
-        if let Some(v) = self.calls_per_turn {
-            profile.calls_per_turn = v;
+        if let Some(v) = self.one_call_per_turn {
+            profile.one_call_per_turn = v;
         }
     }
 }
@@ -150,7 +151,7 @@ impl Fields {
 /// {
 ///   "default": {"max_tools": 16, "native_tool_calls": true, "text_tool_calls": false,
 ///               "max_tokens": 4096, "context_tokens": null, "tools_when_unsure": true,
-///               "calls_per_turn": null},
+///               "one_call_per_turn": false},
 ///   "profiles": [
 ///     {"match": "*qwen2.5*1.5b*", "max_tools": 3, "text_tool_calls": true, "max_tokens": 1024}
 ///   ]
@@ -169,8 +170,8 @@ impl Fields {
 /// assert_eq!(profiles.find("qwen2.5-coder-1.5b-instruct").max_tools, 3);
 /// assert!(!profiles.find("gpt-4o").text_tool_calls);
 /// assert!(!profiles.find("qwen2.5-coder-1.5b-instruct").tools_when_unsure);
-/// assert_eq!(profiles.find("qwen2.5-coder-1.5b-instruct").calls_per_turn, Some(1));
-/// assert_eq!(profiles.find("gpt-4o").calls_per_turn, None);
+/// assert!(profiles.find("qwen2.5-coder-1.5b-instruct").one_call_per_turn);
+/// assert!(!profiles.find("gpt-4o").one_call_per_turn);
 /// profiles.prepend(ModelProfiles::from_json(
 ///     r#"{"profiles": [{"match": "my-model*", "max_tools": 3}]}"#,
 /// )?);
@@ -366,15 +367,14 @@ mod tests {
     }
 
     #[test]
-    fn calls_per_turn_is_read_null_lifts_it_and_it_defaults_off() {
+    fn one_call_per_turn_is_read_and_defaults_off() {
         let profiles = ModelProfiles::from_json(
-            r#"{"default": {"calls_per_turn": 2}, "profiles": [{"match": "tiny*", "calls_per_turn": 1}, {"match": "big*", "calls_per_turn": null}]}"#,
+            r#"{"profiles": [{"match": "tiny*", "one_call_per_turn": true}, {"match": "big*"}]}"#,
         )
         .unwrap();
-        assert_eq!(profiles.find("tiny-1b").calls_per_turn, Some(1));
-        assert_eq!(profiles.find("big-70b").calls_per_turn, None);
-        assert_eq!(profiles.find("other").calls_per_turn, Some(2));
-        assert_eq!(ModelProfile::default().calls_per_turn, None);
+        assert!(profiles.find("tiny-1b").one_call_per_turn);
+        assert!(!profiles.find("big-70b").one_call_per_turn);
+        assert!(!ModelProfile::default().one_call_per_turn);
     }
 
     #[test]

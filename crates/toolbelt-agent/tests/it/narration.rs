@@ -400,9 +400,10 @@ async fn a_small_models_answer_about_a_file_no_call_read_gets_one_reminder_to_re
 }
 
 #[tokio::test]
-async fn a_small_model_runs_one_call_per_answer() {
+async fn a_small_model_runs_one_change_per_answer() {
     // create-readme: the 1.5B model printed a README, then wrote seventeen made-up files in
-    // one answer. Its profile runs one call per answer and asks the server for one.
+    // one answer. Its profile asks the server for one call per answer, and of an answer
+    // with more runs the reads and the first change.
     let writes = [
         (
             "file_write",
@@ -418,11 +419,13 @@ async fn a_small_model_runs_one_call_per_answer() {
         ),
     ];
     for (model, ran, parallel) in [
-        ("qwen2.5-coder-1.5b-instruct", 1, false),
-        ("gpt-4o", 3, true),
+        ("qwen2.5-coder-1.5b-instruct", 2, false),
+        ("gpt-4o", 4, true),
     ] {
+        let mut calls = writes.to_vec();
+        calls.insert(1, ("file_read", json!({"path": "notes.md"})));
         let script = ScriptedProvider::new()
-            .then_calls(writes.clone())
+            .then_calls(calls)
             .then_text("I saved README.md.");
         let out = writer(&script, model)
             .build()

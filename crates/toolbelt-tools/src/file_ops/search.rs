@@ -91,7 +91,7 @@ pub async fn file_search(
             Pattern::compile(p, any_case)
         })
         .transpose()?;
-    let query = Query {
+    let mut query = Query {
         workspace: workspace.clone(),
         root: workspace.root().to_path_buf(),
         glob,
@@ -117,8 +117,18 @@ pub async fn file_search(
             Err(e) => return Err(e.into()),
         };
         let shown = query.workspace.display_path(&dir);
+        // One file and nothing to look for (the 1.5B model asking how many rows a CSV
+        // has): its name alone says nothing, its lines are counted.
+        let mut one_file = None;
+        if query.pattern.is_none() && !query.count && dir.is_file() {
+            query.count = true;
+            one_file = Some(format!(
+                "[{shown} is one file and no pattern was given, so its lines were counted; \
+                 read it with file_read]\n"
+            ));
+        }
         let mut out = query.answer(&dir, &shown, &stop)?;
-        for note in [note, taken_as_glob, split_note]
+        for note in [note, taken_as_glob, split_note, one_file]
             .into_iter()
             .flatten()
             .rev()

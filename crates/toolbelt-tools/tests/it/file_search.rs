@@ -374,6 +374,14 @@ async fn counts_lines_of_a_file_matching_lines_and_files() {
         fx.ok("file_read", json!({"path": "data.csv"})).await,
         "[data.csv: 4 lines: a header and 3 rows]\nid,name\n1,a\n2,b\n3,c"
     );
+    // One file and no pattern (count-rows: the 1.5B model's `{"path": "data/users.csv"}`
+    // answered "1 file under data/users.csv"): its lines are counted.
+    assert_eq!(
+        fx.ok("file_search", json!({"path": "data.csv"})).await,
+        "[data.csv is one file and no pattern was given, so its lines were counted; read it \
+         with file_read]\n1 file under data.csv, 4 lines in all:\ndata.csv: 4 lines (a header \
+         and 3 rows)"
+    );
 }
 
 #[tokio::test]
