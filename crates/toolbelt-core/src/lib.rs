@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod backoff;
 mod call;
 mod context;
 pub mod duration_serde;
@@ -20,6 +21,7 @@ mod tool;
 mod toolset;
 mod validate;
 
+pub use backoff::Backoff;
 pub use call::{CallResult, ToolCall};
 pub use context::{Extensions, ToolContext};
 pub use error::{RegistryError, SelectionError, SpecError, ToolError, ToolErrorKind, Violation};

@@ -11,7 +11,7 @@ mod sessions;
 
 pub use agents::{AgentEndpoint, Export, agents_router, agents_router_with_limit};
 pub use client::{
-    Backoff, McpClient, McpClientBuilder, McpEvent, McpTool, ServerStatus, SpawnRefused,
+    McpClient, McpClientBuilder, McpEvent, McpTool, RECONNECT_BACKOFF, ServerStatus, SpawnRefused,
     StdioCommand, StdioProcess, StdioSpawner,
 };
 pub use config::{McpConfig, McpSandbox, McpServerConfig, Transport};
@@ -21,6 +21,9 @@ pub use convert::{
 };
 pub use error::McpError;
 pub use server::{McpServer, McpServerHandler};
+/// How the client waits before reconnecting: core's one backoff type, re-exported here where
+/// it used to live.
+pub use toolbelt_core::Backoff;
 /// Progress of imported calls reaches a [`ProgressSink`] in the call's context (and the
 /// executor's events); it is core's type, re-exported here where it used to live.
 pub use toolbelt_core::{Progress, ProgressSink};
