@@ -28,7 +28,6 @@ pub mod database;
 mod guard;
 pub mod learning;
 mod mcp;
-pub mod mcp_servers;
 pub mod metrics;
 mod problem;
 mod rate_limit;

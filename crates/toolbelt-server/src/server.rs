@@ -147,8 +147,8 @@ impl ServerBuilder {
         // Routines run on this instance too; on Postgres several instances share the work.
         crate::routines::start(&state, instance);
         // The MCP servers stored in the database: connected now, followed as they change,
-        // stopped with the server (a task of the server: the host does not depend on MCP).
-        let mcp_servers = crate::mcp_servers::spawn(&state);
+        // stopped with the host.
+        state.host().start_mcp_servers();
         if let Some(load) = self.encoder {
             state.host().start_encoder(load);
         }
@@ -162,7 +162,6 @@ impl ServerBuilder {
             state,
             stop,
             serving,
-            mcp_servers,
             watch,
         })
     }
@@ -175,7 +174,6 @@ pub struct RunningServer {
     state: AppState,
     stop: CancellationToken,
     serving: JoinHandle<std::io::Result<()>>,
-    mcp_servers: Option<JoinHandle<()>>,
     watch: WatchHandle,
 }
 
@@ -215,8 +213,8 @@ impl RunningServer {
     }
 
     /// Stops serving (requests in flight finish; SSE streams end with a `shutdown` event),
-    /// then waits for the host's background tasks (routine loop, learning, the encoder) and the stored MCP
-    /// servers' task, and stops following the database.
+    /// then waits for the host's background tasks (routine loop, learning, the encoder, the
+    /// stored MCP servers' supervision), and stops following the database.
     ///
     /// # Errors
     /// Serving's I/O error.
@@ -229,9 +227,6 @@ impl RunningServer {
     async fn finish(self, served: std::io::Result<()>) -> std::io::Result<()> {
         // Serving cancelled the host's token when it began to shut down.
         self.state.host().shutdown().await;
-        if let Some(task) = self.mcp_servers {
-            let _ = task.await;
-        }
         self.watch.stop().await;
         served
     }

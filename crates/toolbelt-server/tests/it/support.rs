@@ -150,7 +150,7 @@ impl TestServer {
             assert!(toolbelt_server::routines::start(&state, "test"));
         }
         // Stored MCP servers are connected and followed, as `toolbelt serve` does.
-        let _ = toolbelt_server::mcp_servers::spawn(&state);
+        let _ = state.host().start_mcp_servers();
         // Learning from use, when the configuration turns it on, as `toolbelt serve` does.
         let _ = toolbelt_server::learning::start(&state).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
