@@ -5,6 +5,7 @@ mod backoff;
 mod call;
 mod context;
 pub mod duration_serde;
+mod embedder;
 mod error;
 mod events;
 mod executor;
@@ -24,6 +25,7 @@ mod validate;
 pub use backoff::Backoff;
 pub use call::{CallResult, ToolCall};
 pub use context::{Extensions, ToolContext};
+pub use embedder::{Embedder, EmbedderError};
 pub use error::{RegistryError, SelectionError, SpecError, ToolError, ToolErrorKind, Violation};
 pub use events::ExecEvent;
 pub use executor::{
