@@ -152,7 +152,7 @@ pub struct ApprovalResolvedData {
     /// `approve`, `edit`, `reject` (or `other`).
     pub decision: String,
     /// The new arguments (`edit`), the reason (`reject`), else null.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub detail: Value,
 }
 
@@ -210,8 +210,8 @@ pub struct CallReportSchema {
 pub struct CallOutputSchema {
     /// The text the model saw.
     pub text: String,
-    /// Structured output, when the tool gave one.
-    #[schema(value_type = Option<Object>)]
+    /// Structured output (any JSON), when the tool gave one.
+    #[schema(value_type = Option<Value>)]
     pub json: Option<Value>,
     /// How the text was shortened, when it was.
     pub truncated: Option<TruncationSchema>,
