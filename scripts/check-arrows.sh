@@ -28,8 +28,9 @@ declare -A RULES=(
   [toolbelt-embed]='reqwest|sqlx|axum|rmcp|hyper|toolbelt-[a-z]+'
   # Static console assets and the router serving them: no toolbelt crate, no storage (ADR 0036).
   [toolbelt-console]='reqwest|sqlx|rmcp|toolbelt-[a-z]+'
-  # The host turns stored records into running things: no HTTP server, no front-end.
-  [toolbelt-host]='axum|toolbelt-mcp|toolbelt-server|toolbelt-console|toolbelt'
+  # The host turns stored records into running things: no HTTP server, no front-end. It
+  # supervises stored MCP servers through toolbelt-mcp's client side, which pulls no axum.
+  [toolbelt-host]='axum|toolbelt-server|toolbelt-console|toolbelt'
   # OpenAPI documents to stored HTTP tools: the tools' definitions and the store, no server,
   # no MCP, no model; it fetches nothing (the CLI reads a document by URL) (ADR 0054).
   [toolbelt-openapi]='axum|rmcp|toolbelt-router|toolbelt-llm|toolbelt-agent|toolbelt-mcp|toolbelt-host|toolbelt-server|toolbelt-console|toolbelt'

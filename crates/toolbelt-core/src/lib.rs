@@ -1,9 +1,11 @@
 #![doc = include_str!("../README.md")]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod backoff;
 mod call;
 mod context;
 pub mod duration_serde;
+mod embedder;
 mod error;
 mod events;
 mod executor;
@@ -20,8 +22,10 @@ mod tool;
 mod toolset;
 mod validate;
 
+pub use backoff::Backoff;
 pub use call::{CallResult, ToolCall};
 pub use context::{Extensions, ToolContext};
+pub use embedder::{Embedder, EmbedderError};
 pub use error::{RegistryError, SelectionError, SpecError, ToolError, ToolErrorKind, Violation};
 pub use events::ExecEvent;
 pub use executor::{

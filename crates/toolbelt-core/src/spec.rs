@@ -170,13 +170,9 @@ impl RetryPolicy {
 
     /// The delay before retry number `attempt` (1-based), capped by `max_backoff`.
     pub fn backoff(&self, attempt: u32) -> Duration {
-        let factor = self
-            .multiplier
-            .max(1)
-            .saturating_pow(attempt.saturating_sub(1));
-        self.initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff)
+        crate::Backoff::new(self.initial_backoff, self.max_backoff)
+            .with_multiplier(self.multiplier)
+            .delay(attempt)
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`Host`]: the agents, runs and tools a front-end serves, and the background tasks that
-//! keep them going (the routine loop, learning from the run log, loading the encoder),
-//! stopped together.
+//! keep them going (the routine loop, learning from the run log, loading the encoder, the
+//! stored MCP servers' supervision), stopped together.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -11,6 +11,7 @@ use toolbelt_core::{BoxFuture, Executor, Registry};
 use toolbelt_router::{AnyRouter, EmbeddingRouter, LearnConfig, LearnedUsage, RunLog};
 use toolbelt_store::{ClaimConfig, RoutineClaims, RunLogConfig, RunLogWriter, Store};
 
+use crate::mcp_servers::{McpServers, McpSupervision};
 use crate::routines::{AgentRoutineRunner, RunExtensions, Scheduler};
 use crate::runs::RunRegistry;
 use crate::{AgentFactory, StoreRunLog};
@@ -21,6 +22,7 @@ pub struct HostBuilder {
     agents: AgentFactory,
     runs: RunRegistry,
     store: Option<Store>,
+    mcp: Option<McpSupervision>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -38,6 +40,7 @@ impl HostBuilder {
             agents,
             runs: RunRegistry::new(),
             store: None,
+            mcp: None,
         }
     }
 
@@ -55,14 +58,22 @@ impl HostBuilder {
         self
     }
 
+    /// Supervises the MCP servers stored in the host's store as `settings` say (ignored
+    /// without a store); they connect once [`Host::start_mcp_servers`] is called.
+    pub fn mcp_servers(mut self, settings: McpSupervision) -> Self {
+        self.mcp = Some(settings);
+        self
+    }
+
     /// The host. With a store, it starts the run log's writer task (it ends, after a last
     /// flush, when every writer is dropped); no other task starts before
-    /// [`Host::start_routines`] or [`Host::start_learning`].
+    /// [`Host::start_routines`], [`Host::start_learning`] or [`Host::start_mcp_servers`].
     pub fn build(self) -> Host {
         let Self {
             agents,
             mut runs,
             store,
+            mcp,
         } = self;
         let mut run_log = None;
         if let Some(store) = &store {
@@ -71,7 +82,12 @@ impl HostBuilder {
             runs = runs.with_run_log(writer.clone());
             run_log = Some(writer);
         }
+        let mcp_servers = store
+            .clone()
+            .zip(mcp)
+            .map(|(store, settings)| McpServers::new(store, agents.shared_registry(), settings));
         Host {
+            mcp_servers,
             agents,
             executor: Executor::new(),
             runs,
@@ -91,6 +107,7 @@ pub struct Host {
     runs: RunRegistry,
     store: Option<Store>,
     run_log: Option<RunLogWriter>,
+    mcp_servers: Option<McpServers>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -187,6 +204,12 @@ impl Host {
         self.run_log.as_ref()
     }
 
+    /// The supervisor of the MCP servers stored in the host's store, when the host has a
+    /// store and was built with [`HostBuilder::mcp_servers`].
+    pub fn mcp_servers(&self) -> Option<&McpServers> {
+        self.mcp_servers.as_ref()
+    }
+
     /// Cancelled when the host begins to shut down: its background tasks end, and a
     /// front-end may end what it streams.
     pub fn shutdown_token(&self) -> &CancellationToken {
@@ -207,6 +230,18 @@ impl Host {
         let scheduler = Scheduler::new(claims, Arc::new(runner));
         let cancel = self.shutdown.clone();
         self.tasks.spawn(async move { scheduler.run(cancel).await });
+        true
+    }
+
+    /// Connects the MCP servers stored in the host's store and follows the store (every
+    /// [`crate::mcp_servers::POLL`]) in a task of the host; shutdown stops every client, their
+    /// tools leaving the registry. Returns `false`, starting nothing, without a supervisor
+    /// ([`Host::mcp_servers`]).
+    pub fn start_mcp_servers(&self) -> bool {
+        let Some(servers) = self.mcp_servers.clone() else {
+            return false;
+        };
+        self.tasks.spawn(servers.follow(self.shutdown.clone()));
         true
     }
 

@@ -71,13 +71,8 @@ impl RetryConfig {
     /// The wait before retry number `retry` (0-based) without a `Retry-After`:
     /// exponential, capped, with "equal jitter" (half fixed, half random).
     pub(crate) fn backoff(&self, retry: u32) -> Duration {
-        let factor = 1u32.checked_shl(retry.min(16)).unwrap_or(u32::MAX);
-        let full = self
-            .initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff);
-        let half = full / 2;
-        half + half.mul_f64(jitter_fraction())
+        toolbelt_core::Backoff::new(self.initial_backoff, self.max_backoff)
+            .jittered(retry.saturating_add(1))
     }
 
     /// The wait before the next retry, or `None` when the provider asked for a
@@ -89,19 +84,6 @@ impl RetryConfig {
             None => Some(self.backoff(retry)),
         }
     }
-}
-
-/// A number in `[0, 1)` that differs between calls; good enough for jitter.
-fn jitter_fraction() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The wait a response asks for: `retry-after-ms`, then `Retry-After` as

@@ -27,7 +27,7 @@ use serde::Serialize;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{Registry, ToolContext, ToolHandle};
+use toolbelt_core::{Backoff, Registry, ToolContext, ToolHandle};
 
 use crate::config::{McpServerConfig, Transport};
 use crate::error::McpError;
@@ -146,32 +146,10 @@ pub enum McpEvent {
     },
 }
 
-/// How the supervisor retries a server that fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Backoff {
-    /// First wait.
-    pub initial: Duration,
-    /// Longest wait.
-    pub max: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Self {
-            initial: Duration::from_millis(250),
-            max: Duration::from_secs(30),
-        }
-    }
-}
-
-impl Backoff {
-    /// The wait after `failures` consecutive failures (doubling, capped).
-    pub fn delay(&self, failures: u32) -> Duration {
-        let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
-        self.initial.saturating_mul(factor).min(self.max)
-    }
-}
+/// How the supervisor retries a server that fails by default: from 250 ms, doubling, up to
+/// 30 s.
+pub const RECONNECT_BACKOFF: Backoff =
+    Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
 
 /// A progress route: which imported call a progress token belongs to.
 #[derive(Debug, Clone)]
@@ -389,7 +367,7 @@ impl McpClient {
         McpClientBuilder {
             name: name.into(),
             config,
-            backoff: Backoff::default(),
+            backoff: RECONNECT_BACKOFF,
             registry: None,
             http_client: None,
             spawner: None,
@@ -946,20 +924,5 @@ async fn run_connected(
                 return Ended { failure: Failure::transient("stopped"), was_up: true };
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_up_to_the_cap() {
-        let b = Backoff {
-            initial: Duration::from_millis(100),
-            max: Duration::from_millis(500),
-        };
-        let delays: Vec<u128> = (1..=5).map(|n| b.delay(n).as_millis()).collect();
-        assert_eq!(delays, [100, 200, 400, 500, 500]);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool as McpToolDef, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, Tool as McpToolDef, ToolAnnotations};
 use serde_json::{Map, Value, json};
 use toolbelt_core::{Effect, ToolError, ToolKind, ToolOutput, ToolPolicy, ToolSpec};
 
@@ -11,6 +11,7 @@ use toolbelt_core::{Effect, ToolError, ToolKind, ToolOutput, ToolPolicy, ToolSpe
 pub const MCP_METADATA_KEY: &str = "mcp";
 
 /// A tag made of `text`: characters outside `[A-Za-z0-9_.:-]` become `_`.
+#[cfg(feature = "client")]
 pub(crate) fn tag_safe(text: &str) -> String {
     text.chars()
         .map(|c| {
@@ -25,6 +26,7 @@ pub(crate) fn tag_safe(text: &str) -> String {
 
 /// Longest remote tool name kept as is in a local name (providers accept 64 characters for a
 /// whole function name; the server's prefix comes on top).
+#[cfg(feature = "client")]
 const MAX_REMOTE_NAME: usize = 56;
 
 /// The local name of the remote tool `remote`: ASCII letters, digits, `_`, `-` and `.` kept,
@@ -33,6 +35,7 @@ const MAX_REMOTE_NAME: usize = 56;
 /// `taken` (two remote names made the same) gets `_2`, `_3`, ... The remote name is kept for
 /// calls and shown in the tool's metadata. A server's `../../etc/passwd` thus never becomes
 /// a path or a display string with separators.
+#[cfg(feature = "client")]
 pub(crate) fn unique_local_name(
     remote: &str,
     taken: &mut std::collections::HashSet<String>,
@@ -62,7 +65,8 @@ pub(crate) fn unique_local_name(
 }
 
 /// An input schema as toolbelt wants it: an object schema with `properties`.
-pub(crate) fn normalize_input_schema(schema: &JsonObject) -> Value {
+#[cfg(feature = "client")]
+pub(crate) fn normalize_input_schema(schema: &rmcp::model::JsonObject) -> Value {
     let mut schema = schema.clone();
     schema
         .entry("type")

@@ -9,7 +9,7 @@ use oas3::spec::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use toolbelt_core::ToolSpec;
-use toolbelt_tools::declarative::Definition;
+use toolbelt_tools::declarative::{Definition, secret_names};
 
 use crate::document::{METHODS, escape, parse, resolve, typed};
 use crate::error::ImportError;
@@ -755,7 +755,8 @@ impl Converter<'_> {
             }
             if usable {
                 for (_, value) in &headers {
-                    self.secrets.extend(secret_names(value));
+                    self.secrets
+                        .extend(secret_names(value).into_iter().map(str::to_owned));
                 }
                 return Ok(headers);
             }
@@ -799,15 +800,6 @@ impl Converter<'_> {
         };
         identifier(&joined).replace('-', "_").to_ascii_uppercase()
     }
-}
-
-/// The secret names in a header template (`Bearer {{secret.X}}` → `X`).
-fn secret_names(template: &str) -> Vec<String> {
-    template
-        .split("{{secret.")
-        .skip(1)
-        .filter_map(|rest| rest.split_once("}}").map(|(name, _)| name.to_owned()))
-        .collect()
 }
 
 /// The summary and the description, or `METHOD /path`, cut to [`MAX_DESCRIPTION`] bytes.

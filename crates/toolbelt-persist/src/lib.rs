@@ -14,4 +14,4 @@ pub use routine::{
     MAX_INTERVAL_SECS, MissedPolicy, RoutineDraft, RoutineError, RoutineInfo, RoutineStore,
     SCHEDULE_FORMS, Schedule, describe_routine, utc_ms,
 };
-pub use vectors::{QuantizedVector, TextEmbedder};
+pub use vectors::QuantizedVector;

@@ -598,7 +598,7 @@ impl MemoryIndex {
         self.insert_entry_with_vector(entry, None);
     }
 
-    /// Adds an entry with its vector (from the [`TextEmbedder`](crate::TextEmbedder) whose
+    /// Adds an entry with its vector (from the [`Embedder`](toolbelt_core::Embedder) whose
     /// query vectors [`MemoryIndex::search_hybrid`] will be given).
     pub fn insert_entry_with_vector(&self, entry: MemoryEntry, vector: Option<&QuantizedVector>) {
         let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);

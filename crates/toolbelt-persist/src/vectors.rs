@@ -1,18 +1,9 @@
-//! Memory vectors for hybrid recall (ADR 0041): the [`TextEmbedder`] seam, entries' unit
-//! vectors quantised to int8 ([`QuantizedVector`], 4 + dims bytes each), and a set of them by
+//! Memory vectors for hybrid recall (ADR 0041), made by an [`Embedder`](toolbelt_core::Embedder)
+//! (core's seam, shared with the router): entries' unit vectors quantised to int8
+//! ([`QuantizedVector`], 4 + dims bytes each), and a set of them by
 //! index slot that finds the nearest to a query: every vector's sign bits are compared first
 //! (Hamming distance, 8 words for 512 dimensions), and only the closest few hundred are scored
 //! from their int8 codes.
-
-/// Turns texts into vectors (the multilingual encoder, a test double).
-pub trait TextEmbedder: Send + Sync + 'static {
-    /// The model's id: vectors made by another model are never compared with this one's.
-    fn model(&self) -> &str;
-    /// One vector per text, in order. Blocking (CPU-bound): async callers run it where
-    /// blocking is allowed (`block_in_place`, a blocking thread). `Err` says why no vectors
-    /// could be made.
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String>;
-}
 
 /// A unit vector as int8 codes and one scale: component `i` is about `codes[i] * scale`.
 #[derive(Debug, Clone, PartialEq)]

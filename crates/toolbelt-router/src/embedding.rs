@@ -1,4 +1,5 @@
-//! [`Embedder`] and [`EmbeddingRouter`]: routing by cosine similarity of embeddings.
+//! [`EmbeddingRouter`]: routing by cosine similarity of embeddings made by an [`Embedder`]
+//! (core's seam, shared with agent memory).
 
 #[cfg(feature = "local-embed")]
 mod local;
@@ -10,7 +11,8 @@ mod openai;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use toolbelt_core::{BoxFuture, ToolHandle, Toolset};
+pub use toolbelt_core::{Embedder, EmbedderError};
+use toolbelt_core::{ToolHandle, Toolset};
 
 #[cfg(feature = "local-embed")]
 pub use local::{LocalEmbedError, LocalEmbedder};
@@ -24,15 +26,6 @@ use crate::error::RouteError;
 use crate::index::{FastMap, top_k};
 use crate::router::Router;
 use crate::tool_text::{Fnv, ToolText};
-
-/// Turns texts into vectors (a remote endpoint, a local model, a test double).
-pub trait Embedder: Send + Sync + 'static {
-    /// Model id; part of the embedding cache key.
-    fn model(&self) -> &str;
-    /// One vector per text, in order; an empty vector (a text the model cannot read) matches nothing.
-    fn embed<'a>(&'a self, texts: &'a [String])
-    -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>>;
-}
 
 /// Which text of a tool is embedded. A router can embed several views of each tool
 /// ([`EmbeddingRouter::with_views`]); the query is embedded once and compared with each.

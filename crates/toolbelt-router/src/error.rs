@@ -16,3 +16,12 @@ pub enum RouteError {
         message: String,
     },
 }
+
+impl From<toolbelt_core::EmbedderError> for RouteError {
+    fn from(e: toolbelt_core::EmbedderError) -> Self {
+        Self::Backend {
+            backend: e.backend,
+            message: e.message,
+        }
+    }
+}

@@ -28,7 +28,7 @@ pub use decision::{BoundedFallback, RouteDecision, RouteOutcome, RouteRequest, S
 pub use embedding::OpenAiEmbedder;
 #[cfg(feature = "multilingual-embed")]
 pub use embedding::UseEmbedder;
-pub use embedding::{Embedder, EmbeddingRouter, ToolView};
+pub use embedding::{Embedder, EmbedderError, EmbeddingRouter, ToolView};
 #[cfg(feature = "local-embed")]
 pub use embedding::{LocalEmbedError, LocalEmbedder};
 pub use error::RouteError;

@@ -282,6 +282,26 @@ impl ServerConfig {
         Ok(config)
     }
 
+    /// How the host supervises the MCP servers stored in the database: stdio programs of
+    /// [`ServerConfig::mcp_commands`] only, started in the command sandbox over the workspace
+    /// (workspace-write, as the server's command tools) with [`ServerConfig::mcp_read_paths`]
+    /// readable; URLs reached through `http` (the HTTP tools' guard and allow-list).
+    pub(crate) fn mcp_supervision(
+        &self,
+        http: toolbelt_tools::HttpConfig,
+    ) -> toolbelt_host::McpSupervision {
+        let root =
+            std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
+        let spawner = toolbelt_host::mcp_servers::sandboxed_spawner(
+            root,
+            toolbelt_tools::sandbox::SandboxMode::WorkspaceWrite,
+            self.mcp_read_paths.clone(),
+        );
+        toolbelt_host::McpSupervision::new(spawner)
+            .with_commands(self.mcp_commands.clone())
+            .with_http(http)
+    }
+
     /// The HTTP tools' configuration: every internal address refused but the allow-listed ones.
     ///
     /// # Errors

@@ -7,14 +7,14 @@
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
-//! use toolbelt_server::{AppState, ServerConfig, serve};
+//! use toolbelt_server::{Server, ServerConfig};
 //!
 //! let registry = std::sync::Arc::new(toolbelt_core::Registry::discovered()?);
 //! let mut config = ServerConfig::default();
 //! config.dev = true;
-//! let state = AppState::new(registry, config)?;
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7878").await?;
-//! serve(listener, state, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! // Without a database; `.database(db)` serves a database's tools, agents and runs.
+//! let server = Server::builder(config).registry(registry).start().await?;
+//! server.run_until(async { let _ = tokio::signal::ctrl_c().await; }).await?;
 //! # Ok(()) }
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -28,7 +28,6 @@ pub mod database;
 mod guard;
 pub mod learning;
 mod mcp;
-pub mod mcp_servers;
 pub mod metrics;
 mod problem;
 mod rate_limit;

@@ -2,9 +2,11 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::Registry;
 use toolbelt_host::{Database, EncoderLoad};
 use toolbelt_store::WatchHandle;
 
@@ -21,9 +23,10 @@ impl Server {
     pub fn builder(config: ServerConfig) -> ServerBuilder {
         ServerBuilder {
             config,
-            database: None,
+            tools: Tools::None,
             instance: None,
             encoder: None,
+            routines: true,
         }
     }
 }
@@ -32,18 +35,27 @@ impl Server {
 #[must_use]
 pub struct ServerBuilder {
     config: ServerConfig,
-    database: Option<Database>,
+    tools: Tools,
     instance: Option<String>,
     encoder: Option<EncoderLoad>,
+    routines: bool,
+}
+
+/// What a server serves: a database's tools, agents, tokens and runs, or a registry of its own.
+enum Tools {
+    None,
+    Database(Database),
+    Registry(Arc<Registry>),
 }
 
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerBuilder")
             .field("config", &self.config)
-            .field("database", &self.database.is_some())
+            .field("database", &matches!(self.tools, Tools::Database(_)))
             .field("instance", &self.instance)
             .field("encoder", &self.encoder.is_some())
+            .field("routines", &self.routines)
             .finish()
     }
 }
@@ -52,9 +64,6 @@ impl std::fmt::Debug for ServerBuilder {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {
-    /// No database was given ([`ServerBuilder::database`]).
-    #[error("no database: give one with ServerBuilder::database")]
-    NoDatabase,
     /// The state could not be built.
     #[error(transparent)]
     State(#[from] StateError),
@@ -80,9 +89,25 @@ pub enum StartError {
 
 impl ServerBuilder {
     /// Serves the tools, agents, tokens and runs of `db` (opened with
-    /// [`crate::database::open`]). Required.
+    /// [`crate::database::open`]), and runs its routines and stored MCP servers.
     pub fn database(mut self, db: Database) -> Self {
-        self.database = Some(db);
+        self.tools = Tools::Database(db);
+        self
+    }
+
+    /// Serves the tools of `registry` and the configured agents, without a database: runs
+    /// stay in memory, tokens come from the configuration, and there are no stored tools,
+    /// agents, routines or MCP servers. Without this nor [`ServerBuilder::database`], the
+    /// server serves an empty registry.
+    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+        self.tools = Tools::Registry(registry);
+        self
+    }
+
+    /// Whether this instance runs the database's due routines (default `true`); an instance
+    /// that leaves them to others serves the routines API all the same.
+    pub fn routines(mut self, run: bool) -> Self {
+        self.routines = run;
         self
     }
 
@@ -101,17 +126,21 @@ impl ServerBuilder {
         self
     }
 
-    /// Starts the server: builds the state over the database, refuses an exposed address
-    /// without tokens ([`ServerConfig::check_exposure`]), listens on the configured address
-    /// (port 0 picks one: [`RunningServer::addr`]), reads the run log when learning is on,
-    /// follows the database, and starts the routine loop, the stored MCP servers, loading the
-    /// encoder when one was given, and serving.
+    /// Starts the server: builds the state over the database (or the registry), refuses an
+    /// exposed address without tokens ([`ServerConfig::check_exposure`]), listens on the
+    /// configured address (port 0 picks one: [`RunningServer::addr`]), reads the run log when
+    /// learning is on, follows the database, and starts the routine loop, the stored MCP
+    /// servers (both only with a database), loading the encoder when one was given, and
+    /// serving.
     ///
     /// # Errors
     /// [`StartError`]: what failed, before anything is served.
     pub async fn start(self) -> Result<RunningServer, StartError> {
-        let db = self.database.ok_or(StartError::NoDatabase)?;
-        let state = AppState::with_database(&db, self.config)?;
+        let (state, db) = match self.tools {
+            Tools::Database(db) => (AppState::with_database(&db, self.config)?, Some(db)),
+            Tools::Registry(registry) => (AppState::new(registry, self.config)?, None),
+            Tools::None => (AppState::new(Arc::new(Registry::new()), self.config)?, None),
+        };
         let config = state.config();
         let has_tokens = state
             .tokens()
@@ -133,7 +162,7 @@ impl ServerBuilder {
         crate::learning::start(&state).await;
         // Only now may the pool grow and does the registry follow the store (on Postgres, over
         // a LISTEN connection of its own): until ready, start-up used one connection.
-        let watch = match db.watch() {
+        let watch = match db.as_ref().map(Database::watch).transpose() {
             Ok(watch) => watch,
             Err(e) => {
                 // Learning may have started a task of the host: stop it before giving up.
@@ -141,14 +170,16 @@ impl ServerBuilder {
                 return Err(StartError::Follow(e));
             }
         };
-        let instance = self
-            .instance
-            .unwrap_or_else(|| format!("{addr}/{}", std::process::id()));
-        // Routines run on this instance too; on Postgres several instances share the work.
-        crate::routines::start(&state, instance);
+        if self.routines {
+            let instance = self
+                .instance
+                .unwrap_or_else(|| format!("{addr}/{}", std::process::id()));
+            // Routines run on this instance too; on Postgres several instances share the work.
+            crate::routines::start(&state, instance);
+        }
         // The MCP servers stored in the database: connected now, followed as they change,
-        // stopped with the server (a task of the server: the host does not depend on MCP).
-        let mcp_servers = crate::mcp_servers::spawn(&state);
+        // stopped with the host.
+        state.host().start_mcp_servers();
         if let Some(load) = self.encoder {
             state.host().start_encoder(load);
         }
@@ -162,7 +193,6 @@ impl ServerBuilder {
             state,
             stop,
             serving,
-            mcp_servers,
             watch,
         })
     }
@@ -175,8 +205,7 @@ pub struct RunningServer {
     state: AppState,
     stop: CancellationToken,
     serving: JoinHandle<std::io::Result<()>>,
-    mcp_servers: Option<JoinHandle<()>>,
-    watch: WatchHandle,
+    watch: Option<WatchHandle>,
 }
 
 impl std::fmt::Debug for RunningServer {
@@ -215,8 +244,8 @@ impl RunningServer {
     }
 
     /// Stops serving (requests in flight finish; SSE streams end with a `shutdown` event),
-    /// then waits for the host's background tasks (routine loop, learning, the encoder) and the stored MCP
-    /// servers' task, and stops following the database.
+    /// then waits for the host's background tasks (routine loop, learning, the encoder, the
+    /// stored MCP servers' supervision), and stops following the database.
     ///
     /// # Errors
     /// Serving's I/O error.
@@ -229,11 +258,17 @@ impl RunningServer {
     async fn finish(self, served: std::io::Result<()>) -> std::io::Result<()> {
         // Serving cancelled the host's token when it began to shut down.
         self.state.host().shutdown().await;
-        if let Some(task) = self.mcp_servers {
-            let _ = task.await;
+        if let Some(watch) = self.watch {
+            watch.stop().await;
         }
-        self.watch.stop().await;
         served
+    }
+
+    /// Stops serving at once, as when the process dies: nothing is shut down, so its runs are
+    /// neither ended nor recorded as interrupted (what another instance of the same database
+    /// then sees). Background tasks are left to end with the runtime.
+    pub fn abort(self) {
+        self.serving.abort();
     }
 }
 

@@ -29,7 +29,6 @@ struct Shared {
     tokens: TokenBook,
     extensions: Arc<Extensions>,
     config: Arc<ServerConfig>,
-    mcp_servers: crate::mcp_servers::McpServers,
 }
 
 impl std::fmt::Debug for AppState {
@@ -128,42 +127,15 @@ impl AppState {
         self.shared.host.shutdown_token()
     }
 
-    /// The clients of the MCP servers stored in the database ([`crate::mcp_servers::spawn`]).
-    pub fn mcp_servers(&self) -> &crate::mcp_servers::McpServers {
-        &self.shared.mcp_servers
+    /// The supervisor of the MCP servers stored in the database (the host's), when there is
+    /// one.
+    pub fn mcp_servers(&self) -> Option<&toolbelt_host::McpServers> {
+        self.shared.host.mcp_servers()
     }
 
     /// The live registry: what calls, routing and agents see.
     pub fn registry(&self) -> &Registry {
         self.shared.host.registry()
-    }
-
-    /// An HTTP client that reaches what the HTTP tools may reach (the SSRF guard after DNS and
-    /// at every redirect, the configured `outbound_hosts`/`outbound_nets`): stored MCP
-    /// servers' URLs are reached with it.
-    ///
-    /// # Errors
-    /// The allow-list does not parse, or the client cannot be built, as a message.
-    pub fn http_client(&self) -> Result<reqwest::Client, String> {
-        self.http_config()?.guarded_client()
-    }
-
-    /// Checks a URL the server is about to reach with [`AppState::http_client`]: its scheme,
-    /// and an IP literal against the SSRF guard and the outbound allow-list.
-    ///
-    /// # Errors
-    /// Why it is refused.
-    pub fn check_outbound(&self, url: &str) -> Result<(), String> {
-        self.http_config()?.check_target(url)
-    }
-
-    /// The HTTP configuration the tools' context holds (built once at start-up; its client is
-    /// built on first use and shared).
-    fn http_config(&self) -> Result<&toolbelt_tools::HttpConfig, String> {
-        self.shared
-            .extensions
-            .get::<toolbelt_tools::HttpConfig>()
-            .ok_or_else(|| "the server has no HTTP configuration".to_owned())
     }
 
     /// The live registry, shared (an MCP endpoint follows its changes).
@@ -260,11 +232,12 @@ impl AppState {
             );
         let http = config.http_config()?;
         let runs = RunRegistry::new().with_observer(Arc::new(crate::metrics::RunMetrics));
+        let mcp = config.mcp_supervision(http.clone());
         let extensions = BuiltinConfig::new(workspace)
             .with_http(http)
             .with_human(Human::new(runs.human_channel()))
             .extensions();
-        let mut host = Host::builder(agents).runs(runs);
+        let mut host = Host::builder(agents).runs(runs).mcp_servers(mcp);
         if let Some(store) = store {
             tokens = tokens.with_store(store.clone());
             host = host.store(store);
@@ -275,7 +248,6 @@ impl AppState {
                 tokens,
                 extensions: Arc::new(extensions),
                 config: Arc::new(config),
-                mcp_servers: crate::mcp_servers::McpServers::default(),
             }),
         })
     }

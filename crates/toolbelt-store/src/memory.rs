@@ -2,18 +2,18 @@
 //!
 //! The database holds every entry; recall ranks from an in-process index per agent, kept
 //! current with the database (ADR 0028): BM25 over [`memory_terms`] (words and CJK bigrams,
-//! so Chinese needs no tokenizer), and, when the store has a [`TextEmbedder`]
+//! so Chinese needs no tokenizer), and, when the store has an [`Embedder`]
 //! ([`Store::set_memory_embedder`]), by meaning too (ADR 0041): each entry's vector is
 //! computed once when it is stored and kept in the row.
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use std::sync::Arc;
-use toolbelt_core::BoxFuture;
+use toolbelt_core::{BoxFuture, Embedder};
 
 use toolbelt_persist::{
     MemoryEntry, MemoryError, MemoryLimits, MemoryScope, MemoryStore, NewMemory, QuantizedVector,
-    RecallHit, RecallQuery, TextEmbedder, memory_terms,
+    RecallHit, RecallQuery, memory_terms,
 };
 
 use crate::error::StoreError;
@@ -155,6 +155,7 @@ impl StoreMemory {
         let embedder = self.store.memory_cache().embedder();
         let vector = match &embedder {
             Some(e) => embed(e.as_ref(), entry.text.clone())
+                .await
                 .as_deref()
                 .and_then(QuantizedVector::quantize),
             None => None,
@@ -232,12 +233,12 @@ impl StoreMemory {
         }
         let embedder = self.store.memory_cache().embedder();
         let model = embedder.as_ref().map(|e| e.model().to_owned());
-        // The query's vector is made on a blocking thread while the index is brought up to
-        // date (a database round trip) and searched by words: on two cores the encoder's
-        // time mostly hides behind theirs.
+        // The query's vector is made in a task of its own (the encoder works on the blocking
+        // pool) while the index is brought up to date (a database round trip) and searched by
+        // words: on two cores the encoder's time mostly hides behind theirs.
         let vector = embedder.map(|e| {
             let text = query.query.clone();
-            tokio::task::spawn_blocking(move || embed_here(e.as_ref(), text))
+            tokio::spawn(async move { embed(e.as_ref(), text).await })
         });
         self.store
             .memory_cache()
@@ -355,29 +356,16 @@ impl Store {
     /// (shared by every clone of this store): entries stored from now on get a vector;
     /// entries stored before, or whose vector came from another model, are found by their
     /// words only.
-    pub fn set_memory_embedder(&self, embedder: Arc<dyn TextEmbedder>) {
+    pub fn set_memory_embedder(&self, embedder: Arc<dyn Embedder>) {
         self.memory_cache().set_embedder(embedder);
     }
 }
 
 /// `text`'s vector; `None` (logged) when the embedder fails: the entry or the recall then
-/// goes on by words alone. The encoder runs in place (`block_in_place` on a multi-threaded
-/// runtime, which moves this worker's other tasks elsewhere; inline on a current-thread one):
-/// what storing an entry does. A recall instead makes its query's vector on the blocking
-/// pool, where it overlaps the index's own work.
-fn embed(embedder: &dyn TextEmbedder, text: String) -> Option<Vec<f32>> {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-            tokio::task::block_in_place(|| embed_here(embedder, text))
-        }
-        _ => embed_here(embedder, text),
-    }
-}
-
-/// [`embed`] in the calling thread (a blocking one).
-fn embed_here(embedder: &dyn TextEmbedder, text: String) -> Option<Vec<f32>> {
+/// goes on by words alone.
+async fn embed(embedder: &dyn Embedder, text: String) -> Option<Vec<f32>> {
     let texts = [text];
-    let result = embedder.embed(&texts);
+    let result = embedder.embed(&texts).await;
     let model = embedder.model();
     match result {
         Ok(mut vectors) if vectors.len() == 1 => vectors.pop(),

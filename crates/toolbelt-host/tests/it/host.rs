@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use toolbelt_core::{BoxFuture, Registry};
 use toolbelt_host::{AgentFactory, Host};
-use toolbelt_router::{Embedder, EmbeddingRouter, RouteError};
+use toolbelt_router::{Embedder, EmbedderError, EmbeddingRouter};
 
 /// Embeds every text as the same vector.
 struct Flat;
@@ -18,7 +18,7 @@ impl Embedder for Flat {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         Box::pin(async move { Ok(vec![vec![1.0, 0.0]; texts.len()]) })
     }
 }

@@ -176,10 +176,7 @@ async fn a_re_served_tool_of_a_dead_stdio_server_is_named_as_down_not_unknown() 
 }
 
 fn slow_backoff() -> toolbelt_mcp::Backoff {
-    let mut b = toolbelt_mcp::Backoff::default();
-    b.initial = Duration::from_secs(60);
-    b.max = Duration::from_secs(60);
-    b
+    toolbelt_mcp::Backoff::new(Duration::from_secs(60), Duration::from_secs(60))
 }
 
 #[tokio::test]

@@ -40,10 +40,7 @@ pub(crate) fn everything_config(entry: &std::path::Path) -> McpServerConfig {
 }
 
 pub(crate) fn quick_backoff() -> Backoff {
-    let mut b = Backoff::default();
-    b.initial = Duration::from_millis(100);
-    b.max = Duration::from_millis(400);
-    b
+    Backoff::new(Duration::from_millis(100), Duration::from_millis(400))
 }
 
 /// Starts a client into a fresh registry and waits for it.

@@ -9,8 +9,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 use toolbelt_core::BoxFuture;
 
-use super::Embedder;
-use crate::error::RouteError;
+use super::{Embedder, EmbedderError};
 
 /// Tokens per text kept by default (MiniLM sentence models were trained on ≤ 256).
 const DEFAULT_MAX_TOKENS: usize = 256;
@@ -284,24 +283,21 @@ impl Embedder for LocalEmbedder {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         Box::pin(async move {
-            let to_route_error = |e: LocalEmbedError| RouteError::Backend {
-                backend: "local embedder",
-                message: super::error_chain(&e),
-            };
+            let to_embedder_error =
+                |e: LocalEmbedError| EmbedderError::new("local embedder", super::error_chain(&e));
             if tokio::runtime::Handle::try_current().is_err() {
-                return self.embed_blocking(texts).map_err(to_route_error);
+                return self.embed_blocking(texts).map_err(to_embedder_error);
             }
             let this = self.clone();
             let texts = texts.to_vec();
             tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
                 .await
-                .map_err(|e| RouteError::Backend {
-                    backend: "local embedder",
-                    message: format!("the embedding task failed: {e}"),
+                .map_err(|e| {
+                    EmbedderError::new("local embedder", format!("the embedding task failed: {e}"))
                 })?
-                .map_err(to_route_error)
+                .map_err(to_embedder_error)
         })
     }
 }

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use toolbelt_core::BoxFuture;
 use toolbelt_embed::{EmbedError, UseEncoder};
 
-use super::Embedder;
-use crate::error::RouteError;
+use super::{Embedder, EmbedderError};
 
 /// Embeds texts in-process with USE-multilingual v3 (16 languages, Chinese,
 /// Japanese and Korean included; 512 dimensions).
@@ -136,14 +135,12 @@ impl Embedder for UseEmbedder {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         Box::pin(async move {
-            let to_route_error = |e: EmbedError| RouteError::Backend {
-                backend: "multilingual embedder",
-                message: super::error_chain(&e),
-            };
+            let to_embedder_error =
+                |e: EmbedError| EmbedderError::new("multilingual embedder", super::error_chain(&e));
             if tokio::runtime::Handle::try_current().is_err() {
-                return self.encoder.embed(texts).map_err(to_route_error);
+                return self.encoder.embed(texts).map_err(to_embedder_error);
             }
             let (reply, vectors) = tokio::sync::oneshot::channel();
             let start = {
@@ -161,10 +158,7 @@ impl Embedder for UseEmbedder {
                 let (encoder, batch) = (Arc::clone(&self.encoder), Arc::clone(&self.batch));
                 tokio::task::spawn_blocking(move || drain(&encoder, &batch));
             }
-            let backend = |message: String| RouteError::Backend {
-                backend: "multilingual embedder",
-                message,
-            };
+            let backend = |message: String| EmbedderError::new("multilingual embedder", message);
             vectors
                 .await
                 .map_err(|_| backend("the embedding task ended without an answer".to_owned()))?

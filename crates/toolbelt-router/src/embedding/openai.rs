@@ -3,8 +3,7 @@
 use serde::Deserialize;
 use toolbelt_core::BoxFuture;
 
-use super::Embedder;
-use crate::error::RouteError;
+use super::{Embedder, EmbedderError};
 
 /// Calls `POST {base_url}/embeddings` (OpenAI, vLLM, Ollama, LM Studio, ...).
 ///
@@ -55,11 +54,8 @@ impl OpenAiEmbedder {
         self
     }
 
-    async fn call(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, RouteError> {
-        let fail = |message: String| RouteError::Backend {
-            backend: "embeddings endpoint",
-            message,
-        };
+    async fn call(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        let fail = |message: String| EmbedderError::new("embeddings endpoint", message);
         let url = format!("{}/embeddings", self.base_url);
         let mut request = self
             .client
@@ -99,7 +95,7 @@ impl Embedder for OpenAiEmbedder {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         Box::pin(self.call(texts))
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use toolbelt_core::{BoxFuture, ToolHandle, ToolSpec, Toolset};
-use toolbelt_router::{AnyRouter, CatalogTool, Embedder, EmbeddingRouter, RouteError, ToolView};
+use toolbelt_router::{AnyRouter, CatalogTool, Embedder, EmbedderError, EmbeddingRouter, ToolView};
 
 use crate::{block_on, request, tool};
 
@@ -21,7 +21,7 @@ impl Embedder for Markers {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         self.0.fetch_add(texts.len(), Ordering::SeqCst);
         let v = texts
             .iter()
@@ -69,7 +69,7 @@ impl Embedder for Short {
     fn embed<'a>(
         &'a self,
         _texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
 }
@@ -97,7 +97,7 @@ impl Embedder for Abstains {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         let v = vec![Vec::new(); texts.len()];
         Box::pin(async move { Ok(v) })
     }
@@ -167,7 +167,7 @@ impl Embedder for Calls {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.texts.embed(texts)
     }

@@ -3,8 +3,8 @@
 use pretty_assertions::assert_eq;
 use toolbelt_core::BoxFuture;
 use toolbelt_router::{
-    AnyRouter, Embedder, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter, LexicalRouter,
-    LowConfidence, RouteError, RouteOutcome, ScoredTool,
+    AnyRouter, Embedder, EmbedderError, EmbeddingRouter, HybridConfig, HybridRouter, KeywordRouter,
+    LexicalRouter, LowConfidence, RouteOutcome, ScoredTool,
 };
 
 use crate::{block_on, builtins, eval_catalog, request};
@@ -153,13 +153,8 @@ impl Embedder for Down {
     fn embed<'a>(
         &'a self,
         _texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
-        Box::pin(async {
-            Err(RouteError::Backend {
-                backend: "embedder",
-                message: "down".into(),
-            })
-        })
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
+        Box::pin(async { Err(EmbedderError::new("embedder", "down")) })
     }
 }
 
@@ -260,7 +255,7 @@ impl Embedder for Recorder {
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, RouteError>> {
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
         self.0.lock().unwrap().push(texts.to_vec());
         let v = texts
             .iter()

@@ -1,17 +1,18 @@
-//! `/api/v1/mcp-servers`: MCP servers stored in the database, with their health. The server
-//! connects each enabled one and imports its tools (see [`crate::mcp_servers`]).
+//! `/api/v1/mcp-servers`: MCP servers stored in the database, with their health. The host
+//! connects each enabled one and imports its tools (see [`toolbelt_host::mcp_servers`]).
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolbelt_host::McpServers;
+use toolbelt_host::mcp_servers::{ConfigProblem, Health};
 use toolbelt_store::McpServerRecord;
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
 use crate::api::manage::store_problem;
-use crate::mcp_servers::{Health, check_config, command_problem};
 use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -61,20 +62,42 @@ pub struct McpServerView {
     /// Unix ms.
     pub updated_at_ms: i64,
     /// The connection in this instance.
-    pub health: Health,
+    pub health: McpHealth,
 }
 
-async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
-    let problem = match check_config(&record.name, &record.config) {
-        Ok(config) => command_problem(&state.config().mcp_commands, &config)
-            .map(|p| format!("{}: {}", p.pointer, p.message))
-            .or_else(|| crate::mcp_servers::outbound_problem(state, &config)),
-        Err(p) => Some(format!("{}: {}", p.pointer, p.message)),
-    };
-    let health = state
-        .mcp_servers()
-        .health(&record.name, record.enabled, problem)
-        .await;
+/// How a stored server's connection is doing in this instance.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct McpHealth {
+    /// `connecting`, `up`, `down`, `disabled`, `stopped` or `not_started` (no client in this
+    /// instance yet, or its configuration cannot be used).
+    pub state: String,
+    /// Tools imported, when up.
+    pub tools: Option<usize>,
+    /// Why it is down or not started.
+    pub error: Option<String>,
+    /// Consecutive failed connections, when down.
+    pub failures: Option<u32>,
+}
+
+impl From<Health> for McpHealth {
+    fn from(health: Health) -> Self {
+        let Health {
+            state,
+            tools,
+            error,
+            failures,
+        } = health;
+        Self {
+            state,
+            tools,
+            error,
+            failures,
+        }
+    }
+}
+
+async fn view(servers: &McpServers, record: McpServerRecord) -> McpServerView {
+    let health = servers.health(&record).await.into();
     McpServerView {
         name: record.name,
         config: record.config,
@@ -86,9 +109,11 @@ async fn view(state: &AppState, record: McpServerRecord) -> McpServerView {
     }
 }
 
-fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
+/// The store and the host's supervisor of the servers stored there.
+fn stored(state: &AppState) -> Result<(&toolbelt_store::Store, &McpServers), Problem> {
     state
         .store()
+        .zip(state.mcp_servers())
         .ok_or_else(|| Problem::no_database("stored MCP servers"))
 }
 
@@ -99,13 +124,11 @@ fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
 pub(crate) async fn list_mcp_servers(
     State(state): State<AppState>,
 ) -> ApiResult<Json<Vec<McpServerView>>> {
-    let records = store(&state)?
-        .list_mcp_servers()
-        .await
-        .map_err(store_problem)?;
+    let (store, servers) = stored(&state)?;
+    let records = store.list_mcp_servers().await.map_err(store_problem)?;
     let mut views = Vec::with_capacity(records.len());
     for record in records {
-        views.push(view(&state, record).await);
+        views.push(view(servers, record).await);
     }
     Ok(Json(views))
 }
@@ -119,11 +142,9 @@ pub(crate) async fn get_mcp_server(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<McpServerView>> {
-    let record = store(&state)?
-        .get_mcp_server(&name)
-        .await
-        .map_err(store_problem)?;
-    Ok(Json(view(&state, record).await))
+    let (store, servers) = stored(&state)?;
+    let record = store.get_mcp_server(&name).await.map_err(store_problem)?;
+    Ok(Json(view(servers, record).await))
 }
 
 /// Creates an MCP server (201) or replaces its configuration (200). With `revision` only that
@@ -140,7 +161,7 @@ pub(crate) async fn put_mcp_server(
     Path(name): Path<String>,
     ApiJson(body): ApiJson<McpServerBody>,
 ) -> ApiResult<(StatusCode, Json<McpServerView>)> {
-    let store = store(&state)?;
+    let (store, servers) = stored(&state)?;
     if name.is_empty()
         || name.len() > 64
         || !name
@@ -153,14 +174,7 @@ pub(crate) async fn put_mcp_server(
         )
         .with_code("invalid_name"));
     }
-    check_config(&name, &body.config)
-        .and_then(
-            |config| match command_problem(&state.config().mcp_commands, &config) {
-                Some(problem) => Err(problem),
-                None => Ok(config),
-            },
-        )
-        .map_err(config_problem)?;
+    servers.check(&name, &body.config).map_err(config_problem)?;
     // PUT replaces: without a revision the current one is replaced, whatever it is; with one,
     // only that revision (412 when another change came first).
     let revision = match body.revision {
@@ -184,13 +198,13 @@ pub(crate) async fn put_mcp_server(
             .await
             .map_err(store_problem)?;
     }
-    state.mcp_servers().sync(&state).await;
+    servers.sync().await;
     let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(view(&state, record).await)))
+    Ok((status, Json(view(servers, record).await)))
 }
 
 /// Enables or disables an MCP server (a disabled one is disconnected, its tools unavailable).
@@ -205,12 +219,13 @@ pub(crate) async fn patch_mcp_server(
     Path(name): Path<String>,
     ApiJson(body): ApiJson<McpServerPatch>,
 ) -> ApiResult<Json<McpServerView>> {
-    let store = store(&state)?;
+    let (store, servers) = stored(&state)?;
     // Enabling a stdio server whose command the host does not allow is refused as a PUT is.
     if body.enabled {
         let current = store.get_mcp_server(&name).await.map_err(store_problem)?;
-        if let Ok(config) = check_config(&name, &current.config)
-            && let Some(problem) = command_problem(&state.config().mcp_commands, &config)
+        if let Ok(config) = toolbelt_host::mcp_servers::check_config(&name, &current.config)
+            && let Some(problem) =
+                toolbelt_host::mcp_servers::command_problem(servers.settings().commands(), &config)
         {
             return Err(config_problem(problem));
         }
@@ -219,12 +234,12 @@ pub(crate) async fn patch_mcp_server(
         .set_mcp_server_enabled(&name, body.enabled, body.revision)
         .await
         .map_err(store_problem)?;
-    state.mcp_servers().sync(&state).await;
-    Ok(Json(view(&state, record).await))
+    servers.sync().await;
+    Ok(Json(view(servers, record).await))
 }
 
 /// A `422` naming the field of the configuration (`/config/...`).
-fn config_problem(p: crate::mcp_servers::ConfigProblem) -> Problem {
+fn config_problem(p: ConfigProblem) -> Problem {
     let pointer = format!("/config{}", p.pointer);
     Problem::new(
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -245,10 +260,11 @@ pub(crate) async fn delete_mcp_server(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    store(&state)?
+    let (store, servers) = stored(&state)?;
+    store
         .delete_mcp_server(&name, None)
         .await
         .map_err(store_problem)?;
-    state.mcp_servers().sync(&state).await;
+    servers.sync().await;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+mod events;
+
+pub use events::*;
+
 /// A tool's definition: name, description, argument schema, groups and policy
 /// (`toolbelt_core::ToolSpec`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -638,14 +642,13 @@ pub struct RunEventSchema {
     pub seq: u64,
     /// `started`, `routed`, `text_delta`, `model_turn`, `tool_call_started`,
     /// `approval_requested`, `approval_resolved`, `question_asked`, `question_answered`,
-    /// `tool_progress` (`call_id`, `tool`, `progress`, `total`, `message`),
-    /// `tool_call_finished`, `call_merged` (`call`, `same_as`: a call repeated in one turn,
-    /// not run again), `tools_added`, `skills_added` (`skills`), `finished`, `failed`,
-    /// `cancelled`, `interrupted`.
+    /// `tool_progress`, `tool_call_finished`, `call_merged` (a call repeated in one turn, not
+    /// run again), `tools_added`, `skills_added`, `finished`, `failed`, `cancelled`,
+    /// `interrupted`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// The event's fields.
-    #[schema(value_type = Object)]
+    /// The event's fields: one schema per `type`.
+    #[schema(value_type = RunEventDataSchema)]
     pub data: Value,
 }
 

@@ -369,6 +369,24 @@ async fn the_openapi_document_types_agents_tools_runs_and_approvals() {
         schemas["AgentDef"]["properties"]["approval"]["$ref"],
         "#/components/schemas/ApprovalPolicy"
     );
+    // A run event's data: one schema per kind, each a component of its own.
+    assert_eq!(
+        schemas["RunEvent"]["properties"]["data"]["$ref"],
+        "#/components/schemas/RunEventData"
+    );
+    let kinds: Vec<&str> = schemas["RunEventData"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["$ref"].as_str()?.strip_prefix("#/components/schemas/"))
+        .collect();
+    assert_eq!(kinds.len(), 15, "{kinds:?}");
+    // Every reference in the document names a component that exists.
+    let text = doc.to_string();
+    for reference in text.split("\"#/components/schemas/").skip(1) {
+        let name = reference.split('"').next().unwrap();
+        assert!(schemas.get(name).is_some(), "no component `{name}`");
+    }
     // OpenAPI requires a description on every response; generators drop the ones without.
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {

@@ -5,7 +5,6 @@ mod access;
 mod api;
 mod attacks;
 mod config;
-mod host;
 mod import;
 mod instances;
 mod learning;

@@ -355,7 +355,7 @@ async fn a_stdio_command_outside_the_allow_list_is_refused_and_never_started() {
             "{refused}"
         );
         // Two polls later it has still not run.
-        tokio::time::sleep(toolbelt_server::mcp_servers::POLL * 2).await;
+        tokio::time::sleep(toolbelt_host::mcp_servers::POLL * 2).await;
         assert!(!file.exists(), "the refused command ran");
         // Enabling it again through the API is refused as a PUT is.
         other

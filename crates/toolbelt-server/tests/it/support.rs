@@ -8,7 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 use toolbelt_core::{FnTool, Registry, ToolHandle};
-use toolbelt_server::{AgentDef, AppState, ConfigToken, ProviderDef, Scope, ServerConfig};
+use toolbelt_server::{AgentDef, ConfigToken, ProviderDef, Scope, Server, ServerConfig};
 
 pub(crate) const ADMIN: &str = "tb_admin_token";
 pub(crate) const RUNNER: &str = "tb_run_token";
@@ -50,9 +50,7 @@ fn delete_file() -> ToolHandle {
 pub(crate) struct TestServer {
     pub(crate) url: String,
     pub(crate) http: reqwest::Client,
-    watch: Option<toolbelt_store::WatchHandle>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    server: toolbelt_server::RunningServer,
 }
 
 impl TestServer {
@@ -103,9 +101,7 @@ impl TestServer {
         let opened = toolbelt_server::database::open_store(store, compiled, "test")
             .await
             .unwrap();
-        let mut server = Self::start_inner(model_url, edit, Some(&opened), scheduled).await;
-        server.watch = Some(opened.watch().unwrap());
-        server
+        Self::start_inner(model_url, edit, Some(opened), scheduled).await
     }
 
     pub(crate) async fn start_with(
@@ -118,7 +114,7 @@ impl TestServer {
     async fn start_inner(
         model_url: Option<&str>,
         edit: impl FnOnce(&mut ServerConfig),
-        opened: Option<&toolbelt_server::database::Database>,
+        opened: Option<toolbelt_server::database::Database>,
         scheduled: bool,
     ) -> Self {
         let registry = Registry::new();
@@ -142,33 +138,18 @@ impl TestServer {
         config.agents = vec![agent];
         config.run_wait_secs = 5;
         edit(&mut config);
-        let state = match opened {
-            Some(db) => AppState::with_database(db, config).unwrap(),
-            None => AppState::new(Arc::new(registry), config).unwrap(),
+        config.addr = "127.0.0.1:0".parse().unwrap();
+        // The server `toolbelt serve` starts: stored MCP servers connected and followed,
+        // learning from use when the configuration turns it on, routines only when asked.
+        let builder = match opened {
+            Some(db) => Server::builder(config).database(db),
+            None => Server::builder(config).registry(Arc::new(registry)),
         };
-        if scheduled {
-            assert!(toolbelt_server::routines::start(&state, "test"));
-        }
-        // Stored MCP servers are connected and followed, as `toolbelt serve` does.
-        let _ = toolbelt_server::mcp_servers::spawn(&state);
-        // Learning from use, when the configuration turns it on, as `toolbelt serve` does.
-        let _ = toolbelt_server::learning::start(&state).await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(toolbelt_server::serve(
-            listener,
-            state.clone(),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let server = builder.routines(scheduled).start().await.unwrap();
         Self {
-            url,
+            url: format!("http://{}", server.addr()),
             http: reqwest::Client::new(),
-            watch: None,
-            stop: Some(stop),
-            task: Some(task),
+            server,
         }
     }
 
@@ -186,24 +167,16 @@ impl TestServer {
 
     /// Stops serving at once, as a crashed process would: its runs are neither ended nor
     /// recorded as interrupted.
-    pub(crate) fn abort(mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+    pub(crate) fn abort(self) {
+        self.server.abort();
     }
 
     /// Stops the server gracefully and waits for it.
-    pub(crate) async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(task) = self.task.take() {
-            tokio::time::timeout(Duration::from_secs(10), task)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-        }
+    pub(crate) async fn stop(self) {
+        tokio::time::timeout(Duration::from_secs(10), self.server.shutdown())
+            .await
+            .unwrap()
+            .unwrap();
     }
 }
 

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use sqlx::Row;
-use toolbelt_persist::{MemoryIndex, QuantizedVector, TextEmbedder};
+use toolbelt_core::Embedder;
+use toolbelt_persist::{MemoryIndex, QuantizedVector};
 
 use super::{COLUMNS, decode};
 use crate::error::StoreError;
@@ -40,7 +41,7 @@ struct Slot {
 pub(crate) struct MemoryCache {
     agents: Mutex<HashMap<String, Arc<Slot>>>,
     clock: std::sync::atomic::AtomicU64,
-    embedder: std::sync::RwLock<Option<Arc<dyn TextEmbedder>>>,
+    embedder: std::sync::RwLock<Option<Arc<dyn Embedder>>>,
 }
 
 impl std::fmt::Debug for MemoryCache {
@@ -55,14 +56,14 @@ impl std::fmt::Debug for MemoryCache {
 }
 
 impl MemoryCache {
-    pub(crate) fn embedder(&self) -> Option<Arc<dyn TextEmbedder>> {
+    pub(crate) fn embedder(&self) -> Option<Arc<dyn Embedder>> {
         self.embedder
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    pub(crate) fn set_embedder(&self, embedder: Arc<dyn TextEmbedder>) {
+    pub(crate) fn set_embedder(&self, embedder: Arc<dyn Embedder>) {
         *self
             .embedder
             .write()

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use toolbelt_persist::TextEmbedder;
+use toolbelt_core::{BoxFuture, Embedder, EmbedderError};
 use toolbelt_store::{Store, StoreOptions};
 use toolbelt_tools::{MemoryScope, MemoryStore, NewMemory, RecallQuery};
 
@@ -23,41 +23,51 @@ struct Concepts {
 
 const CONCEPTS: &[&[&str]] = &[&["cat", "猫"], &["coffee", "咖啡"], &["mail", "邮件"]];
 
-impl TextEmbedder for Concepts {
+impl Embedder for Concepts {
     fn model(&self) -> &str {
         self.model
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let t = t.to_lowercase();
-                let mut v: Vec<f32> = CONCEPTS
-                    .iter()
-                    .map(|words| f32::from(u8::from(words.iter().any(|w| t.contains(w)))))
-                    .collect();
-                v.push(if v.iter().all(|x| *x == 0.0) {
-                    1.0
-                } else {
-                    0.0
-                });
-                v
-            })
-            .collect())
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
+        Box::pin(async move {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let t = t.to_lowercase();
+                    let mut v: Vec<f32> = CONCEPTS
+                        .iter()
+                        .map(|words| f32::from(u8::from(words.iter().any(|w| t.contains(w)))))
+                        .collect();
+                    v.push(if v.iter().all(|x| *x == 0.0) {
+                        1.0
+                    } else {
+                        0.0
+                    });
+                    v
+                })
+                .collect())
+        })
     }
 }
 
 /// An embedder that always fails.
 struct Broken;
 
-impl TextEmbedder for Broken {
+impl Embedder for Broken {
     fn model(&self) -> &str {
         "broken"
     }
 
-    fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        Err("the model file is unreadable".to_owned())
+    fn embed<'a>(&'a self, _: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
+        Box::pin(async move {
+            Err(EmbedderError::new(
+                "broken embedder",
+                "the model file is unreadable",
+            ))
+        })
     }
 }
 
@@ -163,23 +173,31 @@ struct CachedUse {
     seen: Mutex<HashMap<String, Vec<f32>>>,
 }
 
-impl TextEmbedder for CachedUse {
+impl Embedder for CachedUse {
     fn model(&self) -> &str {
         self.encoder.model_id()
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        let mut seen = self.seen.lock().unwrap();
-        let missing: Vec<String> = texts
-            .iter()
-            .filter(|t| !seen.contains_key(*t))
-            .cloned()
-            .collect();
-        if !missing.is_empty() {
-            let vectors = self.encoder.embed(&missing).map_err(|e| e.to_string())?;
-            seen.extend(missing.into_iter().zip(vectors));
-        }
-        Ok(texts.iter().map(|t| seen[t].clone()).collect())
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
+        Box::pin(async move {
+            let mut seen = self.seen.lock().unwrap();
+            let missing: Vec<String> = texts
+                .iter()
+                .filter(|t| !seen.contains_key(*t))
+                .cloned()
+                .collect();
+            if !missing.is_empty() {
+                let vectors = self
+                    .encoder
+                    .embed(&missing)
+                    .map_err(|e| EmbedderError::new("multilingual encoder", e.to_string()))?;
+                seen.extend(missing.into_iter().zip(vectors));
+            }
+            Ok(texts.iter().map(|t| seen[t].clone()).collect())
+        })
     }
 }
 
@@ -218,7 +236,7 @@ fn meaning_set(entries: &[String]) -> Set {
 #[tokio::test]
 async fn hybrid_recall_quality_with_the_multilingual_encoder() {
     let Some(model) = use_model() else { return };
-    let model: Arc<dyn TextEmbedder> = Arc::new(model);
+    let model: Arc<dyn Embedder> = Arc::new(model);
     let words = recall_set();
     let meaning = meaning_set(&words.entries);
     assert!(meaning.queries.len() >= 40);

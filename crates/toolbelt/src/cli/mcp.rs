@@ -142,7 +142,7 @@ pub(crate) async fn import(
     let mut clients = Vec::new();
     for (name, server) in config.enabled() {
         let spawner =
-            toolbelt_server::mcp_servers::config_spawner(workspace, server.sandbox.as_ref())
+            toolbelt_host::mcp_servers::config_spawner(workspace, server.sandbox.as_ref())
                 .map_err(|e| anyhow::anyhow!("{}: mcpServers.{name}.{e}", path.display()))?;
         let client = McpClient::builder(name.clone(), server.clone())
             .registry(registry.clone())

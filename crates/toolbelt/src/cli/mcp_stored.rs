@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
+use toolbelt_host::mcp_servers::check_config;
 use toolbelt_mcp::{McpClient, McpConfig};
-use toolbelt_server::mcp_servers::check_config;
 use toolbelt_store::StoreError;
 
 use super::db::DbArgs;
@@ -323,16 +323,16 @@ async fn check(name: &str, config: &Value, deadline: tokio::time::Instant) -> Va
             return json!({"state": "invalid", "error": format!("{}: {}", p.pointer, p.message)});
         }
     };
-    let config = match toolbelt_server::mcp_servers::resolve_secrets(
+    let config = match toolbelt_host::mcp_servers::resolve_secrets(
         &config,
         &toolbelt_tools::declarative::Secrets::from_env(),
     ) {
         Ok(config) => config,
-        Err(e) => return json!({"state": "invalid", "error": e}),
+        Err(e) => return json!({"state": "invalid", "error": e.to_string()}),
     };
     // A stored record may come from an admin token: its process runs in the command sandbox.
     let client = match McpClient::builder(name, config)
-        .spawner(toolbelt_server::mcp_servers::cli_spawner())
+        .spawner(toolbelt_host::mcp_servers::cli_spawner())
         .start()
     {
         Ok(client) => client,

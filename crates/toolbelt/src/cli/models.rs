@@ -79,7 +79,7 @@ pub(crate) fn model_dir(
 /// model is in a default place and `TOOLBELT_MEMORY_EMBEDDER` is not `off`. The model loads at
 /// the first memory write or recall, not here, and is the one routing uses ([`shared_use`]).
 #[cfg(feature = "multilingual-embed")]
-pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::TextEmbedder>> {
+pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_core::Embedder>> {
     if std::env::var("TOOLBELT_MEMORY_EMBEDDER").is_ok_and(|v| v == "off") {
         return None;
     }
@@ -89,7 +89,7 @@ pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::T
 
 /// Without the `multilingual-embed` feature memory is recalled by words only.
 #[cfg(not(feature = "multilingual-embed"))]
-pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_persist::TextEmbedder>> {
+pub(crate) fn memory_embedder() -> Option<std::sync::Arc<dyn toolbelt_core::Embedder>> {
     None
 }
 
@@ -206,16 +206,28 @@ impl LazyUse {
 }
 
 #[cfg(feature = "multilingual-embed")]
-impl toolbelt_persist::TextEmbedder for LazyUse {
+impl toolbelt_core::Embedder for LazyUse {
     fn model(&self) -> &str {
         &self.id
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        self.loaded()?
-            .encoder()
-            .embed(texts)
-            .map_err(|e| e.to_string())
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> toolbelt_core::BoxFuture<'a, Result<Vec<Vec<f32>>, toolbelt_core::EmbedderError>> {
+        Box::pin(async move {
+            // The first caller loads the model (about a second, blocking): in place on a
+            // multi-threaded runtime, which moves this worker's other tasks elsewhere.
+            let loaded = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                    tokio::task::block_in_place(|| self.loaded())
+                }
+                _ => self.loaded(),
+            };
+            let encoder = loaded
+                .map_err(|e| toolbelt_core::EmbedderError::new("multilingual embedder", e))?;
+            encoder.embed(texts).await
+        })
     }
 }
 

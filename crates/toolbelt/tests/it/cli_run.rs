@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use pretty_assertions::assert_eq;
@@ -14,10 +15,24 @@ use serde_json::{Value, json};
 /// Serves one chat completion per connection, in order (an event stream, or
 /// plain JSON when the reply starts with `{`); returns the request bodies.
 pub(crate) fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value>>) {
+    let (url, bodies, server) = recording_openai(replies);
+    let joined = std::thread::spawn(move || {
+        server.join().unwrap();
+        std::mem::take(&mut *bodies.lock().unwrap())
+    });
+    (url, joined)
+}
+
+/// [`fake_openai`] whose request bodies can be read while it serves (the callers of several
+/// processes share it); the thread ends after the last reply.
+pub(crate) fn recording_openai(
+    replies: Vec<String>,
+) -> (String, Arc<Mutex<Vec<Value>>>, JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let seen = bodies.clone();
     let server = std::thread::spawn(move || {
-        let mut bodies = Vec::new();
         for reply in replies {
             let (socket, _) = listener.accept().unwrap();
             let mut reader = BufReader::new(socket);
@@ -34,7 +49,9 @@ pub(crate) fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value
             }
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
-            bodies.push(serde_json::from_slice(&body).unwrap());
+            seen.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap());
             let kind = if reply.starts_with('{') {
                 "application/json"
             } else {
@@ -48,9 +65,8 @@ pub(crate) fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value
             socket.write_all(head.as_bytes()).unwrap();
             socket.write_all(reply.as_bytes()).unwrap();
         }
-        bodies
     });
-    (url, server)
+    (url, bodies, server)
 }
 
 /// An event stream of `deltas`, then `finish`.
@@ -64,7 +80,7 @@ pub(crate) fn sse(deltas: &[Value], finish: &str) -> String {
     body + "data: [DONE]\n\n"
 }
 
-fn tool_call(name: &str, args: Value) -> String {
+pub(crate) fn tool_call(name: &str, args: Value) -> String {
     let call = json!({"index": 0, "id": "call_1", "type": "function",
         "function": {"name": name, "arguments": args.to_string()}});
     sse(
@@ -73,7 +89,7 @@ fn tool_call(name: &str, args: Value) -> String {
     )
 }
 
-fn text(words: &[&str]) -> String {
+pub(crate) fn text(words: &[&str]) -> String {
     let deltas: Vec<Value> = words.iter().map(|w| json!({"content": w})).collect();
     sse(&deltas, "stop")
 }

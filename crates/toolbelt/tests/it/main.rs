@@ -20,6 +20,7 @@ mod cli_serve_otel;
 mod cli_skills;
 mod cli_store;
 mod cli_tools;
+mod entry_points;
 mod memory_routines;
 mod python_client;
 mod tool_file;
