@@ -635,9 +635,6 @@ impl Run<'_> {
         {
             return None;
         }
-        if self.ok_results().any(|r| !self.reads_only(&r.call.name)) {
-            return None;
-        }
         let writer = self
             .active
             .tools
@@ -645,7 +642,27 @@ impl Run<'_> {
             .find(|s| !s.policy.is_read_only())?
             .name
             .clone();
-        let file = answers::unsaved_file(&self.input, answer)?;
+        // The paths the run's successful changes went to; a change without one (a shell
+        // command, a commit) could have written anything: no reminder then.
+        let mut written: Vec<String> = Vec::new();
+        for change in self.ok_results().filter(|r| !self.reads_only(&r.call.name)) {
+            let paths = answers::path_values(&change.call.arguments);
+            if paths.is_empty() {
+                return None;
+            }
+            written.extend(paths);
+        }
+        let file = if written.is_empty() {
+            answers::unsaved_file(&self.input, answer)?
+        } else {
+            // A change went elsewhere (create-readme: `example.txt` written, README.md
+            // not): the file asked for is unsaved whatever the answer says.
+            let file = answers::file_to_write(&self.input)?.to_owned();
+            if answers::names_path(&file, written.iter().map(String::as_str)) {
+                return None;
+            }
+            file
+        };
         // A file this run read exists: it is what the request reads, or what it edits, and
         // "write it" could replace it whole. No reminder then.
         if self

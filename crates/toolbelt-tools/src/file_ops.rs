@@ -446,8 +446,23 @@ pub async fn file_edit(
         let shown = workspace.display_path(&file);
         check_git_write(&workspace, &file, &shown)?;
         let original = read_text(&workspace, &file, &shown, cap)?;
-        if let Some(refusal) = json_key_given_a_value(&shown, &original, &old_text, &new_text) {
-            return Err(refusal);
+        if let Some(span) = json_key_given_a_value(&shown, &original, &old_text, &new_text) {
+            // The key's value is set: renaming a key to a number is never what is meant.
+            let (start, end) = span?;
+            let value = new_text.trim();
+            let updated = format!("{}{value}{}", &original[..start], &original[end..]);
+            keeps_json_valid(&shown, Some(&original), &updated)?;
+            workspace
+                .write_atomic(&file, updated.as_bytes())
+                .map_err(|e| io_error("write", &shown, &e))?;
+            let line = original[..start].matches('\n').count() + 1;
+            let now = updated.lines().nth(line - 1).unwrap_or("").trim();
+            return Ok(format!(
+                "`{}` is a key of {shown}, so its value was set (at line {line}): the line now \
+                 reads `{now}`. To rename a key instead, give old_text and new_text as quoted \
+                 names",
+                old_text.trim().trim_matches('"')
+            ));
         }
         let starts: Vec<usize> = original.match_indices(&old_text).map(|(i, _)| i).collect();
         let line_of = |offset: usize| original[..offset].matches('\n').count() + 1;
@@ -602,16 +617,18 @@ fn unique_key_value_match(
     Some((start, end, new_value.to_owned()))
 }
 
-/// A refusal for an edit of a `.json` file whose `old_text` is a key alone and whose
-/// `new_text` is a number, `true`, `false` or `null`: that renames the key, which is not
-/// what "set retries to 10" means (the 1.5B model's `"old_text": "retries", "new_text":
-/// "10"` turned `"retries": 5` into `"10": 5`, still valid JSON).
+/// An edit of a `.json` file whose `old_text` is a key alone and whose `new_text` is a
+/// number, `true`, `false` or `null` ("set retries to 10" as the 1.5B model wrote it:
+/// `"old_text": "retries", "new_text": "10"`, which would rename the key, `"10": 5`, still
+/// valid JSON): the byte span of that key's value, when the key stands on one line only
+/// with a plain value; a refusal saying what to give when it stands on several.
+/// `None` when the edit is not of that kind.
 fn json_key_given_a_value(
     shown: &str,
     original: &str,
     old_text: &str,
     new_text: &str,
-) -> Option<ToolError> {
+) -> Option<Result<(usize, usize), ToolError>> {
     if !shown.to_ascii_lowercase().ends_with(".json") {
         return None;
     }
@@ -622,18 +639,40 @@ fn json_key_given_a_value(
         return None;
     }
     let quoted = format!("\"{key}\"");
-    let line = original.lines().find(|l| {
-        l.find(&quoted)
-            .is_some_and(|at| l[at + quoted.len()..].trim_start().starts_with(':'))
-    })?;
-    let current = line.trim().trim_end_matches(',');
-    Some(ToolError::failed(format!(
-        "nothing was changed: `{key}` is a key of {shown} (`{current}`), and replacing it \
-         with `{}` would rename the key. To change its value, give old_text `{current}` and \
-         new_text `\"{key}\": {}`",
-        new_text.trim(),
-        new_text.trim()
-    )))
+    // Each line holding the key as a key: the byte offset of the line and of its colon.
+    let mut found = Vec::new();
+    let mut offset = 0;
+    for line in original.split_inclusive('\n') {
+        if let Some(at) = line.find(&quoted)
+            && line[at + quoted.len()..].trim_start().starts_with(':')
+        {
+            let colon = at + quoted.len() + line[at + quoted.len()..].find(':')?;
+            found.push((offset, line, colon));
+        }
+        offset += line.len();
+    }
+    match found.as_slice() {
+        [] => None,
+        [(offset, line, colon)] => {
+            let after = &line[colon + 1..];
+            let value = after.trim_start();
+            let start = colon + 1 + (after.len() - value.len());
+            let value = value.trim_end().trim_end_matches(',').trim_end();
+            if value.is_empty() || value.starts_with(['{', '[']) {
+                return Some(Err(ToolError::failed(format!(
+                    "nothing was changed: `{key}` is a key of {shown} whose value is not a \
+                     plain value on its line; give the exact old_text to replace"
+                ))));
+            }
+            Some(Ok((offset + start, offset + start + value.len())))
+        }
+        several => Some(Err(ToolError::failed(format!(
+            "nothing was changed: `{key}` is a key on {} lines of {shown}; give old_text with \
+             the key and its value as the line to change reads, e.g. `{}`",
+            several.len(),
+            several[0].1.trim().trim_end_matches(',')
+        )))),
+    }
 }
 
 /// The byte span of `text` that equals `wanted` when whitespace is ignored

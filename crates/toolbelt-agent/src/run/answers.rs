@@ -8,16 +8,30 @@
 /// (`README.md`; `host.txt` in "Read config.txt and write the host into host.txt").
 /// Said without a call that writes, either is content shown or a write claimed, not done.
 pub(super) fn unsaved_file(input: &str, answer: &str) -> Option<String> {
-    if !asks_to_write(input) {
-        return None;
-    }
-    let file = *named_files(input).last()?;
+    let file = file_to_write(input)?;
     let shows_content = answer.contains("```")
         || answer
             .lines()
             .any(|l| l.trim_start().starts_with("# ") || l.trim_start().starts_with("## "));
     let names_it = answer.to_lowercase().contains(&file.to_lowercase());
     (shows_content || names_it).then(|| file.to_owned())
+}
+
+/// The file a request to create or write one names last (`README.md`; `host.txt` in "Read
+/// config.txt and write the host into host.txt").
+pub(super) fn file_to_write(input: &str) -> Option<&str> {
+    if !asks_to_write(input) {
+        return None;
+    }
+    named_files(input).last().copied()
+}
+
+/// Whether `paths` (from [`path_values`]) name `file`: the same file name, in any case.
+pub(super) fn names_path<'a>(file: &str, paths: impl IntoIterator<Item = &'a str>) -> bool {
+    let name = file.rsplit('/').next().unwrap_or(file).to_lowercase();
+    paths
+        .into_iter()
+        .any(|p| p.rsplit('/').next().unwrap_or(p).to_lowercase() == name)
 }
 
 /// The files `input` names, in order: path-like words with an extension (`notes.md`,

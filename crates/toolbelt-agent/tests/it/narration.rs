@@ -464,3 +464,52 @@ async fn an_answer_of_markup_alone_is_corrected_as_empty() {
             .is_some_and(|t| t.starts_with("(runtime) your answer was empty")),
     );
 }
+
+#[tokio::test]
+async fn a_small_model_that_wrote_another_file_is_told_to_write_the_one_asked_for() {
+    // create-readme: the 1.5B model wrote `example.txt` ("Hello, world!") and answered
+    // that it had; README.md was never written.
+    let request = "Write a short README.md for this folder that mentions the word toolbelt.";
+    let script = ScriptedProvider::new()
+        .then_call(
+            "file_write",
+            json!({"path": "example.txt", "content": "Hello, world!"}),
+        )
+        .then_text("You successfully created an example.txt file.")
+        .then_call(
+            "file_write",
+            json!({"path": "README.md", "content": "# toolbelt"}),
+        )
+        .then_text("I saved README.md.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run(request)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "I saved README.md.");
+    let third = &script.requests()[2];
+    assert_eq!(
+        last_user_text(&third.messages),
+        Some(
+            "(runtime) nothing was saved: no tool wrote README.md. Call `file_write` now to \
+             write README.md as my request asks, then say in one sentence what you saved."
+        )
+    );
+    assert_eq!(third.tool_choice, ToolChoice::Required);
+    // README.md written: nothing to tell.
+    let script = ScriptedProvider::new()
+        .then_call(
+            "file_write",
+            json!({"path": "./readme.MD", "content": "toolbelt"}),
+        )
+        .then_text("Done.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run(request)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "Done.");
+    assert_eq!(script.requests().len(), 2);
+}

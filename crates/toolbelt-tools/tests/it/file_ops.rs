@@ -380,35 +380,65 @@ async fn a_key_and_value_written_another_way_edits_that_line() {
 }
 
 /// "In data/settings.json, set retries to 10": `"old_text": "retries", "new_text": "10"`
-/// would rename the key (`"10": 5` is still JSON). Refused, with the line to give instead.
+/// would rename the key (`"10": 5` is still JSON); refused, the 1.5B model sent the same call
+/// again. A key alone given a number, `true`, `false` or `null` sets that key's value.
 #[tokio::test]
-async fn a_json_key_replaced_by_a_value_is_refused_with_the_line_to_give() {
+async fn a_json_key_given_a_value_sets_that_value() {
     let fx = Fx::new();
-    let settings = "{\n  \"retries\": 5,\n  \"theme\": \"dark\"\n}\n";
-    fx.write("data/settings.json", settings);
-    let err = fx
-        .err(
+    fx.write(
+        "data/settings.json",
+        "{\n  \"retries\": 5,\n  \"theme\": \"dark\",\n  \"owner\": {\"name\": \"Lin\"}\n}\n",
+    );
+    let out = fx
+        .ok(
             "file_edit",
             json!({"path": "data/settings.json", "old_text": "retries", "new_text": "10"}),
         )
         .await;
     assert_eq!(
-        err.to_string(),
-        "nothing was changed: `retries` is a key of data/settings.json (`\"retries\": 5`), and \
-         replacing it with `10` would rename the key. To change its value, give old_text \
-         `\"retries\": 5` and new_text `\"retries\": 10`"
+        out,
+        "`retries` is a key of data/settings.json, so its value was set (at line 2): the line \
+         now reads `\"retries\": 10,`. To rename a key instead, give old_text and new_text as \
+         quoted names"
     );
-    assert_eq!(fx.read("data/settings.json"), settings);
+    fx.ok(
+        "file_edit",
+        json!({"path": "data/settings.json", "old_text": "\"theme\"", "new_text": "null"}),
+    )
+    .await;
+    assert_eq!(
+        fx.read("data/settings.json"),
+        "{\n  \"retries\": 10,\n  \"theme\": null,\n  \"owner\": {\"name\": \"Lin\"}\n}\n"
+    );
     // Renaming a key to another name is an edit like any other.
     fx.ok(
         "file_edit",
         json!({"path": "data/settings.json", "old_text": "\"theme\"", "new_text": "\"colour\""}),
     )
     .await;
+    assert!(fx.read("data/settings.json").contains("\"colour\": null"));
+    // A key on several lines, or with an object for its value: refused, nothing changed.
+    let nested = "{\"a\": {\"n\": 1},\n \"b\": {\"n\": 2}}\n";
+    fx.write("nested.json", nested);
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "nested.json", "old_text": "n", "new_text": "3"}),
+        )
+        .await;
     assert!(
-        fx.read("data/settings.json")
-            .contains("\"colour\": \"dark\"")
+        err.to_string()
+            .starts_with("nothing was changed: `n` is a key on 2 lines of nested.json"),
+        "{err}"
     );
+    let err = fx
+        .err(
+            "file_edit",
+            json!({"path": "nested.json", "old_text": "a", "new_text": "3"}),
+        )
+        .await;
+    assert!(err.to_string().contains("not a plain value"), "{err}");
+    assert_eq!(fx.read("nested.json"), nested);
 }
 
 #[tokio::test]
