@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use toolbelt_store::Revision;
 use toolbelt_store::{Store, StoreError, ToolDraft, ToolRecord, ToolSource};
 
 use crate::convert::{Imported, Skipped};
@@ -100,7 +101,10 @@ pub async fn apply(
                 let version = if dry_run {
                     record.latest_version + 1
                 } else {
-                    match store.update_tool(&draft, record.revision).await {
+                    match store
+                        .update_tool(&draft, Revision::Exactly(record.revision))
+                        .await
+                    {
                         Ok(updated) => updated.current_version,
                         Err(e) => {
                             report.skipped.push(refused_or(e, refused)?);

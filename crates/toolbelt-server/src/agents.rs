@@ -212,7 +212,7 @@ pub(crate) fn host_problem(error: HostError) -> Problem {
         e @ HostError::ServerNotAllowed { .. } => {
             Problem::new(StatusCode::FORBIDDEN, "server_not_allowed", e.to_string())
         }
-        HostError::Store(e) => crate::api::manage::store_problem(e),
+        HostError::Store(e) => crate::problem::Problem::from(e),
         other => Problem::internal(other),
     }
 }

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::{Duration, Instant};
+use toolbelt_store::Revision;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
@@ -137,7 +138,12 @@ fn updates(c: &mut Criterion) {
                 let store = &store;
                 let expected = revision;
                 revision += 1;
-                async move { store.update_tool(&d, expected).await.unwrap() }
+                async move {
+                    store
+                        .update_tool(&d, Revision::from(expected))
+                        .await
+                        .unwrap()
+                }
             });
         });
         // Eight writers at once, each updating its own tool: what a server with several
@@ -179,7 +185,9 @@ fn updates(c: &mut Criterion) {
                         .zip(expected)
                         .map(|(d, rev)| {
                             let store = store.clone();
-                            tokio::spawn(async move { store.update_tool(&d, rev).await.unwrap() })
+                            tokio::spawn(async move {
+                                store.update_tool(&d, Revision::from(rev)).await.unwrap()
+                            })
                         })
                         .collect();
                     for t in tasks {

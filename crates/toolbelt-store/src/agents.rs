@@ -7,9 +7,9 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use toolbelt_core::{Selection, ToolName};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
+use crate::revision::{Revision, Table, check_revision};
 use crate::store::{Store, decode_json, now_ms, record_change, to_json};
-use crate::tools::check_revision;
 
 /// Run options of a stored agent; unset fields take the agent runtime's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -442,7 +442,7 @@ impl Store {
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
-                kind: "agent",
+                entity: Entity::Agent,
                 name: draft.name.clone(),
             });
         }
@@ -480,18 +480,11 @@ impl Store {
     pub async fn update_agent(
         &self,
         draft: &AgentDraft,
-        expected_revision: i64,
+        expected_revision: Revision,
     ) -> Result<AgentRecord> {
         let checked = check_draft(draft)?;
         let mut tx = self.begin().await?;
-        check_revision(
-            &mut tx,
-            "agents",
-            "agent",
-            &draft.name,
-            Some(expected_revision),
-        )
-        .await?;
+        check_revision(&mut tx, Table::Agents, &draft.name, expected_revision).await?;
         let at = now_ms();
         sqlx::query(
             "UPDATE agents SET kind = $1, labels = $2, capabilities = $3, description = $4, system_prompt = $5, provider = $6, model = $7, options = $8, router = $9, selection = $10, pins = $11, updated_at = $12, changed_by = $13 WHERE name = $14",
@@ -532,7 +525,7 @@ impl Store {
             .bind(name)
             .fetch_optional(self.pool())
             .await?
-            .ok_or_else(|| StoreError::not_found("agent", name))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Agent, name))?;
         let mut agent = agent_from_row(&row)?;
         agent.tools = self.bindings(name).await?;
         Ok(agent)
@@ -571,9 +564,9 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn delete_agent(&self, name: &str, expected_revision: Option<i64>) -> Result<()> {
+    pub async fn delete_agent(&self, name: &str, expected_revision: Revision) -> Result<()> {
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "agents", "agent", name, expected_revision).await?;
+        check_revision(&mut tx, Table::Agents, name, expected_revision).await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1")
             .bind(name)
             .execute(&mut **tx)
@@ -597,11 +590,11 @@ impl Store {
         &self,
         agent: &str,
         binding: &Binding,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<AgentRecord> {
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "agents", "agent", agent, expected_revision).await?;
+        check_revision(&mut tx, Table::Agents, agent, expected_revision).await?;
         check_tool_ref(&mut tx, "tool", &binding.tool, binding.pinned_version).await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
             .bind(agent)
@@ -631,11 +624,11 @@ impl Store {
         &self,
         agent: &str,
         tool: &str,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<AgentRecord> {
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "agents", "agent", agent, expected_revision).await?;
+        check_revision(&mut tx, Table::Agents, agent, expected_revision).await?;
         let done = sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
             .bind(agent)
             .bind(tool)
@@ -643,7 +636,7 @@ impl Store {
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::not_found(
-                "binding",
+                Entity::Binding,
                 format!("{agent} -> {tool}"),
             ));
         }
@@ -719,16 +712,16 @@ fn agent_from_row(row: &AnyRow) -> Result<AgentRecord> {
     let name: String = row.try_get("name")?;
     Ok(AgentRecord {
         kind: row.try_get("kind")?,
-        labels: decode_json(row, "labels", "agent", &name)?,
-        capabilities: decode_json(row, "capabilities", "agent", &name)?,
+        labels: decode_json(row, "labels", Entity::Agent, &name)?,
+        capabilities: decode_json(row, "capabilities", Entity::Agent, &name)?,
         description: row.try_get("description")?,
         system_prompt: row.try_get("system_prompt")?,
         provider: row.try_get("provider")?,
         model: row.try_get("model")?,
-        options: decode_json(row, "options", "agent", &name)?,
-        router: decode_json(row, "router", "agent", &name)?,
+        options: decode_json(row, "options", Entity::Agent, &name)?,
+        router: decode_json(row, "router", Entity::Agent, &name)?,
         selection: row.try_get("selection")?,
-        pins: decode_json(row, "pins", "agent", &name)?,
+        pins: decode_json(row, "pins", Entity::Agent, &name)?,
         tools: Vec::new(),
         revision: row.try_get("revision")?,
         created_at: row.try_get("created_at")?,

@@ -8,6 +8,7 @@ mod error;
 mod live;
 mod mcp_servers;
 mod memory;
+mod revision;
 mod routine_claims;
 mod routines;
 mod run_log;
@@ -23,10 +24,11 @@ pub use availability::{
     Availability, Condition, Environment, Reason, Verdict, availability, selection_includes,
 };
 pub use changes::Change;
-pub use error::{Result, StoreError};
+pub use error::{Entity, Result, StoreError};
 pub use live::{LiveRegistry, LiveRegistryBuilder, Reconciled, ToolFactory, WatchHandle};
 pub use mcp_servers::McpServerRecord;
 pub use memory::StoreMemory;
+pub use revision::Revision;
 pub use routine_claims::{
     ClaimConfig, Clock, JobOutcome, ManualClock, RoutineClaims, RoutineJob, SystemClock,
 };

@@ -15,7 +15,7 @@ use sqlx::Row;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 use crate::store::{Engine, Store, json_arrays, now_ms, statement_bytes, to_json};
 
 /// What an entry records.
@@ -378,7 +378,7 @@ impl Store {
                     .map(|a| serde_json::from_str(&a))
                     .transpose()
                     .map_err(|e| StoreError::Corrupt {
-                        kind: "run log entry",
+                        entity: Entity::RunLogEntry,
                         name: id.to_string(),
                         field: "arguments",
                         reason: e.to_string(),
@@ -545,7 +545,7 @@ impl Store {
         for row in rows.iter().rev() {
             let input: String = row.try_get("input")?;
             let input: Value = serde_json::from_str(&input).map_err(|e| StoreError::Corrupt {
-                kind: "run",
+                entity: Entity::Run,
                 name: row.try_get::<String, _>("run").unwrap_or_default(),
                 field: "input",
                 reason: e.to_string(),

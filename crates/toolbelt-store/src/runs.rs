@@ -5,9 +5,9 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
+use crate::revision::{Revision, Table, check_revision};
 use crate::store::{Store, decode_json, now_ms, to_json};
-use crate::tools::check_revision;
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -155,7 +155,7 @@ fn run_from_row(row: &AnyRow) -> Result<RunRecord> {
         .map(|text| serde_json::from_str(&text))
         .transpose()
         .map_err(|e| StoreError::Corrupt {
-            kind: "run",
+            entity: Entity::Run,
             name: id.clone(),
             field: "output",
             reason: e.to_string(),
@@ -163,8 +163,8 @@ fn run_from_row(row: &AnyRow) -> Result<RunRecord> {
     Ok(RunRecord {
         agent: row.try_get("agent")?,
         status: RunStatus::parse(&row.try_get::<String, _>("status")?)?,
-        input: decode_json(row, "input", "run", &id)?,
-        transcript: decode_json(row, "transcript", "run", &id)?,
+        input: decode_json(row, "input", Entity::Run, &id)?,
+        transcript: decode_json(row, "transcript", Entity::Run, &id)?,
         output,
         error: row.try_get("error")?,
         actor: row.try_get("actor")?,
@@ -210,10 +210,10 @@ impl Store {
         &self,
         id: &str,
         update: &RunUpdate,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
     ) -> Result<RunRecord> {
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "runs", "run", id, expected_revision).await?;
+        check_revision(&mut tx, Table::Runs, id, expected_revision).await?;
         let at = now_ms();
         let finished = update.status.filter(|s| s.is_finished()).map(|_| at);
         sqlx::query(
@@ -241,7 +241,7 @@ impl Store {
             .bind(id)
             .fetch_optional(self.pool())
             .await?
-            .ok_or_else(|| StoreError::not_found("run", id))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Run, id))?;
         run_from_row(&row)
     }
 

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 use crate::store::{Store, decode_json, now_ms, record_change, to_json};
 
 /// A skill to store: what `SKILL.md` holds, and the files that were beside it.
@@ -166,8 +166,8 @@ fn skill_from_row(row: &AnyRow) -> Result<SkillRecord> {
     Ok(SkillRecord {
         description: row.try_get("description")?,
         instructions: row.try_get("instructions")?,
-        metadata: decode_json(row, "metadata", "skill", &name)?,
-        files: decode_json(row, "files", "skill", &name)?,
+        metadata: decode_json(row, "metadata", Entity::Skill, &name)?,
+        files: decode_json(row, "files", Entity::Skill, &name)?,
         content_hash: row.try_get("content_hash")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
@@ -244,7 +244,7 @@ impl Store {
         .bind(name)
         .fetch_optional(self.pool())
         .await?
-        .ok_or_else(|| StoreError::not_found("skill", name))?;
+        .ok_or_else(|| StoreError::not_found(Entity::Skill, name))?;
         skill_from_row(&row)
     }
 
@@ -271,7 +271,7 @@ impl Store {
             .await?
             .rows_affected();
         if deleted == 0 {
-            return Err(StoreError::not_found("skill", name));
+            return Err(StoreError::not_found(Entity::Skill, name));
         }
         record_change(&mut tx, "skill", name, "delete").await?;
         tx.commit().await?;

@@ -7,7 +7,7 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Row, SqlStr};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 
 /// The database engine behind a [`Store`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -549,12 +549,12 @@ pub(crate) fn flag(value: bool) -> i64 {
 pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(
     row: &AnyRow,
     column: &'static str,
-    kind: &'static str,
+    entity: Entity,
     name: &str,
 ) -> Result<T> {
     let text: String = row.try_get(column)?;
     serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-        kind,
+        entity,
         name: name.to_owned(),
         field: column,
         reason: e.to_string(),

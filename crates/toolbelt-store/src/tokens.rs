@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 use crate::store::{Store, decode_json, now_ms, to_json};
 
 /// A stored API token (without its secret).
@@ -47,10 +47,10 @@ fn token_from_row(row: &AnyRow) -> Result<TokenRecord> {
     let name: String = row.try_get("name")?;
     Ok(TokenRecord {
         id: row.try_get("id")?,
-        scopes: decode_json(row, "scopes", "token", &name)?,
+        scopes: decode_json(row, "scopes", Entity::Token, &name)?,
         agents: match row.try_get::<Option<String>, _>("agents")? {
             None => None,
-            Some(_) => Some(decode_json(row, "agents", "token", &name)?),
+            Some(_) => Some(decode_json(row, "agents", Entity::Token, &name)?),
         },
         created_at: row.try_get("created_at")?,
         revoked_at: row.try_get("revoked_at")?,
@@ -119,7 +119,7 @@ impl Store {
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
-                kind: "token",
+                entity: Entity::Token,
                 name: name.to_owned(),
             });
         }
@@ -172,7 +172,7 @@ impl Store {
         .bind(name)
         .fetch_optional(self.pool())
         .await?
-        .ok_or_else(|| StoreError::not_found("token", name))?;
+        .ok_or_else(|| StoreError::not_found(Entity::Token, name))?;
         token_from_row(&row)
     }
 
@@ -201,7 +201,7 @@ impl Store {
         .await?;
         let token = self.get_token(name).await?;
         if done.rows_affected() == 0 && token.revoked_at.is_none() {
-            return Err(StoreError::not_found("token", name));
+            return Err(StoreError::not_found(Entity::Token, name));
         }
         Ok(token)
     }

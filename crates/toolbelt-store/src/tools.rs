@@ -8,7 +8,8 @@ use sqlx::any::AnyRow;
 use toolbelt_core::ToolSpec;
 
 use crate::availability::Availability;
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
+use crate::revision::{Revision, Table, check_revision};
 use crate::store::{
     Engine, Store, WriteTx, decode_json, flag, get_flag, now_ms, record_change, to_json,
 };
@@ -214,7 +215,7 @@ pub(crate) fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
         .map(|text| serde_json::from_str(&text))
         .transpose()
         .map_err(|e| StoreError::Corrupt {
-            kind: "tool",
+            entity: Entity::Tool,
             name: name.clone(),
             field: "definition",
             reason: e.to_string(),
@@ -226,12 +227,12 @@ pub(crate) fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
         spec_hash: row.try_get("current_hash")?,
         enabled: get_flag(row, "enabled")?,
         missing: get_flag(row, "missing")?,
-        availability: decode_json(row, "availability", "tool", &name)?,
+        availability: decode_json(row, "availability", Entity::Tool, &name)?,
         revision: row.try_get("revision")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         changed_by: row.try_get("changed_by")?,
-        spec: decode_json(row, "spec", "tool", &name)?,
+        spec: decode_json(row, "spec", Entity::Tool, &name)?,
         definition,
         name,
     })
@@ -244,14 +245,14 @@ fn version_from_row(row: &AnyRow) -> Result<ToolVersion> {
         .map(|text| serde_json::from_str(&text))
         .transpose()
         .map_err(|e| StoreError::Corrupt {
-            kind: "tool version",
+            entity: Entity::ToolVersion,
             name: tool_name.clone(),
             field: "definition",
             reason: e.to_string(),
         })?;
     Ok(ToolVersion {
         version: row.try_get("version")?,
-        spec: decode_json(row, "spec", "tool version", &tool_name)?,
+        spec: decode_json(row, "spec", Entity::ToolVersion, &tool_name)?,
         spec_hash: row.try_get("spec_hash")?,
         changed_by: row.try_get("changed_by")?,
         changed_at: row.try_get("changed_at")?,
@@ -379,7 +380,7 @@ impl Store {
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
-                kind: "tool",
+                entity: Entity::Tool,
                 name: name.to_owned(),
             });
         }
@@ -411,7 +412,7 @@ impl Store {
     pub async fn update_tool(
         &self,
         draft: &ToolDraft,
-        expected_revision: i64,
+        expected_revision: Revision,
     ) -> Result<ToolRecord> {
         validate_draft(draft)?;
         let name = draft.spec.name.as_str();
@@ -422,13 +423,6 @@ impl Store {
             .as_ref()
             .map(|a| to_json(a, "availability"))
             .transpose()?;
-        if self.engine() == Engine::Postgres
-            && let Some(record) = self
-                .update_tool_pg(draft, expected_revision, &hash, availability.as_deref(), at)
-                .await?
-        {
-            return Ok(record);
-        }
         let mut tx = self.begin().await?;
         // One read under the row lock (SQLite's BEGIN IMMEDIATE holds the database), the
         // revision checked here rather than by a separate UPDATE: four statements per
@@ -445,13 +439,15 @@ impl Store {
             .bind(name)
             .fetch_optional(&mut **tx)
             .await?
-            .ok_or_else(|| StoreError::not_found("tool", name))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Tool, name))?;
         let found: i64 = row.try_get("revision")?;
-        if expected_revision != -1 && found != expected_revision {
+        if let Revision::Exactly(expected) = expected_revision
+            && expected != found
+        {
             return Err(StoreError::Conflict {
-                kind: "tool",
+                entity: Entity::Tool,
                 name: name.to_owned(),
-                expected: expected_revision,
+                expected,
                 found,
             });
         }
@@ -497,7 +493,7 @@ impl Store {
             latest_version: version,
             enabled: get_flag(&row, "enabled")?,
             missing: false,
-            availability: decode_json(&row, "availability", "tool", name)?,
+            availability: decode_json(&row, "availability", Entity::Tool, name)?,
             revision: row.try_get("revision")?,
             created_at: row.try_get("created_at")?,
             updated_at: at,
@@ -511,94 +507,6 @@ impl Store {
         Ok(record)
     }
 
-    /// [`Store::update_tool`] on Postgres as one statement (checks, new version, current
-    /// version, change feed), so an update is one round trip and one commit. `None` when the
-    /// checks pass but the spec is unchanged: the caller's general path handles that.
-    async fn update_tool_pg(
-        &self,
-        draft: &ToolDraft,
-        expected_revision: i64,
-        hash: &str,
-        availability: Option<&str>,
-        at: i64,
-    ) -> Result<Option<ToolRecord>> {
-        const SQL: &str = "WITH cur AS (\
-                SELECT latest_version, current_hash, source, revision FROM tools WHERE name = $1 FOR UPDATE\
-            ), go AS (\
-                SELECT latest_version + 1 AS version FROM cur \
-                WHERE ($2 = -1 OR revision = $2) AND source = $3 AND current_hash <> $4\
-            ), v AS (\
-                INSERT INTO tool_versions (tool_name, version, spec, definition, description, tags, kind, policy, spec_hash, changed_by, changed_at, note) \
-                SELECT $1, version, $5, $6, $7, $8, $9, $10, $4, $11, $12, $13 FROM go\
-            ), u AS (\
-                UPDATE tools SET current_version = go.version, latest_version = go.version, current_hash = $4, missing = 0, \
-                updated_at = $12, changed_by = $11, revision = tools.revision + 1, availability = COALESCE($14, tools.availability) \
-                FROM go WHERE tools.name = $1 \
-                RETURNING go.version, tools.enabled, tools.availability, tools.revision AS new_revision, tools.created_at\
-            ), c AS (\
-                INSERT INTO changes (entity, name, op, at) SELECT 'tool', $1, 'upsert', $12 FROM u\
-            ) \
-            SELECT cur.current_hash, cur.source, cur.revision, u.version, u.enabled, u.availability, u.new_revision, u.created_at \
-            FROM cur LEFT JOIN u ON true";
-        let spec = &draft.spec;
-        let name = spec.name.as_str();
-        let definition = draft
-            .definition
-            .as_ref()
-            .map(|d| to_json(d, "definition"))
-            .transpose()?;
-        let row = sqlx::query(SQL)
-            .bind(name)
-            .bind(expected_revision)
-            .bind(draft.source.as_str())
-            .bind(hash)
-            .bind(to_json(spec, "spec")?)
-            .bind(definition)
-            .bind(spec.description.as_str())
-            .bind(to_json(&spec.tags, "tags")?)
-            .bind(to_json(&spec.kind, "kind")?.trim_matches('"').to_owned())
-            .bind(to_json(&spec.policy, "policy")?)
-            .bind(draft.changed_by.as_str())
-            .bind(at)
-            .bind(draft.note.as_deref())
-            .bind(availability)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| StoreError::not_found("tool", name))?;
-        let found: i64 = row.try_get("revision")?;
-        if expected_revision != -1 && found != expected_revision {
-            return Err(StoreError::Conflict {
-                kind: "tool",
-                name: name.to_owned(),
-                expected: expected_revision,
-                found,
-            });
-        }
-        let source: String = row.try_get("source")?;
-        if source != draft.source.as_str() {
-            return Err(source_mismatch(name, &source, draft.source));
-        }
-        let Some(version) = row.try_get::<Option<i64>, _>("version")? else {
-            return Ok(None);
-        };
-        Ok(Some(ToolRecord {
-            name: name.to_owned(),
-            source: draft.source,
-            current_version: version,
-            latest_version: version,
-            enabled: get_flag(&row, "enabled")?,
-            missing: false,
-            availability: decode_json(&row, "availability", "tool", name)?,
-            revision: row.try_get("new_revision")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: at,
-            changed_by: draft.changed_by.clone(),
-            spec: spec.clone(),
-            definition: draft.definition.clone(),
-            spec_hash: hash.to_owned(),
-        }))
-    }
-
     /// The tool `name` with its current version.
     ///
     /// # Errors
@@ -608,7 +516,7 @@ impl Store {
             .bind(name)
             .fetch_optional(self.pool())
             .await?
-            .ok_or_else(|| StoreError::not_found("tool", name))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Tool, name))?;
         tool_from_row(&row)
     }
 
@@ -666,7 +574,7 @@ impl Store {
                     latest_version: row.try_get("latest_version")?,
                     enabled: get_flag(row, "enabled")?,
                     missing: get_flag(row, "missing")?,
-                    availability: decode_json(row, "availability", "tool", &name)?,
+                    availability: decode_json(row, "availability", Entity::Tool, &name)?,
                     name,
                 })
             })
@@ -685,7 +593,7 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         if rows.is_empty() {
-            return Err(StoreError::not_found("tool", name));
+            return Err(StoreError::not_found(Entity::Tool, name));
         }
         rows.iter().map(version_from_row).collect()
     }
@@ -702,7 +610,7 @@ impl Store {
         .bind(version)
         .fetch_optional(self.pool())
         .await?
-        .ok_or_else(|| StoreError::not_found("tool version", format!("{name}@{version}")))?;
+        .ok_or_else(|| StoreError::not_found(Entity::ToolVersion, format!("{name}@{version}")))?;
         version_from_row(&row)
     }
 
@@ -715,11 +623,11 @@ impl Store {
         &self,
         name: &str,
         version: i64,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         let hash: Option<String> = sqlx::query_scalar(
             "SELECT spec_hash FROM tool_versions WHERE tool_name = $1 AND version = $2",
         )
@@ -727,8 +635,9 @@ impl Store {
         .bind(version)
         .fetch_optional(&mut **tx)
         .await?;
-        let hash =
-            hash.ok_or_else(|| StoreError::not_found("tool version", format!("{name}@{version}")))?;
+        let hash = hash.ok_or_else(|| {
+            StoreError::not_found(Entity::ToolVersion, format!("{name}@{version}"))
+        })?;
         sqlx::query(
             "UPDATE tools SET current_version = $1, current_hash = $2, updated_at = $3, changed_by = $4 WHERE name = $5",
         )
@@ -757,11 +666,11 @@ impl Store {
         &self,
         name: &str,
         enabled: bool,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         sqlx::query(
             "UPDATE tools SET enabled = $1, updated_at = $2, changed_by = $3 WHERE name = $4",
         )
@@ -782,12 +691,12 @@ impl Store {
         &self,
         name: &str,
         availability: &Availability,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
         availability.validate()?;
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         sqlx::query(
             "UPDATE tools SET availability = $1, updated_at = $2, changed_by = $3 WHERE name = $4",
         )
@@ -805,9 +714,9 @@ impl Store {
     /// # Errors
     /// [`StoreError::InUse`] while agents bind it (nothing is deleted), [`StoreError::NotFound`],
     /// [`StoreError::Conflict`].
-    pub async fn delete_tool(&self, name: &str, expected_revision: Option<i64>) -> Result<()> {
+    pub async fn delete_tool(&self, name: &str, expected_revision: Revision) -> Result<()> {
         let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         let agents: Vec<String> = sqlx::query_scalar(
             "SELECT agent_name FROM agent_tools WHERE tool_name = $1 ORDER BY agent_name",
         )
@@ -834,10 +743,6 @@ impl Store {
     }
 }
 
-/// Claims the row for this transaction: bumps its revision with a guarded UPDATE (which also
-/// row-locks it on Postgres, so concurrent writers serialise instead of both passing a check).
-/// Fails with `NotFound` or, when `expected` is given and differs, `Conflict`. Returns the new
-/// revision. Later statements of the transaction must not bump the revision again.
 /// The error for a draft whose source differs from the stored tool's.
 fn source_mismatch(name: &str, stored: &str, draft: ToolSource) -> StoreError {
     StoreError::invalid(
@@ -847,50 +752,4 @@ fn source_mismatch(name: &str, stored: &str, draft: ToolSource) -> StoreError {
             draft.as_str()
         ),
     )
-}
-
-pub(crate) async fn check_revision(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    table: &'static str,
-    kind: &'static str,
-    name: &str,
-    expected: Option<i64>,
-) -> Result<i64> {
-    let (bump, read) = match table {
-        "tools" => (
-            "UPDATE tools SET revision = revision + 1 WHERE name = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM tools WHERE name = $1",
-        ),
-        "agents" => (
-            "UPDATE agents SET revision = revision + 1 WHERE name = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM agents WHERE name = $1",
-        ),
-        "mcp_servers" => (
-            "UPDATE mcp_servers SET revision = revision + 1 WHERE name = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM mcp_servers WHERE name = $1",
-        ),
-        _ => (
-            "UPDATE runs SET revision = revision + 1 WHERE id = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM runs WHERE id = $1",
-        ),
-    };
-    let done = sqlx::query(bump)
-        .bind(name)
-        .bind(expected.unwrap_or(-1))
-        .execute(&mut **tx)
-        .await?;
-    let found: Option<i64> = sqlx::query_scalar(read)
-        .bind(name)
-        .fetch_optional(&mut **tx)
-        .await?;
-    let found = found.ok_or_else(|| StoreError::not_found(kind, name))?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::Conflict {
-            kind,
-            name: name.to_owned(),
-            expected: expected.unwrap_or(-1),
-            found,
-        });
-    }
-    Ok(found)
 }

@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
+use toolbelt_store::Revision;
 
 use serde_json::{Value, json};
 use tokio_util::task::TaskTracker;
@@ -236,7 +237,10 @@ impl RunRegistry {
             }
             (status, update)
         };
-        if let Err(e) = store.update_run(store_id(&entry.id), &update, None).await {
+        if let Err(e) = store
+            .update_run(store_id(&entry.id), &update, Revision::Any)
+            .await
+        {
             tracing::error!(run = %entry.id, status = status.as_str(), error = %e, "could not record the run");
         }
     }

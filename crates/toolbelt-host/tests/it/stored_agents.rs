@@ -3,6 +3,7 @@
 //! tool runs the stored agent.
 
 use std::sync::Arc;
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -47,7 +48,7 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
         store
             .update_tool(
                 &printer("greet", "Greet the user", "hello from v2"),
-                v1.revision,
+                Revision::Exactly(v1.revision),
             )
             .await
             .unwrap();
@@ -295,7 +296,10 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
         }
         assert_eq!(count(), 1, "two runs of one revision");
         draft.options.temperature = Some(0.75);
-        store.update_agent(&draft, first.revision).await.unwrap();
+        store
+            .update_agent(&draft, Revision::Exactly(first.revision))
+            .await
+            .unwrap();
         let built = agents.build_named("writer").await.unwrap();
         assert_eq!(count(), 2, "a new revision");
         assert_eq!(built.agent.run("hi").await.unwrap().answer, "three");

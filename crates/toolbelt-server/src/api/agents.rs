@@ -5,11 +5,12 @@ use axum::extract::{Extension, Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use toolbelt_store::Revision;
 use utoipa::ToSchema;
 
 use crate::agents::{AgentDef, host_problem};
 use crate::api::extract::ApiJson;
-use crate::api::manage::{if_match, store_problem};
+use crate::api::manage::if_match;
 use crate::api::schema::{AgentDraftSchema, AgentRecordSchema};
 use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
@@ -148,7 +149,7 @@ pub(crate) async fn create_agent(
     let record = store(&state)?
         .create_agent(&draft)
         .await
-        .map_err(|e| store_problem(e).with_code_if("already_exists", "agent_exists"))?;
+        .map_err(|e| Problem::from(e).with_code_if("already_exists", "agent_exists"))?;
     Ok(stored_response(axum::http::StatusCode::CREATED, record))
 }
 
@@ -181,9 +182,9 @@ pub(crate) async fn update_agent(
     }
     draft.changed_by = who.name;
     let record = store(&state)?
-        .update_agent(&draft, revision)
+        .update_agent(&draft, Revision::Exactly(revision))
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
@@ -195,7 +196,7 @@ pub(crate) async fn get_stored_agent(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let record = store(&state)?.get_agent(&id).await.map_err(store_problem)?;
+    let record = store(&state)?.get_agent(&id).await.map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
@@ -211,9 +212,9 @@ pub(crate) async fn delete_agent(
 ) -> ApiResult<axum::http::StatusCode> {
     let revision = if_match(&headers)?;
     store(&state)?
-        .delete_agent(&id, revision)
+        .delete_agent(&id, Revision::from(revision))
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
@@ -250,9 +251,14 @@ pub(crate) async fn bind_tool(
         binding = binding.pinned(v);
     }
     let record = store(&state)?
-        .bind_tool(&id, &binding, if_match(&headers)?, &who.name)
+        .bind_tool(
+            &id,
+            &binding,
+            Revision::from(if_match(&headers)?),
+            &who.name,
+        )
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
@@ -268,8 +274,8 @@ pub(crate) async fn unbind_tool(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let record = store(&state)?
-        .unbind_tool(&id, &tool, if_match(&headers)?, &who.name)
+        .unbind_tool(&id, &tool, Revision::from(if_match(&headers)?), &who.name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }

@@ -7,10 +7,10 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolbelt_store::McpServerRecord;
+use toolbelt_store::Revision;
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
-use crate::api::manage::store_problem;
 use crate::mcp_servers::{Health, check_config, command_problem};
 use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
 use crate::state::AppState;
@@ -102,7 +102,7 @@ pub(crate) async fn list_mcp_servers(
     let records = store(&state)?
         .list_mcp_servers()
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     let mut views = Vec::with_capacity(records.len());
     for record in records {
         views.push(view(&state, record).await);
@@ -122,7 +122,7 @@ pub(crate) async fn get_mcp_server(
     let record = store(&state)?
         .get_mcp_server(&name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(Json(view(&state, record).await))
 }
 
@@ -168,21 +168,27 @@ pub(crate) async fn put_mcp_server(
         None => match store.get_mcp_server(&name).await {
             Ok(current) => Some(current.revision),
             Err(toolbelt_store::StoreError::NotFound { .. }) => None,
-            Err(e) => return Err(store_problem(e)),
+            Err(e) => return Err(Problem::from(e)),
         },
     };
     let created = revision.is_none();
-    let mut record = store
-        .put_mcp_server(&name, &body.config, revision)
-        .await
-        .map_err(|e| store_problem(e).with_code_if("already_exists", "mcp_server_exists"))?;
+    let written = match revision {
+        Some(revision) => {
+            store
+                .update_mcp_server(&name, &body.config, Revision::Exactly(revision))
+                .await
+        }
+        None => store.create_mcp_server(&name, &body.config).await,
+    };
+    let mut record = written
+        .map_err(|e| Problem::from(e).with_code_if("already_exists", "mcp_server_exists"))?;
     if let Some(enabled) = body.enabled
         && enabled != record.enabled
     {
         record = store
-            .set_mcp_server_enabled(&name, enabled, Some(record.revision))
+            .set_mcp_server_enabled(&name, enabled, Revision::Exactly(record.revision))
             .await
-            .map_err(store_problem)?;
+            .map_err(Problem::from)?;
     }
     state.mcp_servers().sync(&state).await;
     let status = if created {
@@ -208,7 +214,7 @@ pub(crate) async fn patch_mcp_server(
     let store = store(&state)?;
     // Enabling a stdio server whose command the host does not allow is refused as a PUT is.
     if body.enabled {
-        let current = store.get_mcp_server(&name).await.map_err(store_problem)?;
+        let current = store.get_mcp_server(&name).await.map_err(Problem::from)?;
         if let Ok(config) = check_config(&name, &current.config)
             && let Some(problem) = command_problem(&state.config().mcp_commands, &config)
         {
@@ -216,9 +222,9 @@ pub(crate) async fn patch_mcp_server(
         }
     }
     let record = store
-        .set_mcp_server_enabled(&name, body.enabled, body.revision)
+        .set_mcp_server_enabled(&name, body.enabled, Revision::from(body.revision))
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     state.mcp_servers().sync(&state).await;
     Ok(Json(view(&state, record).await))
 }
@@ -246,9 +252,9 @@ pub(crate) async fn delete_mcp_server(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     store(&state)?
-        .delete_mcp_server(&name, None)
+        .delete_mcp_server(&name, Revision::Any)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     state.mcp_servers().sync(&state).await;
     Ok(StatusCode::NO_CONTENT)
 }

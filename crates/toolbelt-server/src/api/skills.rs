@@ -11,7 +11,6 @@ use toolbelt_store::{SkillChange, SkillDraft, SkillRecord};
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
-use crate::api::manage::store_problem;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -77,7 +76,7 @@ fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
 pub(crate) async fn list_skills(
     State(state): State<AppState>,
 ) -> ApiResult<Json<Vec<SkillSummary>>> {
-    let records = store(&state)?.list_skills().await.map_err(store_problem)?;
+    let records = store(&state)?.list_skills().await.map_err(Problem::from)?;
     Ok(Json(
         records
             .into_iter()
@@ -103,7 +102,7 @@ pub(crate) async fn get_skill(
     let record = store(&state)?
         .get_skill(&name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(Json(record.into()))
 }
 
@@ -137,7 +136,7 @@ pub(crate) async fn put_skill(
     let (record, change) = store(&state)?
         .put_skill(&draft)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     let status = if change == SkillChange::Created {
         StatusCode::CREATED
     } else {
@@ -158,6 +157,6 @@ pub(crate) async fn delete_skill(
     store(&state)?
         .delete_skill(&name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,6 +3,7 @@
 //! versions and send the same options to the model (asserted on the request bodies).
 
 use std::time::{Duration, Instant};
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -35,7 +36,7 @@ async fn store_writer(store: &toolbelt_store::Store, model_url: &str) {
     store
         .update_tool(
             &printer("greet", "Greet the user warmly", "hello from v2"),
-            v1.revision,
+            Revision::Exactly(v1.revision),
         )
         .await
         .unwrap();

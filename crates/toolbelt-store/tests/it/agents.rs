@@ -1,6 +1,7 @@
 //! Agents: create with bindings, pins, bind/unbind, conflicts, nothing half-written, availability.
 
 use std::collections::BTreeSet;
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use toolbelt_store::{
@@ -14,7 +15,7 @@ async fn an_agent_round_trips_with_bindings_and_pins() {
     each_engine(|store| async move {
         store.create_tool(&http_draft("search", "a")).await.unwrap();
         store
-            .update_tool(&http_draft("search", "b"), 1)
+            .update_tool(&http_draft("search", "b"), Revision::from(1))
             .await
             .unwrap();
         store.create_tool(&http_draft("fetch", "f")).await.unwrap();
@@ -73,29 +74,45 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
         store.create_tool(&http_draft("search", "a")).await.unwrap();
         let agent = store.create_agent(&AgentDraft::new("a")).await.unwrap();
         let bound = store
-            .bind_tool("a", &Binding::new("search"), Some(agent.revision), "me")
+            .bind_tool(
+                "a",
+                &Binding::new("search"),
+                Revision::Exactly(agent.revision),
+                "me",
+            )
             .await
             .unwrap();
         assert_eq!(bound.tools, vec![Binding::new("search")]);
         assert_eq!(bound.revision, agent.revision + 1);
         let err = store
-            .bind_tool("a", &Binding::new("search"), Some(agent.revision), "me")
+            .bind_tool(
+                "a",
+                &Binding::new("search"),
+                Revision::Exactly(agent.revision),
+                "me",
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
-        let err = store.delete_tool("search", None).await.unwrap_err();
+        let err = store
+            .delete_tool("search", Revision::Any)
+            .await
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "tool `search` is bound to agent(s) a; unbind it first"
         );
-        let unbound = store.unbind_tool("a", "search", None, "me").await.unwrap();
+        let unbound = store
+            .unbind_tool("a", "search", Revision::Any, "me")
+            .await
+            .unwrap();
         assert!(unbound.tools.is_empty());
         let err = store
-            .unbind_tool("a", "search", None, "me")
+            .unbind_tool("a", "search", Revision::Any, "me")
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "binding `a -> search` not found");
-        store.delete_tool("search", None).await.unwrap();
+        store.delete_tool("search", Revision::Any).await.unwrap();
     })
     .await;
 }
@@ -106,10 +123,13 @@ async fn update_agent_checks_the_revision() {
         let agent = store.create_agent(&AgentDraft::new("a")).await.unwrap();
         let mut draft = agent.to_draft();
         draft.system_prompt = Some("be brief".into());
-        let updated = store.update_agent(&draft, agent.revision).await.unwrap();
+        let updated = store
+            .update_agent(&draft, Revision::Exactly(agent.revision))
+            .await
+            .unwrap();
         assert_eq!(updated.system_prompt.as_deref(), Some("be brief"));
         let err = store
-            .update_agent(&draft, agent.revision)
+            .update_agent(&draft, Revision::Exactly(agent.revision))
             .await
             .unwrap_err();
         assert!(
@@ -124,7 +144,7 @@ async fn update_agent_checks_the_revision() {
             "{err:?}"
         );
         store
-            .delete_agent("a", Some(updated.revision))
+            .delete_agent("a", Revision::Exactly(updated.revision))
             .await
             .unwrap();
         assert!(store.list_agents().await.unwrap().is_empty());
@@ -147,7 +167,7 @@ async fn why_names_every_reason() {
             },
         ];
         let tool = store
-            .set_tool_availability("search", &rules, None, "me")
+            .set_tool_availability("search", &rules, Revision::Any, "me")
             .await
             .unwrap();
         let agent = store
@@ -183,13 +203,16 @@ async fn why_names_every_reason() {
         let mut draft = agent.to_draft();
         draft.kind = "researcher".into();
         draft.capabilities = vec!["network".into()];
-        let agent = store.update_agent(&draft, agent.revision).await.unwrap();
+        let agent = store
+            .update_agent(&draft, Revision::Exactly(agent.revision))
+            .await
+            .unwrap();
         let env = Environment::default()
             .with_secrets(["GITHUB_TOKEN"])
             .at_minute(10 * 60);
         assert!(availability(&agent, &tool, &tags, &env).is_available());
         let off = store
-            .set_tool_enabled("search", false, None, "me")
+            .set_tool_enabled("search", false, Revision::Any, "me")
             .await
             .unwrap();
         let other = store
@@ -222,7 +245,7 @@ async fn a_bad_time_window_is_refused() {
         store.create_tool(&http_draft("search", "a")).await.unwrap();
         let mut rules = Availability::default();
         rules.conditions = vec![Condition::TimeWindow { from: "9am".into(), to: "17:00".into() }];
-        let err = store.set_tool_availability("search", &rules, None, "me").await.unwrap_err();
+        let err = store.set_tool_availability("search", &rules, Revision::Any, "me").await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid conditions[0].time_window.from: `9am` is not a time of day HH:MM (00:00 to 23:59)"

@@ -4,6 +4,7 @@
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -83,7 +84,7 @@ async fn reconcile_installs_replaces_and_removes() {
         assert_eq!(call(&live, "greet").await, Ok("hello".to_owned()));
 
         store
-            .update_tool(&reply_draft("greet", "hi again"), 1)
+            .update_tool(&reply_draft("greet", "hi again"), Revision::from(1))
             .await
             .unwrap();
         let report = live.reconcile().await.unwrap();
@@ -91,7 +92,7 @@ async fn reconcile_installs_replaces_and_removes() {
         assert_eq!(call(&live, "greet").await, Ok("hi again".to_owned()));
 
         store
-            .set_tool_enabled("greet", false, None, "ops")
+            .set_tool_enabled("greet", false, Revision::Any, "ops")
             .await
             .unwrap();
         assert_eq!(
@@ -122,7 +123,7 @@ async fn many_stored_tools_are_built_from_one_read_at_start_up() {
         }
         store.create_tool(&broken_draft()).await.unwrap();
         store
-            .set_tool_enabled("t7", false, None, "ops")
+            .set_tool_enabled("t7", false, Revision::Any, "ops")
             .await
             .unwrap();
         let live = LiveRegistry::builder(store.clone())
@@ -216,7 +217,7 @@ async fn a_second_process_sees_changes_within_a_second() {
             .unwrap();
         assert_eq!(next().await, "called from the other process");
         let seen_after = created.elapsed();
-        store.delete_tool("late", None).await.unwrap();
+        store.delete_tool("late", Revision::Any).await.unwrap();
         let refused = next().await;
         assert!(refused.starts_with("refused "), "{refused}");
         eprintln!(
@@ -258,7 +259,7 @@ async fn refresh_rebuilds_only_the_named_tools() {
             .unwrap();
         for name in ["a", "b"] {
             store
-                .update_tool(&reply_draft(name, "v2"), 1)
+                .update_tool(&reply_draft(name, "v2"), Revision::from(1))
                 .await
                 .unwrap();
         }
@@ -271,7 +272,7 @@ async fn refresh_rebuilds_only_the_named_tools() {
             "b was not named"
         );
 
-        store.delete_tool("a", None).await.unwrap();
+        store.delete_tool("a", Revision::Any).await.unwrap();
         let report = live.refresh(["a", "a", "never_stored"]).await.unwrap();
         assert_eq!(
             (report.installed, report.removed),
@@ -302,11 +303,11 @@ async fn the_watcher_follows_a_burst_of_changes_by_name() {
                 .unwrap();
         }
         store
-            .update_tool(&reply_draft("t3", "v2"), 1)
+            .update_tool(&reply_draft("t3", "v2"), Revision::from(1))
             .await
             .unwrap();
         store
-            .set_tool_enabled("t4", false, None, "ops")
+            .set_tool_enabled("t4", false, Revision::Any, "ops")
             .await
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -1,6 +1,7 @@
 //! Runs, API tokens, MCP servers, the change feed and the run log.
 
 use std::time::Duration;
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -20,14 +21,18 @@ async fn a_run_moves_through_its_statuses() {
             .update_run(
                 &run.id,
                 &RunUpdate::status(RunStatus::Waiting).with_transcript(json!([{"role": "user"}])),
-                Some(1),
+                Revision::Exactly(1),
             )
             .await
             .unwrap();
         assert_eq!(waiting.status, RunStatus::Waiting);
         assert_eq!(waiting.transcript, json!([{"role": "user"}]));
         let err = store
-            .update_run(&run.id, &RunUpdate::status(RunStatus::Running), Some(1))
+            .update_run(
+                &run.id,
+                &RunUpdate::status(RunStatus::Running),
+                Revision::Exactly(1),
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
@@ -37,7 +42,7 @@ async fn a_run_moves_through_its_statuses() {
             .update_run(
                 &other.id,
                 &RunUpdate::status(RunStatus::Completed).with_output(json!("bye")),
-                None,
+                Revision::Any,
             )
             .await
             .unwrap();
@@ -71,7 +76,7 @@ async fn waiting_runs_are_found_by_a_string_of_their_transcript_with_wildcards_t
                 .update_run(
                     &run.id,
                     &RunUpdate::status(RunStatus::Waiting).with_transcript(pending(approval)),
-                    None,
+                    Revision::Any,
                 )
                 .await
                 .unwrap();
@@ -82,7 +87,7 @@ async fn waiting_runs_are_found_by_a_string_of_their_transcript_with_wildcards_t
             .update_run(
                 &done.id,
                 &RunUpdate::status(RunStatus::Completed).with_transcript(pending("appr_1")),
-                None,
+                Revision::Any,
             )
             .await
             .unwrap();
@@ -190,25 +195,29 @@ async fn mcp_servers_and_the_change_feed() {
     each_engine(|store| async move {
         let before = store.latest_change().await.unwrap();
         let server = store
-            .put_mcp_server("fs", &json!({"command": "npx"}), None)
+            .create_mcp_server("fs", &json!({"command": "npx"}))
             .await
             .unwrap();
         let updated = store
-            .put_mcp_server("fs", &json!({"command": "node"}), Some(server.revision))
+            .update_mcp_server(
+                "fs",
+                &json!({"command": "node"}),
+                Revision::Exactly(server.revision),
+            )
             .await
             .unwrap();
         assert_eq!(updated.config, json!({"command": "node"}));
         let off = store
-            .set_mcp_server_enabled("fs", false, None)
+            .set_mcp_server_enabled("fs", false, Revision::Any)
             .await
             .unwrap();
         assert!(!off.enabled);
         assert!(matches!(
-            store.put_mcp_server("fs", &json!("x"), None).await,
+            store.create_mcp_server("fs", &json!("x")).await,
             Err(StoreError::Invalid { .. })
         ));
         store.create_tool(&http_draft("search", "a")).await.unwrap();
-        store.delete_mcp_server("fs", None).await.unwrap();
+        store.delete_mcp_server("fs", Revision::Any).await.unwrap();
         assert!(store.list_mcp_servers().await.unwrap().is_empty());
         let changes = store.changes_since(before, 100).await.unwrap();
         let seen: Vec<_> = changes

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use pretty_assertions::assert_eq;
-use toolbelt_store::{SkillChange, SkillDraft, StoreError};
+use toolbelt_store::{Entity, SkillChange, SkillDraft, StoreError};
 
 use crate::support::each_engine;
 
@@ -65,7 +65,10 @@ async fn list_is_by_name_and_delete_removes() {
         store.delete_skill("pdf-forms").await.unwrap();
         assert!(matches!(
             store.get_skill("pdf-forms").await,
-            Err(StoreError::NotFound { kind: "skill", .. })
+            Err(StoreError::NotFound {
+                entity: Entity::Skill,
+                ..
+            })
         ));
         let err = store.delete_skill("pdf-forms").await.unwrap_err();
         assert_eq!(err.to_string(), "skill `pdf-forms` not found");

@@ -2,6 +2,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use toolbelt_store::Revision;
 use toolbelt_store::{StoreError, ToolDraft, ToolSource};
 
 use crate::support::{each_engine, http_draft, spec};
@@ -18,7 +19,10 @@ async fn create_then_update_keeps_every_version() {
             (1, 1, 1)
         );
         let v2 = store
-            .update_tool(&http_draft("search", "second"), v1.revision)
+            .update_tool(
+                &http_draft("search", "second"),
+                Revision::Exactly(v1.revision),
+            )
             .await
             .unwrap();
         assert_eq!((v2.current_version, v2.revision), (2, 2));
@@ -43,7 +47,7 @@ async fn an_identical_update_writes_nothing() {
             .await
             .unwrap();
         let again = store
-            .update_tool(&http_draft("search", "same"), 1)
+            .update_tool(&http_draft("search", "same"), Revision::from(1))
             .await
             .unwrap();
         assert_eq!(again, v1);
@@ -56,11 +60,11 @@ async fn a_stale_revision_is_a_conflict() {
     each_engine(|store| async move {
         store.create_tool(&http_draft("search", "a")).await.unwrap();
         store
-            .update_tool(&http_draft("search", "b"), 1)
+            .update_tool(&http_draft("search", "b"), Revision::from(1))
             .await
             .unwrap();
         let err = store
-            .update_tool(&http_draft("search", "c"), 1)
+            .update_tool(&http_draft("search", "c"), Revision::from(1))
             .await
             .unwrap_err();
         assert!(
@@ -91,7 +95,7 @@ async fn concurrent_updates_from_one_revision_let_exactly_one_win() {
             let store = store.clone();
             tasks.spawn(async move {
                 store
-                    .update_tool(&http_draft("search", &format!("v{i}")), 1)
+                    .update_tool(&http_draft("search", &format!("v{i}")), Revision::from(1))
                     .await
             });
         }
@@ -157,22 +161,25 @@ async fn rollback_makes_an_old_version_current_and_numbering_continues() {
             .await
             .unwrap();
         store
-            .update_tool(&http_draft("search", "two"), 1)
+            .update_tool(&http_draft("search", "two"), Revision::from(1))
             .await
             .unwrap();
         let back = store
-            .rollback_tool("search", 1, Some(2), "ops")
+            .rollback_tool("search", 1, Revision::Exactly(2), "ops")
             .await
             .unwrap();
         assert_eq!((back.current_version, back.latest_version), (1, 2));
         assert_eq!(back.spec.description, "one");
         let next = store
-            .update_tool(&http_draft("search", "three"), back.revision)
+            .update_tool(
+                &http_draft("search", "three"),
+                Revision::Exactly(back.revision),
+            )
             .await
             .unwrap();
         assert_eq!(next.current_version, 3);
         let err = store
-            .rollback_tool("search", 9, None, "ops")
+            .rollback_tool("search", 9, Revision::Any, "ops")
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "tool version `search@9` not found");
@@ -185,17 +192,17 @@ async fn disable_enable_and_delete() {
     each_engine(|store| async move {
         store.create_tool(&http_draft("search", "a")).await.unwrap();
         let off = store
-            .set_tool_enabled("search", false, None, "ops")
+            .set_tool_enabled("search", false, Revision::Any, "ops")
             .await
             .unwrap();
         assert!(!off.enabled);
         let on = store
-            .set_tool_enabled("search", true, Some(off.revision), "ops")
+            .set_tool_enabled("search", true, Revision::Exactly(off.revision), "ops")
             .await
             .unwrap();
         assert!(on.enabled);
         store
-            .delete_tool("search", Some(on.revision))
+            .delete_tool("search", Revision::Exactly(on.revision))
             .await
             .unwrap();
         assert!(matches!(
@@ -236,7 +243,10 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
         let draft = http_draft("search", "second")
             .with_availability(availability.clone())
             .with_note("faster");
-        let updated = store.update_tool(&draft, v1.revision).await.unwrap();
+        let updated = store
+            .update_tool(&draft, Revision::Exactly(v1.revision))
+            .await
+            .unwrap();
         assert_eq!(updated, store.get_tool("search").await.unwrap());
         assert_eq!(updated.availability, availability);
         assert_eq!(
@@ -250,7 +260,7 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
         let again = store
             .update_tool(
                 &same.with_availability(toolbelt_store::Availability::default()),
-                updated.revision,
+                Revision::Exactly(updated.revision),
             )
             .await
             .unwrap();
@@ -261,7 +271,10 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
         assert_eq!(again, store.get_tool("search").await.unwrap());
         // A tool of another source is not replaced, and nothing is written.
         let compiled = ToolDraft::new(spec("search", "third"), ToolSource::Compiled, "tester");
-        let err = store.update_tool(&compiled, -1).await.unwrap_err();
+        let err = store
+            .update_tool(&compiled, Revision::Any)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&err, StoreError::Invalid { field, .. } if field == "source"),
             "{err:?}"
@@ -269,7 +282,9 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
         assert!(err.to_string().contains("is a declarative tool"), "{err}");
         assert_eq!(store.get_tool("search").await.unwrap(), again);
         assert!(matches!(
-            store.update_tool(&http_draft("nobody", "x"), -1).await,
+            store
+                .update_tool(&http_draft("nobody", "x"), Revision::Any)
+                .await,
             Err(StoreError::NotFound { .. })
         ));
     })

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolbelt_store::Revision;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -160,7 +161,7 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
                     let mut binding = Binding::new(tool.clone());
                     binding.pinned_version = version;
                     let agent = store
-                        .bind_tool(&args.agent, &binding, args.revision, &who())
+                        .bind_tool(&args.agent, &binding, Revision::from(args.revision), &who())
                         .await?;
                     record_json(&agent)?
                 }
@@ -184,7 +185,12 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
             let agent = match args.target.connect().await? {
                 Backend::Local(store) => record_json(
                     &store
-                        .unbind_tool(&args.agent, &args.tool, args.revision, &who())
+                        .unbind_tool(
+                            &args.agent,
+                            &args.tool,
+                            Revision::from(args.revision),
+                            &who(),
+                        )
                         .await?,
                 )?,
                 Backend::Remote(api) => {
@@ -228,7 +234,11 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         }
         AgentsCommand::Rm(args) => {
             match args.target.connect().await? {
-                Backend::Local(store) => store.delete_agent(&args.name, args.revision).await?,
+                Backend::Local(store) => {
+                    store
+                        .delete_agent(&args.name, Revision::from(args.revision))
+                        .await?
+                }
                 Backend::Remote(api) => {
                     let call = Call::delete(&["agents", &args.name]).if_match(args.revision);
                     api.send(call).await?;

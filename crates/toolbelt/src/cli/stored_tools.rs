@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolbelt_store::Revision;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -189,7 +190,10 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
                         Some(revision) => revision,
                         None => store.get_tool(name).await?.revision,
                     };
-                    store.update_tool(&draft, revision).await?.into()
+                    store
+                        .update_tool(&draft, Revision::Exactly(revision))
+                        .await?
+                        .into()
                 }
                 Backend::Remote(api) => {
                     let body = tool_body(&draft)?;
@@ -207,7 +211,11 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
         }
         StoredToolsCommand::Rm(args) => {
             match args.target.connect().await? {
-                Backend::Local(store) => store.delete_tool(&args.name, args.revision).await?,
+                Backend::Local(store) => {
+                    store
+                        .delete_tool(&args.name, Revision::from(args.revision))
+                        .await?
+                }
                 Backend::Remote(api) => {
                     let call = Call::delete(&["tools", &args.name]).if_match(args.revision);
                     api.send(call).await?;
@@ -291,7 +299,7 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
         StoredToolsCommand::Rollback(args) => {
             let tool = match args.target.connect().await? {
                 Backend::Local(store) => store
-                    .rollback_tool(&args.name, args.version, None, &who(None))
+                    .rollback_tool(&args.name, args.version, Revision::Any, &who(None))
                     .await?
                     .into(),
                 Backend::Remote(api) => {
@@ -311,7 +319,12 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
 async fn set_enabled(args: &NameArgs, enabled: bool) -> anyhow::Result<StoredTool> {
     Ok(match args.target.connect().await? {
         Backend::Local(store) => store
-            .set_tool_enabled(&args.name, enabled, args.revision, &who(None))
+            .set_tool_enabled(
+                &args.name,
+                enabled,
+                Revision::from(args.revision),
+                &who(None),
+            )
             .await?
             .into(),
         Backend::Remote(api) => {

@@ -8,6 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolbelt::store::{AgentDraft, Availability, Binding, Store, ToolDraft, ToolSource};
 use toolbelt_core::{ToolPolicy, ToolSpec};
+use toolbelt_store::Revision;
 
 use crate::cli_db::{databases, schema};
 use crate::cli_run::{fake_openai, sse, toolbelt_run};
@@ -34,7 +35,10 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
             .await
             .unwrap();
         store
-            .update_tool(&printer("greet", "hello from v2"), v1.revision)
+            .update_tool(
+                &printer("greet", "hello from v2"),
+                Revision::Exactly(v1.revision),
+            )
             .await
             .unwrap();
         let mut reviewers = Availability::default();
