@@ -313,7 +313,7 @@ impl AgentFactory {
     /// [`HostError::AgentNotFound`] listing up to 20 names that exist; the database's error.
     pub async fn record(&self, name: &str) -> Result<AgentRecord, HostError> {
         if let Some(store) = self.store() {
-            match store.get_agent(name).await {
+            match store.agents().get(name).await {
                 Ok(record) => return Ok(record),
                 Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(e.into()),
@@ -339,7 +339,7 @@ impl AgentFactory {
     /// The database's error.
     pub async fn records(&self) -> Result<Vec<AgentRecord>, HostError> {
         let mut out = match self.store() {
-            Some(store) => store.list_agents().await?,
+            Some(store) => store.agents().list().await?,
             None => Vec::new(),
         };
         let stored: BTreeSet<String> = out.iter().map(|r| r.name.clone()).collect();
@@ -380,7 +380,7 @@ impl AgentFactory {
         live: &LiveRegistry,
         record: &AgentRecord,
     ) -> Result<(Toolset, Vec<ToolReport>), HostError> {
-        let stored = live.store().list_tools().await?;
+        let stored = live.store().tools().list().await?;
         let tags: BTreeSet<String> = stored.iter().flat_map(|t| t.spec.tags.clone()).collect();
         let conditions: Vec<Condition> = stored
             .iter()
@@ -558,7 +558,7 @@ impl AgentFactory {
 
     /// The stored skills, indexed again only when their names or contents changed.
     async fn skills(&self, store: &Store) -> SkillSet {
-        let records = match store.list_skills().await {
+        let records = match store.skills().list().await {
             Ok(records) => records,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the stored skills; running without them");

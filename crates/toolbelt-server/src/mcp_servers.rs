@@ -456,7 +456,7 @@ impl McpServers {
     /// used is logged and skipped (the API refuses such configurations; the CLI checks too).
     pub async fn sync(&self, state: &AppState) {
         let Some(store) = state.store() else { return };
-        let stored = match store.list_mcp_servers().await {
+        let stored = match store.mcp_servers().list().await {
             Ok(stored) => stored,
             Err(error) => {
                 tracing::warn!(%error, "MCP servers: the store could not be read");

@@ -97,7 +97,7 @@ fn sync(c: &mut Criterion) {
                         let fresh = Fresh::new(engine);
                         let store = fresh.open().await;
                         let start = Instant::now();
-                        store.sync_compiled(&specs, "bench").await.unwrap();
+                        store.tools().sync_compiled(&specs, "bench").await.unwrap();
                         total += start.elapsed();
                         fresh.drop_schema(&store).await;
                         store.close().await;
@@ -108,10 +108,11 @@ fn sync(c: &mut Criterion) {
         });
         let fresh = Fresh::new(engine);
         let store = rt.block_on(fresh.open());
-        rt.block_on(store.sync_compiled(&specs, "bench")).unwrap();
+        rt.block_on(store.tools().sync_compiled(&specs, "bench"))
+            .unwrap();
         group.bench_function(BenchmarkId::new("unchanged", engine), |b| {
             b.to_async(&rt)
-                .iter(|| async { store.sync_compiled(&specs, "bench").await.unwrap() });
+                .iter(|| async { store.tools().sync_compiled(&specs, "bench").await.unwrap() });
         });
         rt.block_on(fresh.drop_schema(&store));
     }
@@ -129,7 +130,10 @@ fn updates(c: &mut Criterion) {
             ToolDraft::new(spec(1, &format!("v{n}")), ToolSource::Declarative, "bench")
                 .with_definition(json!({"http": {"url": "http://x"}}))
         };
-        let mut revision = rt.block_on(store.create_tool(&draft(0))).unwrap().revision;
+        let mut revision = rt
+            .block_on(store.tools().create(&draft(0)))
+            .unwrap()
+            .revision;
         let mut n = 0;
         group.bench_function(BenchmarkId::from_parameter(engine), |b| {
             b.to_async(&rt).iter(|| {
@@ -140,7 +144,8 @@ fn updates(c: &mut Criterion) {
                 revision += 1;
                 async move {
                     store
-                        .update_tool(&d, Revision::from(expected))
+                        .tools()
+                        .update(&d, Revision::from(expected))
                         .await
                         .unwrap()
                 }
@@ -164,7 +169,7 @@ fn updates(c: &mut Criterion) {
         let mut revisions: Vec<i64> = rt.block_on(async {
             let mut out = Vec::new();
             for d in drafts(0) {
-                out.push(store.create_tool(&d).await.unwrap().revision);
+                out.push(store.tools().create(&d).await.unwrap().revision);
             }
             out
         });
@@ -186,7 +191,7 @@ fn updates(c: &mut Criterion) {
                         .map(|(d, rev)| {
                             let store = store.clone();
                             tokio::spawn(async move {
-                                store.update_tool(&d, Revision::from(rev)).await.unwrap()
+                                store.tools().update(&d, Revision::from(rev)).await.unwrap()
                             })
                         })
                         .collect();
@@ -210,7 +215,8 @@ fn run_log(c: &mut Criterion) {
     for engine in engines() {
         let fresh = Fresh::new(engine);
         let store = rt.block_on(fresh.open());
-        let (writer, _task) = rt.block_on(async { store.run_log(RunLogConfig::default()) });
+        let (writer, _task) =
+            rt.block_on(async { store.run_log().writer(RunLogConfig::default()) });
         group.bench_function(BenchmarkId::from_parameter(engine), |b| {
             b.to_async(&rt).iter(|| async {
                 for i in 0..10_000 {
@@ -270,7 +276,7 @@ fn second_instance(c: &mut Criterion) {
                         )
                         .with_definition(json!({}));
                         let start = Instant::now();
-                        writer.create_tool(&draft).await.unwrap();
+                        writer.tools().create(&draft).await.unwrap();
                         while !live.registry().contains(&name) {
                             tokio::time::sleep(Duration::from_millis(1)).await;
                         }

@@ -260,12 +260,12 @@ pub struct AgentRecord {
 
 impl AgentRecord {
     /// The record an agent defined outside the database (a server's configuration file) would
-    /// have once stored: checked and normalised like [`Store::create_agent`] (pins moved out of
+    /// have once stored: checked and normalised like [`Agents::create`] (pins moved out of
     /// the selection), with revision 0 and no bindings' existence checked, so configured and
     /// stored agents are built the same way.
     ///
     /// # Errors
-    /// [`StoreError::Invalid`] naming the field, as [`Store::create_agent`].
+    /// [`StoreError::Invalid`] naming the field, as [`Agents::create`].
     pub fn unstored(draft: &AgentDraft) -> Result<Self> {
         let checked = check_draft(draft)?;
         Ok(Self {
@@ -289,7 +289,7 @@ impl AgentRecord {
         })
     }
 
-    /// The record as a draft, to edit and pass to [`Store::update_agent`].
+    /// The record as a draft, to edit and pass to [`Agents::update`].
     pub fn to_draft(&self) -> AgentDraft {
         AgentDraft {
             name: self.name.clone(),
@@ -427,15 +427,28 @@ async fn check_tool_ref(
 
 const SELECT_AGENT: &str = "SELECT name, kind, labels, capabilities, description, system_prompt, provider, model, options, router, selection, pins, revision, created_at, updated_at, changed_by FROM agents";
 
+/// Agents and their tool bindings: the operations of that aggregate, from [`Store::agents`].
+#[derive(Debug, Clone, Copy)]
+pub struct Agents<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// Agents and their tool bindings.
+    pub fn agents(&self) -> Agents<'_> {
+        Agents { store: self }
+    }
+}
+
+impl Agents<'_> {
     /// Creates an agent with its bindings, in one transaction.
     ///
     /// # Errors
     /// [`StoreError::AlreadyExists`]; [`StoreError::Invalid`] naming the field (a bad selection, a
     /// binding to a missing tool, a pinned version that does not exist); nothing is written then.
-    pub async fn create_agent(&self, draft: &AgentDraft) -> Result<AgentRecord> {
+    pub async fn create(&self, draft: &AgentDraft) -> Result<AgentRecord> {
         let checked = check_draft(draft)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agents WHERE name = $1")
             .bind(draft.name.as_str())
             .fetch_one(&mut **tx)
@@ -469,21 +482,21 @@ impl Store {
         write_refs(&mut tx, draft, &checked, at).await?;
         record_change(&mut tx, "agent", &draft.name, "upsert").await?;
         tx.commit().await?;
-        self.get_agent(&draft.name).await
+        self.get(&draft.name).await
     }
 
     /// Replaces an agent's definition and bindings, in one transaction.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the revision is not `expected_revision`; as
-    /// [`Store::create_agent`] otherwise.
-    pub async fn update_agent(
+    /// [`Agents::create`] otherwise.
+    pub async fn update(
         &self,
         draft: &AgentDraft,
         expected_revision: Revision,
     ) -> Result<AgentRecord> {
         let checked = check_draft(draft)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Agents, &draft.name, expected_revision).await?;
         let at = now_ms();
         sqlx::query(
@@ -512,18 +525,18 @@ impl Store {
         write_refs(&mut tx, draft, &checked, at).await?;
         record_change(&mut tx, "agent", &draft.name, "upsert").await?;
         tx.commit().await?;
-        self.get_agent(&draft.name).await
+        self.get(&draft.name).await
     }
 
     /// The agent `name` with its bindings.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_agent(&self, name: &str) -> Result<AgentRecord> {
+    pub async fn get(&self, name: &str) -> Result<AgentRecord> {
         let sql = "SELECT name, kind, labels, capabilities, description, system_prompt, provider, model, options, router, selection, pins, revision, created_at, updated_at, changed_by FROM agents WHERE name = $1";
         let row = sqlx::query(sql)
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.store.pool())
             .await?
             .ok_or_else(|| StoreError::not_found(Entity::Agent, name))?;
         let mut agent = agent_from_row(&row)?;
@@ -535,9 +548,9 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_agents(&self) -> Result<Vec<AgentRecord>> {
+    pub async fn list(&self) -> Result<Vec<AgentRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_AGENT} ORDER BY name")))
-            .fetch_all(self.pool())
+            .fetch_all(self.store.pool())
             .await?;
         let mut agents = rows
             .iter()
@@ -546,7 +559,7 @@ impl Store {
         let bindings = sqlx::query(
             "SELECT agent_name, tool_name, pinned_version FROM agent_tools ORDER BY agent_name, tool_name",
         )
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         for row in bindings {
             let agent_name: String = row.try_get("agent_name")?;
@@ -564,8 +577,8 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn delete_agent(&self, name: &str, expected_revision: Revision) -> Result<()> {
-        let mut tx = self.begin().await?;
+    pub async fn delete(&self, name: &str, expected_revision: Revision) -> Result<()> {
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Agents, name, expected_revision).await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1")
             .bind(name)
@@ -586,14 +599,14 @@ impl Store {
     /// # Errors
     /// [`StoreError::NotFound`] for the agent, [`StoreError::Invalid`] for a missing tool or
     /// version, [`StoreError::Conflict`].
-    pub async fn bind_tool(
+    pub async fn bind(
         &self,
         agent: &str,
         binding: &Binding,
         expected_revision: Revision,
         changed_by: &str,
     ) -> Result<AgentRecord> {
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Agents, agent, expected_revision).await?;
         check_tool_ref(&mut tx, "tool", &binding.tool, binding.pinned_version).await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
@@ -613,21 +626,21 @@ impl Store {
         .await?;
         touch_agent(&mut tx, agent, at, changed_by).await?;
         tx.commit().await?;
-        self.get_agent(agent).await
+        self.get(agent).await
     }
 
     /// Removes the binding of `tool` from `agent` (`remove_tool`). Durable when it returns.
     ///
     /// # Errors
     /// [`StoreError::NotFound`] for the agent or when the tool is not bound, [`StoreError::Conflict`].
-    pub async fn unbind_tool(
+    pub async fn unbind(
         &self,
         agent: &str,
         tool: &str,
         expected_revision: Revision,
         changed_by: &str,
     ) -> Result<AgentRecord> {
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Agents, agent, expected_revision).await?;
         let done = sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
             .bind(agent)
@@ -642,7 +655,7 @@ impl Store {
         }
         touch_agent(&mut tx, agent, now_ms(), changed_by).await?;
         tx.commit().await?;
-        self.get_agent(agent).await
+        self.get(agent).await
     }
 
     async fn bindings(&self, agent: &str) -> Result<Vec<Binding>> {
@@ -650,7 +663,7 @@ impl Store {
             "SELECT tool_name, pinned_version FROM agent_tools WHERE agent_name = $1 ORDER BY tool_name",
         )
         .bind(agent)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter()
             .map(|row| {

@@ -207,3 +207,64 @@ impl StoreError {
 
 /// Shorthand for results of store operations.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::{Entity, StoreError};
+
+    const ALL: [Entity; 11] = [
+        Entity::Tool,
+        Entity::ToolVersion,
+        Entity::Agent,
+        Entity::Binding,
+        Entity::Skill,
+        Entity::Run,
+        Entity::RunLogEntry,
+        Entity::Routine,
+        Entity::McpServer,
+        Entity::Token,
+        Entity::Memory,
+    ];
+
+    #[test]
+    fn not_found_codes_are_the_entity_names_in_snake_case() {
+        // The codes the API answered with before entities were typed: the message's kind
+        // with spaces as underscores.
+        for entity in ALL {
+            let error = StoreError::not_found(entity, "x");
+            let expected = format!("{}_not_found", entity.as_str().replace(' ', "_"));
+            assert_eq!(error.code(), expected);
+            assert_eq!(error.entity(), Some(entity));
+            assert_eq!(error.to_string(), format!("{entity} `x` not found"));
+        }
+    }
+
+    #[test]
+    fn other_conditions_have_one_code_each() {
+        let conflict = StoreError::Conflict {
+            entity: Entity::Agent,
+            name: "a".into(),
+            expected: 1,
+            found: 2,
+        };
+        let codes = [
+            conflict.code(),
+            StoreError::invalid("name", "empty").code(),
+            StoreError::InUse {
+                name: "t".into(),
+                agents: vec!["a".into()],
+            }
+            .code(),
+            StoreError::SchemaTooNew { found: 2, known: 1 }.code(),
+        ];
+        assert_eq!(
+            codes,
+            [
+                "revision_mismatch",
+                "invalid_field",
+                "tool_in_use",
+                "schema_too_new"
+            ]
+        );
+    }
+}

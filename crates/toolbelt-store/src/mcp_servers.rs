@@ -42,16 +42,29 @@ fn server_from_row(row: &AnyRow) -> Result<McpServerRecord> {
 const SELECT_SERVER: &str =
     "SELECT name, config, enabled, revision, created_at, updated_at FROM mcp_servers";
 
+/// MCP server configurations: the operations of that aggregate, from [`Store::mcp_servers`].
+#[derive(Debug, Clone, Copy)]
+pub struct McpServers<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// MCP server configurations.
+    pub fn mcp_servers(&self) -> McpServers<'_> {
+        McpServers { store: self }
+    }
+}
+
+impl McpServers<'_> {
     /// Creates the MCP server `name` with `config`.
     ///
     /// # Errors
     /// [`StoreError::AlreadyExists`] when one has that name, [`StoreError::Invalid`] for an
     /// empty name or a `config` that is not an object.
-    pub async fn create_mcp_server(&self, name: &str, config: &Value) -> Result<McpServerRecord> {
+    pub async fn create(&self, name: &str, config: &Value) -> Result<McpServerRecord> {
         check_server(name, config)?;
         let at = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mcp_servers WHERE name = $1")
             .bind(name)
             .fetch_one(&mut **tx)
@@ -72,7 +85,7 @@ impl Store {
         .await?;
         record_change(&mut tx, "mcp_server", name, "upsert").await?;
         tx.commit().await?;
-        self.get_mcp_server(name).await
+        self.get(name).await
     }
 
     /// Replaces the config of the MCP server `name`.
@@ -80,14 +93,14 @@ impl Store {
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`] when the revision is not
     /// `expected_revision`, [`StoreError::Invalid`] as for creation.
-    pub async fn update_mcp_server(
+    pub async fn update(
         &self,
         name: &str,
         config: &Value,
         expected_revision: Revision,
     ) -> Result<McpServerRecord> {
         check_server(name, config)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::McpServers, name, expected_revision).await?;
         sqlx::query("UPDATE mcp_servers SET config = $1, updated_at = $2 WHERE name = $3")
             .bind(to_json(config, "config")?)
@@ -97,20 +110,20 @@ impl Store {
             .await?;
         record_change(&mut tx, "mcp_server", name, "upsert").await?;
         tx.commit().await?;
-        self.get_mcp_server(name).await
+        self.get(name).await
     }
 
     /// Enables or disables an MCP server.
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn set_mcp_server_enabled(
+    pub async fn set_enabled(
         &self,
         name: &str,
         enabled: bool,
         expected_revision: Revision,
     ) -> Result<McpServerRecord> {
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::McpServers, name, expected_revision).await?;
         sqlx::query("UPDATE mcp_servers SET enabled = $1, updated_at = $2 WHERE name = $3")
             .bind(flag(enabled))
@@ -120,19 +133,19 @@ impl Store {
             .await?;
         record_change(&mut tx, "mcp_server", name, "upsert").await?;
         tx.commit().await?;
-        self.get_mcp_server(name).await
+        self.get(name).await
     }
 
     /// The MCP server `name`.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_mcp_server(&self, name: &str) -> Result<McpServerRecord> {
+    pub async fn get(&self, name: &str) -> Result<McpServerRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SERVER} WHERE name = $1"
         )))
         .bind(name)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?
         .ok_or_else(|| StoreError::not_found(Entity::McpServer, name))?;
         server_from_row(&row)
@@ -142,11 +155,11 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_mcp_servers(&self) -> Result<Vec<McpServerRecord>> {
+    pub async fn list(&self) -> Result<Vec<McpServerRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SERVER} ORDER BY name"
         )))
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter().map(server_from_row).collect()
     }
@@ -155,8 +168,8 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn delete_mcp_server(&self, name: &str, expected_revision: Revision) -> Result<()> {
-        let mut tx = self.begin().await?;
+    pub async fn delete(&self, name: &str, expected_revision: Revision) -> Result<()> {
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::McpServers, name, expected_revision).await?;
         sqlx::query("DELETE FROM mcp_servers WHERE name = $1")
             .bind(name)

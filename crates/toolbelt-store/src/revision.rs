@@ -124,3 +124,18 @@ pub(crate) async fn check_revision(
         _ => Ok(found),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Revision;
+
+    #[test]
+    fn any_admits_every_revision_and_exactly_only_its_own() {
+        assert!(Revision::Any.admits(-1) && Revision::Any.admits(7));
+        assert!(Revision::Exactly(3).admits(3));
+        assert!(!Revision::Exactly(3).admits(4));
+        assert_eq!(Revision::from(None), Revision::Any);
+        assert_eq!(Revision::from(Some(2)), Revision::Exactly(2));
+        assert_eq!(Revision::from(-1), Revision::Exactly(-1));
+    }
+}

@@ -11,8 +11,8 @@ use toolbelt_persist::{
     MissedPolicy, RoutineDraft, RoutineError, RoutineInfo, RoutineStore, Schedule,
 };
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Entity, StoreError};
-use crate::routine_claims::{Clock, SystemClock};
 use crate::store::Store;
 
 pub(crate) fn backend(err: impl Into<StoreError>) -> RoutineError {

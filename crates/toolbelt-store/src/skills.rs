@@ -137,7 +137,7 @@ pub struct SkillRecord {
     pub updated_at: i64,
 }
 
-/// What [`Store::put_skill`] did.
+/// What [`Skills::put`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -177,17 +177,30 @@ fn skill_from_row(row: &AnyRow) -> Result<SkillRecord> {
 
 const SELECT_SKILL: &str = "SELECT name, description, instructions, metadata, files, content_hash, created_at, updated_at FROM skills";
 
+/// Skills: the operations of that aggregate, from [`Store::skills`].
+#[derive(Debug, Clone, Copy)]
+pub struct Skills<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// Skills.
+    pub fn skills(&self) -> Skills<'_> {
+        Skills { store: self }
+    }
+}
+
+impl Skills<'_> {
     /// Creates the skill `draft.name`, or replaces its content when it differs.
     ///
     /// # Errors
     /// [`StoreError::Invalid`] naming the field (`name`, `description`, `files[i]`) when the
     /// draft breaks the Agent Skills rules; nothing is written then.
-    pub async fn put_skill(&self, draft: &SkillDraft) -> Result<(SkillRecord, SkillChange)> {
+    pub async fn put(&self, draft: &SkillDraft) -> Result<(SkillRecord, SkillChange)> {
         draft.validate()?;
         let hash = draft.hash()?;
         let at = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         let stored: Option<String> =
             sqlx::query_scalar("SELECT content_hash FROM skills WHERE name = $1")
                 .bind(&draft.name)
@@ -230,19 +243,19 @@ impl Store {
             record_change(&mut tx, "skill", &draft.name, "upsert").await?;
         }
         tx.commit().await?;
-        Ok((self.get_skill(&draft.name).await?, change))
+        Ok((self.get(&draft.name).await?, change))
     }
 
     /// The skill `name`.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_skill(&self, name: &str) -> Result<SkillRecord> {
+    pub async fn get(&self, name: &str) -> Result<SkillRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SKILL} WHERE name = $1"
         )))
         .bind(name)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?
         .ok_or_else(|| StoreError::not_found(Entity::Skill, name))?;
         skill_from_row(&row)
@@ -252,9 +265,9 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_skills(&self) -> Result<Vec<SkillRecord>> {
+    pub async fn list(&self) -> Result<Vec<SkillRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_SKILL} ORDER BY name")))
-            .fetch_all(self.pool())
+            .fetch_all(self.store.pool())
             .await?;
         rows.iter().map(skill_from_row).collect()
     }
@@ -263,8 +276,8 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn delete_skill(&self, name: &str) -> Result<()> {
-        let mut tx = self.begin().await?;
+    pub async fn delete(&self, name: &str) -> Result<()> {
+        let mut tx = self.store.begin().await?;
         let deleted = sqlx::query("DELETE FROM skills WHERE name = $1")
             .bind(name)
             .execute(&mut **tx)

@@ -202,7 +202,7 @@ struct StoreInner {
     url: String,
     pg_schema: Option<String>,
     /// Recall indexes of agent memory, shared by the clones of this store.
-    memory_cache: std::sync::Arc<crate::memory::MemoryCache>,
+    memory_cache: std::sync::Arc<crate::memory::cache::MemoryCache>,
 }
 
 impl std::fmt::Debug for Store {
@@ -231,7 +231,7 @@ pub fn redacted_url(url: &str) -> String {
 }
 
 impl Store {
-    pub(crate) fn memory_cache(&self) -> &crate::memory::MemoryCache {
+    pub(crate) fn memory_cache(&self) -> &crate::memory::cache::MemoryCache {
         &self.inner.memory_cache
     }
 

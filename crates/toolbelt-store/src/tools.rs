@@ -362,18 +362,31 @@ pub(crate) async fn insert_version(
     Ok(())
 }
 
+/// Tools and their versions: the operations of that aggregate, from [`Store::tools`].
+#[derive(Debug, Clone, Copy)]
+pub struct Tools<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// Tools and their versions.
+    pub fn tools(&self) -> Tools<'_> {
+        Tools { store: self }
+    }
+}
+
+impl Tools<'_> {
     /// Creates a tool at version 1.
     ///
     /// # Errors
     /// [`StoreError::AlreadyExists`] when the name is taken, [`StoreError::Invalid`] for a bad
     /// spec or schema; nothing is written then.
-    pub async fn create_tool(&self, draft: &ToolDraft) -> Result<ToolRecord> {
+    pub async fn create(&self, draft: &ToolDraft) -> Result<ToolRecord> {
         validate_draft(draft)?;
         let name = draft.spec.name.as_str();
         let hash = draft.hash();
         let at = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tools WHERE name = $1")
             .bind(name)
             .fetch_one(&mut **tx)
@@ -399,7 +412,7 @@ impl Store {
         .execute(&mut **tx)
         .await?;
         insert_version(&mut tx, draft, 1, &hash, at).await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Writes a new version of an existing tool and makes it current.
@@ -409,7 +422,7 @@ impl Store {
     /// # Errors
     /// [`StoreError::Conflict`] when the tool's revision is not `expected_revision`,
     /// [`StoreError::NotFound`], [`StoreError::Invalid`].
-    pub async fn update_tool(
+    pub async fn update(
         &self,
         draft: &ToolDraft,
         expected_revision: Revision,
@@ -423,11 +436,11 @@ impl Store {
             .as_ref()
             .map(|a| to_json(a, "availability"))
             .transpose()?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         // One read under the row lock (SQLite's BEGIN IMMEDIATE holds the database), the
         // revision checked here rather than by a separate UPDATE: four statements per
         // update instead of eight, and no read-back after the commit.
-        let read = match self.engine() {
+        let read = match self.store.engine() {
             Engine::Sqlite => {
                 "SELECT latest_version, current_hash, source, revision FROM tools WHERE name = $1"
             }
@@ -460,7 +473,7 @@ impl Store {
             // Same spec: only a new availability (if any) is written.
             let Some(availability) = availability else {
                 tx.rollback().await?;
-                return self.get_tool(name).await;
+                return self.get(name).await;
             };
             sqlx::query(
                 "UPDATE tools SET availability = $1, revision = revision + 1, updated_at = $2, changed_by = $3 WHERE name = $4",
@@ -471,7 +484,7 @@ impl Store {
             .bind(name)
             .execute(&mut **tx)
             .await?;
-            return self.commit_tool_change(tx, name).await;
+            return self.commit_change(tx, name).await;
         }
         let version = row.try_get::<i64, _>("latest_version")? + 1;
         insert_version(&mut tx, draft, version, &hash, at).await?;
@@ -511,10 +524,10 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_tool(&self, name: &str) -> Result<ToolRecord> {
+    pub async fn get(&self, name: &str) -> Result<ToolRecord> {
         let row = sqlx::query(SELECT_TOOL)
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.store.pool())
             .await?
             .ok_or_else(|| StoreError::not_found(Entity::Tool, name))?;
         tool_from_row(&row)
@@ -524,8 +537,10 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_tools(&self) -> Result<Vec<ToolRecord>> {
-        let rows = sqlx::query(SELECT_TOOLS).fetch_all(self.pool()).await?;
+    pub async fn list(&self) -> Result<Vec<ToolRecord>> {
+        let rows = sqlx::query(SELECT_TOOLS)
+            .fetch_all(self.store.pool())
+            .await?;
         rows.iter().map(tool_from_row).collect()
     }
 
@@ -535,7 +550,7 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub(crate) async fn tools_named(&self, names: &[String]) -> Result<Vec<ToolRecord>> {
+    pub(crate) async fn named(&self, names: &[String]) -> Result<Vec<ToolRecord>> {
         let mut records = Vec::with_capacity(names.len());
         for chunk in names.chunks(IN_LIST_CHUNK) {
             let sql = format!(
@@ -548,7 +563,7 @@ impl Store {
             for name in chunk {
                 query = query.bind(name.as_str());
             }
-            for row in query.fetch_all(self.pool()).await? {
+            for row in query.fetch_all(self.store.pool()).await? {
                 records.push(tool_from_row(&row)?);
             }
         }
@@ -559,11 +574,11 @@ impl Store {
     ///
     /// # Errors
     /// The database's error, or an availability that no longer decodes.
-    pub async fn list_tool_states(&self) -> Result<Vec<ToolState>> {
+    pub async fn states(&self) -> Result<Vec<ToolState>> {
         let rows = sqlx::query(
             "SELECT name, source, current_version, latest_version, enabled, missing, availability FROM tools ORDER BY name",
         )
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter()
             .map(|row| {
@@ -585,12 +600,12 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`] when the tool does not exist.
-    pub async fn tool_versions(&self, name: &str) -> Result<Vec<ToolVersion>> {
+    pub async fn versions(&self, name: &str) -> Result<Vec<ToolVersion>> {
         let rows = sqlx::query(
             "SELECT tool_name, version, spec, definition, spec_hash, changed_by, changed_at, note FROM tool_versions WHERE tool_name = $1 ORDER BY version",
         )
         .bind(name)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         if rows.is_empty() {
             return Err(StoreError::not_found(Entity::Tool, name));
@@ -602,13 +617,13 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`] naming `name@version`.
-    pub async fn tool_version(&self, name: &str, version: i64) -> Result<ToolVersion> {
+    pub async fn version(&self, name: &str, version: i64) -> Result<ToolVersion> {
         let row = sqlx::query(
             "SELECT tool_name, version, spec, definition, spec_hash, changed_by, changed_at, note FROM tool_versions WHERE tool_name = $1 AND version = $2",
         )
         .bind(name)
         .bind(version)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?
         .ok_or_else(|| StoreError::not_found(Entity::ToolVersion, format!("{name}@{version}")))?;
         version_from_row(&row)
@@ -619,14 +634,14 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`] for a version that does not exist, [`StoreError::Conflict`].
-    pub async fn rollback_tool(
+    pub async fn rollback(
         &self,
         name: &str,
         version: i64,
         expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         let hash: Option<String> = sqlx::query_scalar(
             "SELECT spec_hash FROM tool_versions WHERE tool_name = $1 AND version = $2",
@@ -648,28 +663,28 @@ impl Store {
         .bind(name)
         .execute(&mut **tx)
         .await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Records the change of `name` in the feed, commits, and reads the tool back.
-    async fn commit_tool_change(&self, mut tx: WriteTx, name: &str) -> Result<ToolRecord> {
+    async fn commit_change(&self, mut tx: WriteTx, name: &str) -> Result<ToolRecord> {
         record_change(&mut tx, "tool", name, "upsert").await?;
         tx.commit().await?;
-        self.get_tool(name).await
+        self.get(name).await
     }
 
     /// Enables or disables a tool (a disabled tool is never offered to a model).
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn set_tool_enabled(
+    pub async fn set_enabled(
         &self,
         name: &str,
         enabled: bool,
         expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         sqlx::query(
             "UPDATE tools SET enabled = $1, updated_at = $2, changed_by = $3 WHERE name = $4",
@@ -680,14 +695,14 @@ impl Store {
         .bind(name)
         .execute(&mut **tx)
         .await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Replaces who may use a tool, and when.
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`], [`StoreError::Invalid`] for a bad rule.
-    pub async fn set_tool_availability(
+    pub async fn set_availability(
         &self,
         name: &str,
         availability: &Availability,
@@ -695,7 +710,7 @@ impl Store {
         changed_by: &str,
     ) -> Result<ToolRecord> {
         availability.validate()?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         sqlx::query(
             "UPDATE tools SET availability = $1, updated_at = $2, changed_by = $3 WHERE name = $4",
@@ -706,7 +721,7 @@ impl Store {
         .bind(name)
         .execute(&mut **tx)
         .await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Deletes a tool and its history.
@@ -714,8 +729,8 @@ impl Store {
     /// # Errors
     /// [`StoreError::InUse`] while agents bind it (nothing is deleted), [`StoreError::NotFound`],
     /// [`StoreError::Conflict`].
-    pub async fn delete_tool(&self, name: &str, expected_revision: Revision) -> Result<()> {
-        let mut tx = self.begin().await?;
+    pub async fn delete(&self, name: &str, expected_revision: Revision) -> Result<()> {
+        let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         let agents: Vec<String> = sqlx::query_scalar(
             "SELECT agent_name FROM agent_tools WHERE tool_name = $1 ORDER BY agent_name",

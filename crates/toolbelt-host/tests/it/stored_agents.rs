@@ -42,18 +42,21 @@ fn workspace_options(dir: &tempfile::TempDir) -> RunOptions {
 async fn pins_availability_options_and_approval_reach_the_model_request() {
     for (store, _dir) in stores("rules").await {
         let v1 = store
-            .create_tool(&printer("greet", "Greet the user", "hello from v1"))
+            .tools()
+            .create(&printer("greet", "Greet the user", "hello from v1"))
             .await
             .unwrap();
         store
-            .update_tool(
+            .tools()
+            .update(
                 &printer("greet", "Greet the user", "hello from v2"),
                 Revision::Exactly(v1.revision),
             )
             .await
             .unwrap();
         store
-            .create_tool(
+            .tools()
+            .create(
                 &printer("review", "Review a change", "looks fine")
                     .with_availability(only_kinds(&["reviewer"])),
             )
@@ -66,7 +69,7 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
         draft.options.max_tokens = Some(77);
         draft.options.parallel_tool_calls = Some(false);
         draft.options.approval = Some(ApprovalPolicy::new().with_tool("greet", Decision::Allow));
-        store.create_agent(&draft).await.unwrap();
+        store.agents().create(&draft).await.unwrap();
 
         let script = ScriptedProvider::new()
             .then_call("greet", json!({}))
@@ -112,7 +115,11 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
 #[tokio::test]
 async fn an_unknown_agent_names_the_agents_that_exist() {
     for (store, _dir) in stores("unknown").await {
-        store.create_agent(&AgentDraft::new("alpha")).await.unwrap();
+        store
+            .agents()
+            .create(&AgentDraft::new("alpha"))
+            .await
+            .unwrap();
         let script = ScriptedProvider::new();
         let (_db, agents) = factory(&store, &script).await;
         let err = agents.record("alpah").await.unwrap_err();
@@ -128,11 +135,12 @@ async fn an_unknown_agent_names_the_agents_that_exist() {
 async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
     for (store, _dir) in stores("agent_tool").await {
         store
-            .create_tool(&printer("shout", "Print HELLO", "HELLO"))
+            .tools()
+            .create(&printer("shout", "Print HELLO", "HELLO"))
             .await
             .unwrap();
         let worker = AgentDraft::new("worker").with_tool(Binding::new("shout"));
-        store.create_agent(&worker).await.unwrap();
+        store.agents().create(&worker).await.unwrap();
         let spec = ToolSpec::builder("ask_worker")
             .description("Ask the worker agent")
             .parameters(agent_tool_parameters())
@@ -141,7 +149,7 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
             .unwrap();
         let ask = ToolDraft::new(spec, ToolSource::Agent, "t")
             .with_definition(json!({"agent": {"agent": "worker"}}));
-        store.create_tool(&ask).await.unwrap();
+        store.tools().create(&ask).await.unwrap();
 
         let script = ScriptedProvider::new()
             .then_call("shout", json!({}))
@@ -182,7 +190,11 @@ async fn stored_router_settings_choose_the_router() {
             "Read the latest news headlines",
             "Translate text between languages",
         ]) {
-            store.create_tool(&printer(name, what, "")).await.unwrap();
+            store
+                .tools()
+                .create(&printer(name, what, ""))
+                .await
+                .unwrap();
         }
         let mut offered = Vec::new();
         for (strategy, max_tools, always) in [
@@ -199,7 +211,7 @@ async fn stored_router_settings_choose_the_router() {
             router.max_tools = max_tools;
             router.always = always;
             draft.router = router;
-            store.create_agent(&draft).await.unwrap();
+            store.agents().create(&draft).await.unwrap();
             let script = ScriptedProvider::new().then_text("ok");
             let (_db, agents) = factory(&store, &script).await;
             let built = agents.build_named(&format!("a_{strategy}")).await.unwrap();
@@ -237,7 +249,11 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
             ("weather", "Get the weather forecast for a city"),
             ("stocks", "Get a stock quote"),
         ] {
-            store.create_tool(&printer(name, what, "")).await.unwrap();
+            store
+                .tools()
+                .create(&printer(name, what, ""))
+                .await
+                .unwrap();
         }
         let mut offered = Vec::new();
         for model in ["qwen2.5-coder-1.5b-instruct", "gpt-4o"] {
@@ -246,7 +262,7 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
                 .with_tool(Binding::new("weather"))
                 .with_tool(Binding::new("stocks"));
             draft.model = Some(model.to_owned());
-            store.create_agent(&draft).await.unwrap();
+            store.agents().create(&draft).await.unwrap();
             let script = ScriptedProvider::new().then_text("Paris");
             let (_db, agents) = factory(&store, &script).await;
             let built = agents.build_named(&agent).await.unwrap();
@@ -271,7 +287,7 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
     for (store, _dir) in stores("parts").await {
         let mut draft = AgentDraft::new("writer");
         draft.options.temperature = Some(0.25);
-        let first = store.create_agent(&draft).await.unwrap();
+        let first = store.agents().create(&draft).await.unwrap();
         let db = toolbelt_host::open_store(store.clone(), Vec::new(), "test", Secrets::default())
             .await
             .unwrap();
@@ -297,7 +313,8 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
         assert_eq!(count(), 1, "two runs of one revision");
         draft.options.temperature = Some(0.75);
         store
-            .update_agent(&draft, Revision::Exactly(first.revision))
+            .agents()
+            .update(&draft, Revision::Exactly(first.revision))
             .await
             .unwrap();
         let built = agents.build_named("writer").await.unwrap();
@@ -311,7 +328,8 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
             toolbelt_store::SkillDraft::new(name, about, "Do it step by step.")
         };
         store
-            .put_skill(&skill("release-notes", "Write release notes"))
+            .skills()
+            .put(&skill("release-notes", "Write release notes"))
             .await
             .unwrap();
         let names = |built: &toolbelt_host::BuiltAgent| -> Vec<String> {
@@ -328,7 +346,8 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
             ["release-notes"]
         );
         store
-            .put_skill(&skill("code-review", "Review a change"))
+            .skills()
+            .put(&skill("code-review", "Review a change"))
             .await
             .unwrap();
         assert_eq!(
@@ -336,7 +355,8 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
             ["code-review", "release-notes"]
         );
         store
-            .put_skill(&skill("code-review", "Review a change carefully"))
+            .skills()
+            .put(&skill("code-review", "Review a change carefully"))
             .await
             .unwrap();
         let built = agents.build_named("writer").await.unwrap();

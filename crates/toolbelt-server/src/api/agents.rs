@@ -147,7 +147,8 @@ pub(crate) async fn create_agent(
     who.access.check(&draft.name).map_err(host_problem)?;
     draft.changed_by = who.name;
     let record = store(&state)?
-        .create_agent(&draft)
+        .agents()
+        .create(&draft)
         .await
         .map_err(|e| Problem::from(e).with_code_if("already_exists", "agent_exists"))?;
     Ok(stored_response(axum::http::StatusCode::CREATED, record))
@@ -182,7 +183,8 @@ pub(crate) async fn update_agent(
     }
     draft.changed_by = who.name;
     let record = store(&state)?
-        .update_agent(&draft, Revision::Exactly(revision))
+        .agents()
+        .update(&draft, Revision::Exactly(revision))
         .await
         .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
@@ -196,7 +198,11 @@ pub(crate) async fn get_stored_agent(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let record = store(&state)?.get_agent(&id).await.map_err(Problem::from)?;
+    let record = store(&state)?
+        .agents()
+        .get(&id)
+        .await
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
@@ -212,7 +218,8 @@ pub(crate) async fn delete_agent(
 ) -> ApiResult<axum::http::StatusCode> {
     let revision = if_match(&headers)?;
     store(&state)?
-        .delete_agent(&id, Revision::from(revision))
+        .agents()
+        .delete(&id, Revision::from(revision))
         .await
         .map_err(Problem::from)?;
     Ok(axum::http::StatusCode::NO_CONTENT)
@@ -251,7 +258,8 @@ pub(crate) async fn bind_tool(
         binding = binding.pinned(v);
     }
     let record = store(&state)?
-        .bind_tool(
+        .agents()
+        .bind(
             &id,
             &binding,
             Revision::from(if_match(&headers)?),
@@ -274,7 +282,8 @@ pub(crate) async fn unbind_tool(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let record = store(&state)?
-        .unbind_tool(&id, &tool, Revision::from(if_match(&headers)?), &who.name)
+        .agents()
+        .unbind(&id, &tool, Revision::from(if_match(&headers)?), &who.name)
         .await
         .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))

@@ -223,7 +223,8 @@ pub(crate) async fn create_tool(
     let draft = body_draft(&state, &body, &who.name).await?;
     let record = live
         .store()
-        .create_tool(&draft)
+        .tools()
+        .create(&draft)
         .await
         .map_err(Problem::from)?;
     refresh(&state, &record.name).await;
@@ -266,7 +267,8 @@ pub(crate) async fn update_tool(
     }
     let record = live
         .store()
-        .update_tool(&draft, Revision::Exactly(revision))
+        .tools()
+        .update(&draft, Revision::Exactly(revision))
         .await
         .map_err(Problem::from)?;
     refresh(&state, &record.name).await;
@@ -284,7 +286,12 @@ pub(crate) async fn get_stored(
 ) -> ApiResult<Response> {
     crate::api::tools::reach_tool(&state, &who, &name).await?;
     let live = store_of(&state)?;
-    let record = live.store().get_tool(&name).await.map_err(Problem::from)?;
+    let record = live
+        .store()
+        .tools()
+        .get(&name)
+        .await
+        .map_err(Problem::from)?;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 
@@ -336,7 +343,8 @@ pub(crate) async fn versions(
     let live = store_of(&state)?;
     let versions = live
         .store()
-        .tool_versions(&name)
+        .tools()
+        .versions(&name)
         .await
         .map_err(Problem::from)?;
     Ok(Json(versions.into_iter().map(VersionView::from).collect()))
@@ -366,7 +374,8 @@ pub(crate) async fn rollback(
     let revision = if_match(&headers)?;
     let record = live
         .store()
-        .rollback_tool(&name, body.version, Revision::from(revision), &who.name)
+        .tools()
+        .rollback(&name, body.version, Revision::from(revision), &who.name)
         .await
         .map_err(Problem::from)?;
     refresh(&state, &record.name).await;
@@ -384,7 +393,8 @@ async fn set_enabled(
     let revision = if_match(headers)?;
     let record = live
         .store()
-        .set_tool_enabled(name, enabled, Revision::from(revision), &who.name)
+        .tools()
+        .set_enabled(name, enabled, Revision::from(revision), &who.name)
         .await
         .map_err(Problem::from)?;
     refresh(state, &record.name).await;
@@ -433,7 +443,8 @@ pub(crate) async fn delete(
     let live = store_of(&state)?;
     let revision = if_match(&headers)?;
     live.store()
-        .delete_tool(&name, Revision::from(revision))
+        .tools()
+        .delete(&name, Revision::from(revision))
         .await
         .map_err(Problem::from)?;
     refresh(&state, &name).await;

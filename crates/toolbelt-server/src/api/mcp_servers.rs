@@ -100,7 +100,8 @@ pub(crate) async fn list_mcp_servers(
     State(state): State<AppState>,
 ) -> ApiResult<Json<Vec<McpServerView>>> {
     let records = store(&state)?
-        .list_mcp_servers()
+        .mcp_servers()
+        .list()
         .await
         .map_err(Problem::from)?;
     let mut views = Vec::with_capacity(records.len());
@@ -120,7 +121,8 @@ pub(crate) async fn get_mcp_server(
     Path(name): Path<String>,
 ) -> ApiResult<Json<McpServerView>> {
     let record = store(&state)?
-        .get_mcp_server(&name)
+        .mcp_servers()
+        .get(&name)
         .await
         .map_err(Problem::from)?;
     Ok(Json(view(&state, record).await))
@@ -165,7 +167,7 @@ pub(crate) async fn put_mcp_server(
     // only that revision (412 when another change came first).
     let revision = match body.revision {
         Some(revision) => Some(revision),
-        None => match store.get_mcp_server(&name).await {
+        None => match store.mcp_servers().get(&name).await {
             Ok(current) => Some(current.revision),
             Err(toolbelt_store::StoreError::NotFound { .. }) => None,
             Err(e) => return Err(Problem::from(e)),
@@ -175,10 +177,11 @@ pub(crate) async fn put_mcp_server(
     let written = match revision {
         Some(revision) => {
             store
-                .update_mcp_server(&name, &body.config, Revision::Exactly(revision))
+                .mcp_servers()
+                .update(&name, &body.config, Revision::Exactly(revision))
                 .await
         }
-        None => store.create_mcp_server(&name, &body.config).await,
+        None => store.mcp_servers().create(&name, &body.config).await,
     };
     let mut record = written
         .map_err(|e| Problem::from(e).with_code_if("already_exists", "mcp_server_exists"))?;
@@ -186,7 +189,8 @@ pub(crate) async fn put_mcp_server(
         && enabled != record.enabled
     {
         record = store
-            .set_mcp_server_enabled(&name, enabled, Revision::Exactly(record.revision))
+            .mcp_servers()
+            .set_enabled(&name, enabled, Revision::Exactly(record.revision))
             .await
             .map_err(Problem::from)?;
     }
@@ -214,7 +218,11 @@ pub(crate) async fn patch_mcp_server(
     let store = store(&state)?;
     // Enabling a stdio server whose command the host does not allow is refused as a PUT is.
     if body.enabled {
-        let current = store.get_mcp_server(&name).await.map_err(Problem::from)?;
+        let current = store
+            .mcp_servers()
+            .get(&name)
+            .await
+            .map_err(Problem::from)?;
         if let Ok(config) = check_config(&name, &current.config)
             && let Some(problem) = command_problem(&state.config().mcp_commands, &config)
         {
@@ -222,7 +230,8 @@ pub(crate) async fn patch_mcp_server(
         }
     }
     let record = store
-        .set_mcp_server_enabled(&name, body.enabled, Revision::from(body.revision))
+        .mcp_servers()
+        .set_enabled(&name, body.enabled, Revision::from(body.revision))
         .await
         .map_err(Problem::from)?;
     state.mcp_servers().sync(&state).await;
@@ -252,7 +261,8 @@ pub(crate) async fn delete_mcp_server(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     store(&state)?
-        .delete_mcp_server(&name, Revision::Any)
+        .mcp_servers()
+        .delete(&name, Revision::Any)
         .await
         .map_err(Problem::from)?;
     state.mcp_servers().sync(&state).await;

@@ -76,7 +76,11 @@ fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
 pub(crate) async fn list_skills(
     State(state): State<AppState>,
 ) -> ApiResult<Json<Vec<SkillSummary>>> {
-    let records = store(&state)?.list_skills().await.map_err(Problem::from)?;
+    let records = store(&state)?
+        .skills()
+        .list()
+        .await
+        .map_err(Problem::from)?;
     Ok(Json(
         records
             .into_iter()
@@ -100,7 +104,8 @@ pub(crate) async fn get_skill(
     Path(name): Path<String>,
 ) -> ApiResult<Json<SkillView>> {
     let record = store(&state)?
-        .get_skill(&name)
+        .skills()
+        .get(&name)
         .await
         .map_err(Problem::from)?;
     Ok(Json(record.into()))
@@ -134,7 +139,8 @@ pub(crate) async fn put_skill(
     let draft =
         SkillDraft::new(name, body.description, body.instructions).with_metadata(body.metadata);
     let (record, change) = store(&state)?
-        .put_skill(&draft)
+        .skills()
+        .put(&draft)
         .await
         .map_err(Problem::from)?;
     let status = if change == SkillChange::Created {
@@ -155,7 +161,8 @@ pub(crate) async fn delete_skill(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     store(&state)?
-        .delete_skill(&name)
+        .skills()
+        .delete(&name)
         .await
         .map_err(Problem::from)?;
     Ok(StatusCode::NO_CONTENT)

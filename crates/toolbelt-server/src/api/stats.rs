@@ -162,14 +162,17 @@ pub(crate) async fn stats(
                 let _ = log.flush().await;
             }
             let tools = store
+                .run_log()
                 .tool_call_stats(since_ms, bucket_ms, top)
                 .await
                 .map_err(Problem::from)?;
             let totals = store
+                .run_log()
                 .tool_call_totals(since_ms, top * 50)
                 .await
                 .map_err(Problem::from)?;
             let agents = store
+                .run_log()
                 .agent_token_stats(since_ms)
                 .await
                 .map_err(Problem::from)?;
@@ -255,7 +258,8 @@ pub(crate) async fn list_stored_tools(
         return Ok(Json(Vec::new()));
     };
     let mut tools: Vec<StoredToolSummary> = store
-        .list_tool_states()
+        .tools()
+        .states()
         .await
         .map_err(Problem::from)?
         .into_iter()

@@ -30,11 +30,13 @@ fn printer(name: &str, description: &str, words: &str) -> ToolDraft {
 /// approval policy of its own.
 async fn store_writer(store: &toolbelt_store::Store, model_url: &str) {
     let v1 = store
-        .create_tool(&printer("greet", "Greet the user warmly", "hello from v1"))
+        .tools()
+        .create(&printer("greet", "Greet the user warmly", "hello from v1"))
         .await
         .unwrap();
     store
-        .update_tool(
+        .tools()
+        .update(
             &printer("greet", "Greet the user warmly", "hello from v2"),
             Revision::Exactly(v1.revision),
         )
@@ -43,7 +45,8 @@ async fn store_writer(store: &toolbelt_store::Store, model_url: &str) {
     let mut reviewers = Availability::default();
     reviewers.agent_kinds = vec!["reviewer".to_owned()];
     store
-        .create_tool(&printer("review", "Review a change", "ok").with_availability(reviewers))
+        .tools()
+        .create(&printer("review", "Review a change", "ok").with_availability(reviewers))
         .await
         .unwrap();
     let mut draft = AgentDraft::new("writer")
@@ -60,7 +63,7 @@ async fn store_writer(store: &toolbelt_store::Store, model_url: &str) {
     draft.options.max_tokens = Some(77);
     draft.options.parallel_tool_calls = Some(false);
     draft.options.approval = Some(ApprovalPolicy::new().with_tool("greet", Decision::Allow));
-    store.create_agent(&draft).await.unwrap();
+    store.agents().create(&draft).await.unwrap();
 }
 
 /// What a model request carries that the agent's definition decides.

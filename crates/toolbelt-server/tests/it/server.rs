@@ -18,7 +18,7 @@ async fn the_library_starts_the_binarys_server_and_runs_a_stored_agent() {
         draft.model = Some("scripted".to_owned());
         draft.options.base_url = Some(model.url.clone());
         draft.options.api_key_env = Some("TOOLBELT_TEST_NO_KEY".to_owned());
-        store.create_agent(&draft).await.unwrap();
+        store.agents().create(&draft).await.unwrap();
         let opened = toolbelt_server::database::open_store(store, Vec::new(), "test")
             .await
             .unwrap();

@@ -13,25 +13,34 @@ use crate::support::{each_engine, http_draft};
 #[tokio::test]
 async fn an_agent_round_trips_with_bindings_and_pins() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
         store
-            .update_tool(&http_draft("search", "b"), Revision::from(1))
+            .tools()
+            .create(&http_draft("search", "a"))
             .await
             .unwrap();
-        store.create_tool(&http_draft("fetch", "f")).await.unwrap();
+        store
+            .tools()
+            .update(&http_draft("search", "b"), Revision::from(1))
+            .await
+            .unwrap();
+        store
+            .tools()
+            .create(&http_draft("fetch", "f"))
+            .await
+            .unwrap();
         let mut draft = AgentDraft::new("researcher")
             .with_selection("web,search@1,-fetch")
             .with_tool(Binding::new("fetch").pinned(1))
             .changed_by("me");
         draft.labels = vec!["prod".into()];
         draft.options.max_iterations = Some(4);
-        let agent = store.create_agent(&draft).await.unwrap();
+        let agent = store.agents().create(&draft).await.unwrap();
         assert_eq!(agent.selection, "web,search,-fetch");
         assert_eq!(agent.pins.get("search"), Some(&1));
         assert_eq!(agent.tools, vec![Binding::new("fetch").pinned(1)]);
         assert_eq!(agent.options.max_iterations, Some(4));
-        assert_eq!(store.get_agent("researcher").await.unwrap(), agent);
-        assert_eq!(store.list_agents().await.unwrap(), vec![agent]);
+        assert_eq!(store.agents().get("researcher").await.unwrap(), agent);
+        assert_eq!(store.agents().list().await.unwrap(), vec![agent]);
     })
     .await;
 }
@@ -39,31 +48,36 @@ async fn an_agent_round_trips_with_bindings_and_pins() {
 #[tokio::test]
 async fn a_bad_binding_writes_nothing() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
         let draft = AgentDraft::new("a")
             .with_tool(Binding::new("search"))
             .with_tool(Binding::new("nope"));
-        let err = store.create_agent(&draft).await.unwrap_err();
+        let err = store.agents().create(&draft).await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid tools[1]: no tool named `nope` (`toolbelt tools list` shows the stored tools)"
         );
         assert!(matches!(
-            store.get_agent("a").await,
+            store.agents().get("a").await,
             Err(StoreError::NotFound { .. })
         ));
         let draft = AgentDraft::new("a").with_selection("search@7");
-        let err = store.create_agent(&draft).await.unwrap_err();
+        let err = store.agents().create(&draft).await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid pins.search: tool `search` has no version 7 (latest is 1)"
         );
         let err = store
-            .create_agent(&AgentDraft::new("a").with_selection("web,,x"))
+            .agents()
+            .create(&AgentDraft::new("a").with_selection("web,,x"))
             .await
             .unwrap_err();
         assert!(err.to_string().starts_with("invalid selection: "), "{err}");
-        assert!(store.list_agents().await.unwrap().is_empty());
+        assert!(store.agents().list().await.unwrap().is_empty());
     })
     .await;
 }
@@ -71,10 +85,15 @@ async fn a_bad_binding_writes_nothing() {
 #[tokio::test]
 async fn bind_and_unbind_persist_and_bump_the_revision() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
-        let agent = store.create_agent(&AgentDraft::new("a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
+        let agent = store.agents().create(&AgentDraft::new("a")).await.unwrap();
         let bound = store
-            .bind_tool(
+            .agents()
+            .bind(
                 "a",
                 &Binding::new("search"),
                 Revision::Exactly(agent.revision),
@@ -85,7 +104,8 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
         assert_eq!(bound.tools, vec![Binding::new("search")]);
         assert_eq!(bound.revision, agent.revision + 1);
         let err = store
-            .bind_tool(
+            .agents()
+            .bind(
                 "a",
                 &Binding::new("search"),
                 Revision::Exactly(agent.revision),
@@ -95,7 +115,8 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
         let err = store
-            .delete_tool("search", Revision::Any)
+            .tools()
+            .delete("search", Revision::Any)
             .await
             .unwrap_err();
         assert_eq!(
@@ -103,16 +124,18 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
             "tool `search` is bound to agent(s) a; unbind it first"
         );
         let unbound = store
-            .unbind_tool("a", "search", Revision::Any, "me")
+            .agents()
+            .unbind("a", "search", Revision::Any, "me")
             .await
             .unwrap();
         assert!(unbound.tools.is_empty());
         let err = store
-            .unbind_tool("a", "search", Revision::Any, "me")
+            .agents()
+            .unbind("a", "search", Revision::Any, "me")
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "binding `a -> search` not found");
-        store.delete_tool("search", Revision::Any).await.unwrap();
+        store.tools().delete("search", Revision::Any).await.unwrap();
     })
     .await;
 }
@@ -120,16 +143,18 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
 #[tokio::test]
 async fn update_agent_checks_the_revision() {
     each_engine(|store| async move {
-        let agent = store.create_agent(&AgentDraft::new("a")).await.unwrap();
+        let agent = store.agents().create(&AgentDraft::new("a")).await.unwrap();
         let mut draft = agent.to_draft();
         draft.system_prompt = Some("be brief".into());
         let updated = store
-            .update_agent(&draft, Revision::Exactly(agent.revision))
+            .agents()
+            .update(&draft, Revision::Exactly(agent.revision))
             .await
             .unwrap();
         assert_eq!(updated.system_prompt.as_deref(), Some("be brief"));
         let err = store
-            .update_agent(&draft, Revision::Exactly(agent.revision))
+            .agents()
+            .update(&draft, Revision::Exactly(agent.revision))
             .await
             .unwrap_err();
         assert!(
@@ -144,10 +169,11 @@ async fn update_agent_checks_the_revision() {
             "{err:?}"
         );
         store
-            .delete_agent("a", Revision::Exactly(updated.revision))
+            .agents()
+            .delete("a", Revision::Exactly(updated.revision))
             .await
             .unwrap();
-        assert!(store.list_agents().await.unwrap().is_empty());
+        assert!(store.agents().list().await.unwrap().is_empty());
     })
     .await;
 }
@@ -155,7 +181,11 @@ async fn update_agent_checks_the_revision() {
 #[tokio::test]
 async fn why_names_every_reason() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
         let mut rules = Availability::default();
         rules.agent_kinds = vec!["researcher".into()];
         rules.capabilities = vec!["network".into()];
@@ -167,11 +197,13 @@ async fn why_names_every_reason() {
             },
         ];
         let tool = store
-            .set_tool_availability("search", &rules, Revision::Any, "me")
+            .tools()
+            .set_availability("search", &rules, Revision::Any, "me")
             .await
             .unwrap();
         let agent = store
-            .create_agent(&AgentDraft::new("a").with_selection("web"))
+            .agents()
+            .create(&AgentDraft::new("a").with_selection("web"))
             .await
             .unwrap();
         let tags = BTreeSet::from(["web".to_owned()]);
@@ -204,7 +236,8 @@ async fn why_names_every_reason() {
         draft.kind = "researcher".into();
         draft.capabilities = vec!["network".into()];
         let agent = store
-            .update_agent(&draft, Revision::Exactly(agent.revision))
+            .agents()
+            .update(&draft, Revision::Exactly(agent.revision))
             .await
             .unwrap();
         let env = Environment::default()
@@ -212,11 +245,13 @@ async fn why_names_every_reason() {
             .at_minute(10 * 60);
         assert!(availability(&agent, &tool, &tags, &env).is_available());
         let off = store
-            .set_tool_enabled("search", false, Revision::Any, "me")
+            .tools()
+            .set_enabled("search", false, Revision::Any, "me")
             .await
             .unwrap();
         let other = store
-            .create_agent(&AgentDraft::new("b").with_selection("-web"))
+            .agents()
+            .create(&AgentDraft::new("b").with_selection("-web"))
             .await
             .unwrap();
         assert_eq!(
@@ -242,10 +277,10 @@ async fn why_names_every_reason() {
 #[tokio::test]
 async fn a_bad_time_window_is_refused() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store.tools().create(&http_draft("search", "a")).await.unwrap();
         let mut rules = Availability::default();
         rules.conditions = vec![Condition::TimeWindow { from: "9am".into(), to: "17:00".into() }];
-        let err = store.set_tool_availability("search", &rules, Revision::Any, "me").await.unwrap_err();
+        let err = store.tools().set_availability("search", &rules, Revision::Any, "me").await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid conditions[0].time_window.from: `9am` is not a time of day HH:MM (00:00 to 23:59)"

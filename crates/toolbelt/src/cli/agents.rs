@@ -139,7 +139,7 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         AgentsCommand::Create(args) => {
             let draft = create_draft(&args)?;
             let agent = match args.target.connect().await? {
-                Backend::Local(store) => record_json(&store.create_agent(&draft).await?)?,
+                Backend::Local(store) => record_json(&store.agents().create(&draft).await?)?,
                 Backend::Remote(api) => {
                     api.send(Call::post(&["agents"]).json(serde_json::to_value(&draft)?))
                         .await?
@@ -161,7 +161,8 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
                     let mut binding = Binding::new(tool.clone());
                     binding.pinned_version = version;
                     let agent = store
-                        .bind_tool(&args.agent, &binding, Revision::from(args.revision), &who())
+                        .agents()
+                        .bind(&args.agent, &binding, Revision::from(args.revision), &who())
                         .await?;
                     record_json(&agent)?
                 }
@@ -185,7 +186,8 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
             let agent = match args.target.connect().await? {
                 Backend::Local(store) => record_json(
                     &store
-                        .unbind_tool(
+                        .agents()
+                        .unbind(
                             &args.agent,
                             &args.tool,
                             Revision::from(args.revision),
@@ -209,7 +211,8 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         AgentsCommand::Ls(args) => {
             let agents: Vec<Value> = match args.target.connect().await? {
                 Backend::Local(store) => store
-                    .list_agents()
+                    .agents()
+                    .list()
                     .await?
                     .iter()
                     .map(record_json)
@@ -236,7 +239,8 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
             match args.target.connect().await? {
                 Backend::Local(store) => {
                     store
-                        .delete_agent(&args.name, Revision::from(args.revision))
+                        .agents()
+                        .delete(&args.name, Revision::from(args.revision))
                         .await?
                 }
                 Backend::Remote(api) => {
@@ -313,7 +317,7 @@ async fn tool_lines(
     agent: &AgentRecord,
     secrets: &Secrets,
 ) -> anyhow::Result<Vec<ToolLine>> {
-    let tools = store.list_tools().await?;
+    let tools = store.tools().list().await?;
     let tags: BTreeSet<String> = tools.iter().flat_map(|t| t.spec.tags.clone()).collect();
     let mut lines = Vec::new();
     for tool in &tools {
@@ -367,7 +371,7 @@ async fn remote_show(api: &Api, name: &str) -> anyhow::Result<(Value, Vec<ToolLi
 async fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let (agent, lines) = match args.target.connect().await? {
         Backend::Local(store) => {
-            let agent = store.get_agent(&args.name).await?;
+            let agent = store.agents().get(&args.name).await?;
             let secrets = match &args.secrets_file {
                 Some(path) => Secrets::from_env_and_file(path).with_context(|| {
                     format!("could not read the secrets file {}", path.display())

@@ -157,16 +157,17 @@ async fn put(
             problem.message
         );
     }
-    match store.get_mcp_server(name).await {
+    match store.mcp_servers().get(name).await {
         Ok(existing) if replace => {
             store
-                .update_mcp_server(name, config, Revision::Exactly(existing.revision))
+                .mcp_servers()
+                .update(name, config, Revision::Exactly(existing.revision))
                 .await?;
             Ok("replaced")
         }
         Ok(_) => bail!("MCP server `{name}` is already stored; pass --replace to replace it"),
         Err(StoreError::NotFound { .. }) => {
-            store.create_mcp_server(name, config).await?;
+            store.mcp_servers().create(name, config).await?;
             Ok("added")
         }
         Err(e) => Err(e.into()),
@@ -179,7 +180,8 @@ pub(crate) async fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
     let done = put(&store, &args.name, &config, args.replace).await?;
     if args.disabled {
         store
-            .set_mcp_server_enabled(&args.name, false, Revision::Any)
+            .mcp_servers()
+            .set_enabled(&args.name, false, Revision::Any)
             .await?;
     }
     println!(
@@ -208,7 +210,8 @@ pub(crate) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             Ok(done) => {
                 if server.disabled {
                     store
-                        .set_mcp_server_enabled(name, false, Revision::Any)
+                        .mcp_servers()
+                        .set_enabled(name, false, Revision::Any)
                         .await?;
                 }
                 println!("{done} `{name}`");
@@ -228,7 +231,7 @@ pub(crate) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) async fn ls(args: LsArgs) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
-    let servers = store.list_mcp_servers().await?;
+    let servers = store.mcp_servers().list().await?;
     // Every enabled server is checked at once, all within one timeout: N servers that are
     // down cost one wait, not N.
     let deadline = tokio::time::Instant::now() + CHECK_TIMEOUT;
@@ -352,7 +355,10 @@ async fn check(name: &str, config: &Value, deadline: tokio::time::Instant) -> Va
 
 pub(crate) async fn rm(args: NameArgs) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
-    store.delete_mcp_server(&args.name, Revision::Any).await?;
+    store
+        .mcp_servers()
+        .delete(&args.name, Revision::Any)
+        .await?;
     println!("removed MCP server `{}`", args.name);
     Ok(ExitCode::SUCCESS)
 }
@@ -360,7 +366,8 @@ pub(crate) async fn rm(args: NameArgs) -> anyhow::Result<ExitCode> {
 pub(crate) async fn set_enabled(args: NameArgs, enabled: bool) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
     store
-        .set_mcp_server_enabled(&args.name, enabled, Revision::Any)
+        .mcp_servers()
+        .set_enabled(&args.name, enabled, Revision::Any)
         .await?;
     println!(
         "MCP server `{}` {}",

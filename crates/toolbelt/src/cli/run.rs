@@ -177,7 +177,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         && !args.no_store
     {
         let store = args.db.open().await?;
-        match store.get_agent(&name).await {
+        match store.agents().get(&name).await {
             Ok(record) => return run_stored(args, store, record).await,
             Err(toolbelt_store::StoreError::NotFound { .. }) => {}
             Err(e) => return Err(e).context("reading the stored agent"),

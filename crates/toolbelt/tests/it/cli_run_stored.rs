@@ -31,11 +31,13 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
         schema(&db, true).await;
         let store = Store::open(&db.url).await.unwrap();
         let v1 = store
-            .create_tool(&printer("greet", "hello from v1"))
+            .tools()
+            .create(&printer("greet", "hello from v1"))
             .await
             .unwrap();
         store
-            .update_tool(
+            .tools()
+            .update(
                 &printer("greet", "hello from v2"),
                 Revision::Exactly(v1.revision),
             )
@@ -44,7 +46,8 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
         let mut reviewers = Availability::default();
         reviewers.agent_kinds = vec!["reviewer".to_owned()];
         store
-            .create_tool(&printer("review", "ok").with_availability(reviewers))
+            .tools()
+            .create(&printer("review", "ok").with_availability(reviewers))
             .await
             .unwrap();
         let mut draft = AgentDraft::new("writer")
@@ -53,7 +56,7 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
         draft.options.temperature = Some(0.25);
         draft.options.max_tokens = Some(77);
         draft.options.parallel_tool_calls = Some(false);
-        store.create_agent(&draft).await.unwrap();
+        store.agents().create(&draft).await.unwrap();
         store.close().await;
 
         let call = json!({"index": 0, "id": "call_1", "type": "function",
