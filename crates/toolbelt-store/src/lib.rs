@@ -16,14 +16,13 @@ mod run_log;
 mod runs;
 mod skills;
 mod store;
+mod stored;
 mod sync;
 mod tokens;
 mod tools;
 mod verdict;
 
-pub use agents::{
-    AgentDraft, AgentRecord, AgentSettings, Agents, Binding, RouterSettings, split_pin,
-};
+pub use agents::{AgentSettings, AgentSpec, Agents, Binding, RouterSettings, split_pin};
 pub use availability::{Availability, Condition};
 pub use changes::{Change, Changes};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -41,6 +40,7 @@ pub use run_log::{
 pub use runs::{RunRecord, RunStatus, RunUpdate, Runs};
 pub use skills::{SkillChange, SkillDraft, SkillRecord, Skills};
 pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions, redacted_url};
+pub use stored::Stored;
 pub use sync::SyncReport;
 pub use tokens::{TokenRecord, Tokens, token_hash};
 pub use tools::{ToolDraft, ToolRecord, ToolSource, ToolState, ToolVersion, Tools, spec_hash};

@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::agents::AgentRecord;
+use crate::agents::AgentSpec;
 use crate::availability::{Condition, parse_hhmm};
+use crate::stored::Stored;
 use crate::tools::ToolRecord;
 
 /// Facts about the environment the conditions are checked against.
@@ -188,7 +189,7 @@ impl Verdict {
 /// `all_tags` is the set of tags of every stored tool: a selection item such as `web` names a
 /// group when such a tag exists, else a tool (the grammar of [`toolbelt_core::Selection`]).
 pub fn availability(
-    agent: &AgentRecord,
+    agent: &Stored<AgentSpec>,
     tool: &ToolRecord,
     all_tags: &BTreeSet<String>,
     env: &Environment,

@@ -11,7 +11,7 @@ use toolbelt_agent::RunOptions;
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_core::{ApprovalPolicy, Decision, ToolContext, ToolPolicy, ToolSpec};
 use toolbelt_host::{AgentFactory, HostError, agent_tool_parameters};
-use toolbelt_store::{AgentDraft, Binding, RouterSettings, ToolDraft, ToolSource};
+use toolbelt_store::{AgentSpec, Binding, RouterSettings, ToolDraft, ToolSource};
 use toolbelt_tools::declarative::Secrets;
 use toolbelt_tools::{BuiltinConfig, Workspace};
 
@@ -62,14 +62,14 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
             )
             .await
             .unwrap();
-        let mut draft = AgentDraft::new("writer")
+        let mut draft = AgentSpec::new("writer")
             .with_selection("review")
             .with_tool(Binding::new("greet").pinned(1));
         draft.options.temperature = Some(0.25);
         draft.options.max_tokens = Some(77);
         draft.options.parallel_tool_calls = Some(false);
         draft.options.approval = Some(ApprovalPolicy::new().with_tool("greet", Decision::Allow));
-        store.agents().create(&draft).await.unwrap();
+        store.agents().create(&draft, "unknown").await.unwrap();
 
         let script = ScriptedProvider::new()
             .then_call("greet", json!({}))
@@ -117,7 +117,7 @@ async fn an_unknown_agent_names_the_agents_that_exist() {
     for (store, _dir) in stores("unknown").await {
         store
             .agents()
-            .create(&AgentDraft::new("alpha"))
+            .create(&AgentSpec::new("alpha"), "unknown")
             .await
             .unwrap();
         let script = ScriptedProvider::new();
@@ -139,8 +139,8 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
             .create(&printer("shout", "Print HELLO", "HELLO"))
             .await
             .unwrap();
-        let worker = AgentDraft::new("worker").with_tool(Binding::new("shout"));
-        store.agents().create(&worker).await.unwrap();
+        let worker = AgentSpec::new("worker").with_tool(Binding::new("shout"));
+        store.agents().create(&worker, "unknown").await.unwrap();
         let spec = ToolSpec::builder("ask_worker")
             .description("Ask the worker agent")
             .parameters(agent_tool_parameters())
@@ -202,7 +202,7 @@ async fn stored_router_settings_choose_the_router() {
             ("hybrid", Some(1), vec!["translate".to_owned()]),
             ("lexical", Some(1), vec![]),
         ] {
-            let mut draft = AgentDraft::new(format!("a_{strategy}"));
+            let mut draft = AgentSpec::new(format!("a_{strategy}"));
             for n in names {
                 draft = draft.with_tool(Binding::new(n));
             }
@@ -211,7 +211,7 @@ async fn stored_router_settings_choose_the_router() {
             router.max_tools = max_tools;
             router.always = always;
             draft.router = router;
-            store.agents().create(&draft).await.unwrap();
+            store.agents().create(&draft, "unknown").await.unwrap();
             let script = ScriptedProvider::new().then_text("ok");
             let (_db, agents) = factory(&store, &script).await;
             let built = agents.build_named(&format!("a_{strategy}")).await.unwrap();
@@ -258,11 +258,11 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
         let mut offered = Vec::new();
         for model in ["qwen2.5-coder-1.5b-instruct", "gpt-4o"] {
             let agent = model.replace(['.', '-'], "_");
-            let mut draft = AgentDraft::new(&agent)
+            let mut draft = AgentSpec::new(&agent)
                 .with_tool(Binding::new("weather"))
                 .with_tool(Binding::new("stocks"));
             draft.model = Some(model.to_owned());
-            store.agents().create(&draft).await.unwrap();
+            store.agents().create(&draft, "unknown").await.unwrap();
             let script = ScriptedProvider::new().then_text("Paris");
             let (_db, agents) = factory(&store, &script).await;
             let built = agents.build_named(&agent).await.unwrap();
@@ -285,9 +285,9 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
 #[tokio::test]
 async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
     for (store, _dir) in stores("parts").await {
-        let mut draft = AgentDraft::new("writer");
+        let mut draft = AgentSpec::new("writer");
         draft.options.temperature = Some(0.25);
-        let first = store.agents().create(&draft).await.unwrap();
+        let first = store.agents().create(&draft, "unknown").await.unwrap();
         let db = toolbelt_host::open_store(store.clone(), Vec::new(), "test", Secrets::default())
             .await
             .unwrap();
@@ -314,7 +314,7 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
         draft.options.temperature = Some(0.75);
         store
             .agents()
-            .update(&draft, Revision::Exactly(first.revision))
+            .update(&draft, Revision::Exactly(first.revision), "unknown")
             .await
             .unwrap();
         let built = agents.build_named("writer").await.unwrap();

@@ -121,7 +121,7 @@ fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
 /// A stored agent with its revision.
 fn stored_response(
     status: axum::http::StatusCode,
-    record: toolbelt_store::AgentRecord,
+    record: toolbelt_store::Stored<toolbelt_store::AgentSpec>,
 ) -> Response {
     let etag = axum::http::HeaderValue::from_str(&format!("\"{}\"", record.revision)).ok();
     let mut response = (status, Json(record)).into_response();
@@ -142,13 +142,12 @@ fn stored_response(
 pub(crate) async fn create_agent(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
-    ApiJson(mut draft): ApiJson<toolbelt_store::AgentDraft>,
+    ApiJson(draft): ApiJson<toolbelt_store::AgentSpec>,
 ) -> ApiResult<Response> {
     who.access.check(&draft.name).map_err(host_problem)?;
-    draft.changed_by = who.name;
     let record = store(&state)?
         .agents()
-        .create(&draft)
+        .create(&draft, &who.name)
         .await
         .map_err(|e| Problem::from(e).with_code_if("already_exists", "agent_exists"))?;
     Ok(stored_response(axum::http::StatusCode::CREATED, record))
@@ -165,7 +164,7 @@ pub(crate) async fn update_agent(
     Extension(who): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    ApiJson(mut draft): ApiJson<toolbelt_store::AgentDraft>,
+    ApiJson(draft): ApiJson<toolbelt_store::AgentSpec>,
 ) -> ApiResult<Response> {
     let Some(revision) = if_match(&headers)? else {
         return Err(Problem::new(
@@ -181,10 +180,9 @@ pub(crate) async fn update_agent(
             format!("must be `{id}` (the agent in the URL)"),
         ));
     }
-    draft.changed_by = who.name;
     let record = store(&state)?
         .agents()
-        .update(&draft, Revision::Exactly(revision))
+        .update(&draft, Revision::Exactly(revision), &who.name)
         .await
         .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))

@@ -8,7 +8,7 @@ use toolbelt_store::Revision;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolbelt_core::{ApprovalPolicy, Decision, ToolPolicy, ToolSpec};
-use toolbelt_store::{AgentDraft, Availability, Binding, RouterSettings, ToolDraft, ToolSource};
+use toolbelt_store::{AgentSpec, Availability, Binding, RouterSettings, ToolDraft, ToolSource};
 
 use crate::support::{
     ADMIN, FakeModel, READER, RUNNER, TestServer, json_of, on_both, text, tool_call,
@@ -49,7 +49,7 @@ async fn store_writer(store: &toolbelt_store::Store, model_url: &str) {
         .create(&printer("review", "Review a change", "ok").with_availability(reviewers))
         .await
         .unwrap();
-    let mut draft = AgentDraft::new("writer")
+    let mut draft = AgentSpec::new("writer")
         .with_selection("review")
         .with_tool(Binding::new("greet").pinned(1));
     let mut router = RouterSettings::default();
@@ -63,7 +63,7 @@ async fn store_writer(store: &toolbelt_store::Store, model_url: &str) {
     draft.options.max_tokens = Some(77);
     draft.options.parallel_tool_calls = Some(false);
     draft.options.approval = Some(ApprovalPolicy::new().with_tool("greet", Decision::Allow));
-    store.agents().create(&draft).await.unwrap();
+    store.agents().create(&draft, "unknown").await.unwrap();
 }
 
 /// What a model request carries that the agent's definition decides.

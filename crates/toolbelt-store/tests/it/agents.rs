@@ -5,7 +5,7 @@ use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use toolbelt_store::{
-    AgentDraft, Availability, Binding, Condition, Environment, Reason, StoreError, availability,
+    AgentSpec, Availability, Binding, Condition, Environment, Reason, StoreError, availability,
 };
 
 use crate::support::{each_engine, http_draft};
@@ -28,13 +28,12 @@ async fn an_agent_round_trips_with_bindings_and_pins() {
             .create(&http_draft("fetch", "f"))
             .await
             .unwrap();
-        let mut draft = AgentDraft::new("researcher")
+        let mut draft = AgentSpec::new("researcher")
             .with_selection("web,search@1,-fetch")
-            .with_tool(Binding::new("fetch").pinned(1))
-            .changed_by("me");
+            .with_tool(Binding::new("fetch").pinned(1));
         draft.labels = vec!["prod".into()];
         draft.options.max_iterations = Some(4);
-        let agent = store.agents().create(&draft).await.unwrap();
+        let agent = store.agents().create(&draft, "me").await.unwrap();
         assert_eq!(agent.selection, "web,search,-fetch");
         assert_eq!(agent.pins.get("search"), Some(&1));
         assert_eq!(agent.tools, vec![Binding::new("fetch").pinned(1)]);
@@ -53,10 +52,10 @@ async fn a_bad_binding_writes_nothing() {
             .create(&http_draft("search", "a"))
             .await
             .unwrap();
-        let draft = AgentDraft::new("a")
+        let draft = AgentSpec::new("a")
             .with_tool(Binding::new("search"))
             .with_tool(Binding::new("nope"));
-        let err = store.agents().create(&draft).await.unwrap_err();
+        let err = store.agents().create(&draft, "unknown").await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid tools[1]: no tool named `nope` (`toolbelt tools list` shows the stored tools)"
@@ -65,15 +64,15 @@ async fn a_bad_binding_writes_nothing() {
             store.agents().get("a").await,
             Err(StoreError::NotFound { .. })
         ));
-        let draft = AgentDraft::new("a").with_selection("search@7");
-        let err = store.agents().create(&draft).await.unwrap_err();
+        let draft = AgentSpec::new("a").with_selection("search@7");
+        let err = store.agents().create(&draft, "unknown").await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid pins.search: tool `search` has no version 7 (latest is 1)"
         );
         let err = store
             .agents()
-            .create(&AgentDraft::new("a").with_selection("web,,x"))
+            .create(&AgentSpec::new("a").with_selection("web,,x"), "unknown")
             .await
             .unwrap_err();
         assert!(err.to_string().starts_with("invalid selection: "), "{err}");
@@ -90,7 +89,11 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
             .create(&http_draft("search", "a"))
             .await
             .unwrap();
-        let agent = store.agents().create(&AgentDraft::new("a")).await.unwrap();
+        let agent = store
+            .agents()
+            .create(&AgentSpec::new("a"), "unknown")
+            .await
+            .unwrap();
         let bound = store
             .agents()
             .bind(
@@ -143,18 +146,22 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
 #[tokio::test]
 async fn update_agent_checks_the_revision() {
     each_engine(|store| async move {
-        let agent = store.agents().create(&AgentDraft::new("a")).await.unwrap();
-        let mut draft = agent.to_draft();
+        let agent = store
+            .agents()
+            .create(&AgentSpec::new("a"), "unknown")
+            .await
+            .unwrap();
+        let mut draft = agent.value.clone();
         draft.system_prompt = Some("be brief".into());
         let updated = store
             .agents()
-            .update(&draft, Revision::Exactly(agent.revision))
+            .update(&draft, Revision::Exactly(agent.revision), "unknown")
             .await
             .unwrap();
         assert_eq!(updated.system_prompt.as_deref(), Some("be brief"));
         let err = store
             .agents()
-            .update(&draft, Revision::Exactly(agent.revision))
+            .update(&draft, Revision::Exactly(agent.revision), "unknown")
             .await
             .unwrap_err();
         assert!(
@@ -203,7 +210,7 @@ async fn why_names_every_reason() {
             .unwrap();
         let agent = store
             .agents()
-            .create(&AgentDraft::new("a").with_selection("web"))
+            .create(&AgentSpec::new("a").with_selection("web"), "unknown")
             .await
             .unwrap();
         let tags = BTreeSet::from(["web".to_owned()]);
@@ -232,12 +239,12 @@ async fn why_names_every_reason() {
                 },
             ]
         );
-        let mut draft = agent.to_draft();
+        let mut draft = agent.value.clone();
         draft.kind = "researcher".into();
         draft.capabilities = vec!["network".into()];
         let agent = store
             .agents()
-            .update(&draft, Revision::Exactly(agent.revision))
+            .update(&draft, Revision::Exactly(agent.revision), "unknown")
             .await
             .unwrap();
         let env = Environment::default()
@@ -251,7 +258,7 @@ async fn why_names_every_reason() {
             .unwrap();
         let other = store
             .agents()
-            .create(&AgentDraft::new("b").with_selection("-web"))
+            .create(&AgentSpec::new("b").with_selection("-web"), "unknown")
             .await
             .unwrap();
         assert_eq!(

@@ -8,7 +8,7 @@ use toolbelt_store::Revision;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use toolbelt::stored::environment;
-use toolbelt_store::{AgentDraft, AgentRecord, Binding, Store, availability, split_pin};
+use toolbelt_store::{AgentSpec, Binding, Store, Stored, availability, split_pin};
 use toolbelt_tools::declarative::Secrets;
 
 use super::remote::{Api, ApiError, Backend, Call, Target};
@@ -122,7 +122,7 @@ fn who() -> String {
 }
 
 /// An agent as stored, in the JSON both the store and the API give.
-fn record_json(agent: &AgentRecord) -> anyhow::Result<Value> {
+fn record_json(agent: &Stored<AgentSpec>) -> anyhow::Result<Value> {
     Ok(serde_json::to_value(agent)?)
 }
 
@@ -139,7 +139,9 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         AgentsCommand::Create(args) => {
             let draft = create_draft(&args)?;
             let agent = match args.target.connect().await? {
-                Backend::Local(store) => record_json(&store.agents().create(&draft).await?)?,
+                Backend::Local(store) => {
+                    record_json(&store.agents().create(&draft, &who()).await?)?
+                }
                 Backend::Remote(api) => {
                     api.send(Call::post(&["agents"]).json(serde_json::to_value(&draft)?))
                         .await?
@@ -275,18 +277,18 @@ async fn remote_stored_agents(api: &Api) -> anyhow::Result<Vec<Value>> {
     Ok(agents)
 }
 
-fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentDraft> {
-    let mut draft = if let Some(path) = &args.file {
+fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentSpec> {
+    let draft = if let Some(path) = &args.file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("could not read {}", path.display()))?;
-        toolbelt::stored::from_yaml::<AgentDraft>(&text).map_err(|reason| {
+        toolbelt::stored::from_yaml::<AgentSpec>(&text).map_err(|reason| {
             anyhow::anyhow!("invalid agent definition {}: {reason}", path.display())
         })?
     } else {
         let Some(name) = &args.name else {
             anyhow::bail!("give the agent's name or a definition file with -f");
         };
-        let mut draft = AgentDraft::new(name.clone()).with_selection(args.selection.clone());
+        let mut draft = AgentSpec::new(name.clone()).with_selection(args.selection.clone());
         draft.kind.clone_from(&args.kind);
         draft.system_prompt.clone_from(&args.system_prompt);
         draft.provider.clone_from(&args.provider);
@@ -299,7 +301,6 @@ fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentDraft> {
         }
         draft
     };
-    draft.changed_by = who();
     Ok(draft)
 }
 
@@ -314,7 +315,7 @@ struct ToolLine {
 
 async fn tool_lines(
     store: &Store,
-    agent: &AgentRecord,
+    agent: &Stored<AgentSpec>,
     secrets: &Secrets,
 ) -> anyhow::Result<Vec<ToolLine>> {
     let tools = store.tools().list().await?;

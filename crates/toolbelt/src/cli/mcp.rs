@@ -396,7 +396,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// A stored agent `mcp serve --agent` serves, with what keeps its tools current.
 struct StoredAgent {
     factory: toolbelt_host::AgentFactory,
-    record: toolbelt_store::AgentRecord,
+    record: toolbelt_store::Stored<toolbelt_store::AgentSpec>,
     tools: toolbelt_core::Toolset,
     report: Vec<toolbelt_host::ToolReport>,
     clients: Vec<McpClient>,
@@ -425,7 +425,7 @@ async fn stored_agent(
                 .list()
                 .await?
                 .into_iter()
-                .map(|a| a.name)
+                .map(|a| a.value.name)
                 .collect();
             anyhow::bail!(
                 "--agent {}: no agent of that name in the database (stored: {})",

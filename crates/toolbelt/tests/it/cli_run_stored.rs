@@ -6,7 +6,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolbelt::store::{AgentDraft, Availability, Binding, Store, ToolDraft, ToolSource};
+use toolbelt::store::{AgentSpec, Availability, Binding, Store, ToolDraft, ToolSource};
 use toolbelt_core::{ToolPolicy, ToolSpec};
 use toolbelt_store::Revision;
 
@@ -50,13 +50,13 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
             .create(&printer("review", "ok").with_availability(reviewers))
             .await
             .unwrap();
-        let mut draft = AgentDraft::new("writer")
+        let mut draft = AgentSpec::new("writer")
             .with_selection("review")
             .with_tool(Binding::new("greet").pinned(1));
         draft.options.temperature = Some(0.25);
         draft.options.max_tokens = Some(77);
         draft.options.parallel_tool_calls = Some(false);
-        store.agents().create(&draft).await.unwrap();
+        store.agents().create(&draft, "unknown").await.unwrap();
         store.close().await;
 
         let call = json!({"index": 0, "id": "call_1", "type": "function",
