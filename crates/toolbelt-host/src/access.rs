@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use toolbelt_store::AgentRecord;
+use toolbelt_store::{AgentSpec, Stored};
 
 use crate::agents::AgentFactory;
 use crate::error::HostError;
@@ -105,7 +105,7 @@ impl AgentFactory {
         &self,
         name: &str,
         access: &AgentAccess,
-    ) -> Result<AgentRecord, HostError> {
+    ) -> Result<Stored<AgentSpec>, HostError> {
         access.check(name)?;
         match self.record(name).await {
             Err(HostError::AgentNotFound { name, mut known }) => {
@@ -120,7 +120,10 @@ impl AgentFactory {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn records_for(&self, access: &AgentAccess) -> Result<Vec<AgentRecord>, HostError> {
+    pub async fn records_for(
+        &self,
+        access: &AgentAccess,
+    ) -> Result<Vec<Stored<AgentSpec>>, HostError> {
         let mut records = self.records().await?;
         access.retain(&mut records, |r| r.name.as_str());
         Ok(records)

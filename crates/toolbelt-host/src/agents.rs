@@ -10,7 +10,7 @@ use toolbelt_core::{Executor, Registry, ToolHandle, Toolset};
 use toolbelt_llm::{ModelProfiles, ToolChoice};
 use toolbelt_router::{AnyRouter, EmbeddingSlot, HybridRouter, LearnedUsage, SkillSet};
 use toolbelt_store::{
-    AgentRecord, Condition, LiveRegistry, Reason, Store, StoreError, ToolRecord, ToolSource,
+    AgentSpec, Condition, LiveRegistry, Reason, Store, StoreError, Stored, ToolRecord, ToolSource,
     availability, selection_includes,
 };
 use toolbelt_tools::declarative::Secrets;
@@ -32,7 +32,7 @@ use crate::skills::skill_set;
 /// stored skills and its provider settings. [`AgentFactory::tools`] reports the same decision
 /// tool by tool, with the reasons a tool is left out.
 ///
-/// Agents from a configuration file are records too ([`AgentRecord::unstored`]); a stored
+/// Agents from a configuration file are records too ([`AgentSpec::unstored`]); a stored
 /// agent of the same name wins. Clones share everything.
 #[derive(Clone)]
 pub struct AgentFactory {
@@ -41,7 +41,7 @@ pub struct AgentFactory {
 
 pub(crate) struct Inner {
     tools: Tools,
-    configured: BTreeMap<String, AgentRecord>,
+    configured: BTreeMap<String, Stored<AgentSpec>>,
     router: HybridRouter,
     /// `router`, shared: agents with default router settings and `/route` use this one, so
     /// they share its indexes and caches.
@@ -92,7 +92,7 @@ impl std::fmt::Debug for AgentFactory {
 #[must_use]
 pub struct AgentFactoryBuilder {
     tools: Tools,
-    configured: Vec<AgentRecord>,
+    configured: Vec<Stored<AgentSpec>>,
     router: Option<HybridRouter>,
     secrets: Option<Secrets>,
     providers: Option<ProviderFor>,
@@ -101,7 +101,7 @@ pub struct AgentFactoryBuilder {
 
 impl AgentFactoryBuilder {
     /// Agents defined outside the database (a configuration file), as records.
-    pub fn configured(mut self, records: impl IntoIterator<Item = AgentRecord>) -> Self {
+    pub fn configured(mut self, records: impl IntoIterator<Item = Stored<AgentSpec>>) -> Self {
         self.configured.extend(records);
         self
     }
@@ -276,7 +276,7 @@ impl AgentFactory {
     ///
     /// # Errors
     /// [`HostError::InvalidAgent`] at `router.strategy` or `router.max_tools`.
-    pub fn router_of(&self, record: &AgentRecord) -> Result<Option<AnyRouter>, HostError> {
+    pub fn router_of(&self, record: &Stored<AgentSpec>) -> Result<Option<AnyRouter>, HostError> {
         let settings = &record.router;
         // A small model's profile changes what an unsure router sends (as `toolbelt run`
         // does): no tools, except the file tools for a workspace question.
@@ -311,9 +311,9 @@ impl AgentFactory {
     ///
     /// # Errors
     /// [`HostError::AgentNotFound`] listing up to 20 names that exist; the database's error.
-    pub async fn record(&self, name: &str) -> Result<AgentRecord, HostError> {
+    pub async fn record(&self, name: &str) -> Result<Stored<AgentSpec>, HostError> {
         if let Some(store) = self.store() {
-            match store.get_agent(name).await {
+            match store.agents().get(name).await {
                 Ok(record) => return Ok(record),
                 Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(e.into()),
@@ -325,7 +325,7 @@ impl AgentFactory {
         let known = self
             .records()
             .await
-            .map(|records| records.into_iter().take(20).map(|r| r.name).collect())
+            .map(|records| records.into_iter().take(20).map(|r| r.value.name).collect())
             .unwrap_or_default();
         Err(HostError::AgentNotFound {
             name: name.to_owned(),
@@ -337,9 +337,9 @@ impl AgentFactory {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn records(&self) -> Result<Vec<AgentRecord>, HostError> {
+    pub async fn records(&self) -> Result<Vec<Stored<AgentSpec>>, HostError> {
         let mut out = match self.store() {
-            Some(store) => store.list_agents().await?,
+            Some(store) => store.agents().list().await?,
             None => Vec::new(),
         };
         let stored: BTreeSet<String> = out.iter().map(|r| r.name.clone()).collect();
@@ -354,7 +354,7 @@ impl AgentFactory {
     }
 
     /// The model `record`'s runs are counted under (empty when no provider is configured).
-    pub fn model_name(&self, record: &AgentRecord) -> String {
+    pub fn model_name(&self, record: &Stored<AgentSpec>) -> String {
         provider_config(record)
             .map(|c| c.model_or_default().to_owned())
             .unwrap_or_default()
@@ -367,7 +367,7 @@ impl AgentFactory {
     /// process without a database); the database's error.
     pub async fn tools(
         &self,
-        record: &AgentRecord,
+        record: &Stored<AgentSpec>,
     ) -> Result<(Toolset, Vec<ToolReport>), HostError> {
         match &self.inner.tools {
             Tools::Plain(registry) => plain_tools(registry, record),
@@ -378,9 +378,9 @@ impl AgentFactory {
     async fn live_tools(
         &self,
         live: &LiveRegistry,
-        record: &AgentRecord,
+        record: &Stored<AgentSpec>,
     ) -> Result<(Toolset, Vec<ToolReport>), HostError> {
-        let stored = live.store().list_tools().await?;
+        let stored = live.store().tools().list().await?;
         let tags: BTreeSet<String> = stored.iter().flat_map(|t| t.spec.tags.clone()).collect();
         let conditions: Vec<Condition> = stored
             .iter()
@@ -467,7 +467,7 @@ impl AgentFactory {
     /// and settings); the provider and the executor are made once per definition of the agent
     /// (its revision) and shared by the runs of that definition, and the stored skills are
     /// indexed again only when they changed.
-    pub async fn build(&self, record: &AgentRecord) -> Result<BuiltAgent, HostError> {
+    pub async fn build(&self, record: &Stored<AgentSpec>) -> Result<BuiltAgent, HostError> {
         let (toolset, report) = self.tools(record).await?;
         let (provider, executor) = self.parts(record)?;
         let router = self.router_of(record)?;
@@ -523,7 +523,10 @@ impl AgentFactory {
 
     /// The provider and executor of `record`'s definition: made on the first build of each
     /// revision, then shared.
-    fn parts(&self, record: &AgentRecord) -> Result<(toolbelt_llm::Provider, Executor), HostError> {
+    fn parts(
+        &self,
+        record: &Stored<AgentSpec>,
+    ) -> Result<(toolbelt_llm::Provider, Executor), HostError> {
         let revision = (record.revision, record.updated_at);
         let lock = || {
             self.inner
@@ -558,7 +561,7 @@ impl AgentFactory {
 
     /// The stored skills, indexed again only when their names or contents changed.
     async fn skills(&self, store: &Store) -> SkillSet {
-        let records = match store.list_skills().await {
+        let records = match store.skills().list().await {
             Ok(records) => records,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the stored skills; running without them");
@@ -674,7 +677,7 @@ async fn handle_at(
 /// The tools of a process without a database: the selection plus the bound tools.
 fn plain_tools(
     registry: &Registry,
-    record: &AgentRecord,
+    record: &Stored<AgentSpec>,
 ) -> Result<(Toolset, Vec<ToolReport>), HostError> {
     let mut items: Vec<String> = Vec::new();
     if !record.selection.trim().is_empty() {

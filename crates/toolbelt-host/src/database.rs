@@ -79,7 +79,7 @@ pub async fn open_store(
     // With SQLite one server owns the database, so an unfinished run was left by a stopped
     // server. On Postgres other instances may be running theirs right now: leave them alone.
     let interrupted = match store.engine() {
-        toolbelt_store::Engine::Sqlite => store.interrupt_unfinished_runs().await?,
+        toolbelt_store::Engine::Sqlite => store.runs().interrupt_unfinished().await?,
         _ => 0,
     };
     load(store, compiled, by, secrets)
@@ -100,7 +100,7 @@ pub async fn load(
     secrets: Secrets,
 ) -> Result<Database, StoreError> {
     let specs: Vec<_> = compiled.iter().map(|t| t.spec().clone()).collect();
-    store.sync_compiled(&specs, by).await?;
+    store.tools().sync_compiled(&specs, by).await?;
     let agent_tools = AgentToolFactory::new();
     let live = LiveRegistry::builder(store)
         .compiled(compiled)

@@ -28,7 +28,8 @@ pub async fn environment(
         }
     }
     let healthy: Vec<String> = store
-        .list_mcp_servers()
+        .mcp_servers()
+        .list()
         .await?
         .into_iter()
         .filter(|s| s.enabled)

@@ -78,7 +78,7 @@ impl HostBuilder {
         let mut run_log = None;
         if let Some(store) = &store {
             runs = runs.with_store(store.clone());
-            let (writer, _task) = store.run_log(RunLogConfig::default());
+            let (writer, _task) = store.run_log().writer(RunLogConfig::default());
             runs = runs.with_run_log(writer.clone());
             run_log = Some(writer);
         }

@@ -46,14 +46,15 @@ impl RunLog for StoreRunLog {
     async fn tool_uses(&self, since: u64) -> Result<Vec<UseRecord>, RouteError> {
         let since_ms = i64::try_from(since.saturating_mul(1000)).unwrap_or(i64::MAX);
         let limit = i64::try_from(self.limit).unwrap_or(i64::MAX);
-        let uses =
-            self.store
-                .tool_uses(since_ms, limit)
-                .await
-                .map_err(|e| RouteError::Backend {
-                    backend: "the store's run log",
-                    message: e.to_string(),
-                })?;
+        let uses = self
+            .store
+            .run_log()
+            .tool_uses(since_ms, limit)
+            .await
+            .map_err(|e| RouteError::Backend {
+                backend: "the store's run log",
+                message: e.to_string(),
+            })?;
         Ok(uses.into_iter().map(record_of).collect())
     }
 }

@@ -234,7 +234,7 @@ impl McpServers {
     /// used is logged and skipped (the API refuses such configurations; the CLI checks too).
     pub async fn sync(&self) {
         let shared = &self.shared;
-        let stored = match shared.store.list_mcp_servers().await {
+        let stored = match shared.store.mcp_servers().list().await {
             Ok(stored) => stored,
             Err(error) => {
                 tracing::warn!(%error, "MCP servers: the store could not be read");

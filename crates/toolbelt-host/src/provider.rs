@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use toolbelt_llm::{Provider, ProviderConfig};
-use toolbelt_store::AgentRecord;
+use toolbelt_store::{AgentSpec, Stored};
 
 use crate::error::HostError;
 
 /// Chooses the provider of an agent. The default, [`provider_config`] over the environment,
 /// suits a server or the CLI; tests put a scripted provider here.
-pub type ProviderFor = Arc<dyn Fn(&AgentRecord) -> Result<Provider, HostError> + Send + Sync>;
+pub type ProviderFor = Arc<dyn Fn(&Stored<AgentSpec>) -> Result<Provider, HostError> + Send + Sync>;
 
 /// The provider settings of `record`: the environment (`TOOLBELT_PROVIDER`, `TOOLBELT_MODEL`,
 /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, their Anthropic twins, …) with the agent's own
@@ -18,7 +18,7 @@ pub type ProviderFor = Arc<dyn Fn(&AgentRecord) -> Result<Provider, HostError> +
 ///
 /// # Errors
 /// [`HostError::Provider`] when no provider is configured.
-pub fn provider_config(record: &AgentRecord) -> Result<ProviderConfig, HostError> {
+pub fn provider_config(record: &Stored<AgentSpec>) -> Result<ProviderConfig, HostError> {
     provider_config_from(record, |name| {
         std::env::var(name).ok().filter(|v| !v.is_empty())
     })
@@ -30,7 +30,7 @@ pub fn provider_config(record: &AgentRecord) -> Result<ProviderConfig, HostError
 /// # Errors
 /// [`HostError::Provider`] when no provider is configured.
 pub fn provider_config_from(
-    record: &AgentRecord,
+    record: &Stored<AgentSpec>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<ProviderConfig, HostError> {
     let kind = record
@@ -56,7 +56,7 @@ pub fn provider_config_from(
 
 /// The provider [`provider_config`] describes.
 pub(crate) fn env_provider() -> ProviderFor {
-    Arc::new(|record: &AgentRecord| {
+    Arc::new(|record: &Stored<AgentSpec>| {
         provider_config(record)?
             .into_provider()
             .map_err(|source| HostError::Provider {

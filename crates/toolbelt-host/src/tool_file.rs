@@ -223,7 +223,7 @@ pub async fn check_agent_tool(store: &Store, draft: &ToolDraft) -> Result<(), St
         .and_then(|d| d.pointer("/agent/agent"))
         .and_then(Value::as_str)
         .unwrap_or_default();
-    match store.get_agent(name).await {
+    match store.agents().get(name).await {
         Ok(_) => Ok(()),
         Err(StoreError::NotFound { .. }) => Err(invalid(
             "agent.agent",

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use toolbelt_store::Revision;
 use toolbelt_store::{Store, StoreError, ToolDraft, ToolRecord, ToolSource};
 
 use crate::convert::{Imported, Skipped};
@@ -71,14 +72,14 @@ pub async fn apply(
             pointer: tool.pointer.clone(),
             reason: format!("the store refused `{name}`: {e}"),
         };
-        let stored = match store.get_tool(&name).await {
+        let stored = match store.tools().get(&name).await {
             Ok(record) => Some(record),
             Err(StoreError::NotFound { .. }) => None,
             Err(e) => return Err(e),
         };
         match stored {
             None => {
-                if !dry_run && let Err(e) = store.create_tool(&draft).await {
+                if !dry_run && let Err(e) = store.tools().create(&draft).await {
                     report.skipped.push(refused_or(e, refused)?);
                     continue;
                 }
@@ -100,7 +101,11 @@ pub async fn apply(
                 let version = if dry_run {
                     record.latest_version + 1
                 } else {
-                    match store.update_tool(&draft, record.revision).await {
+                    match store
+                        .tools()
+                        .update(&draft, Revision::Exactly(record.revision))
+                        .await
+                    {
                         Ok(updated) => updated.current_version,
                         Err(e) => {
                             report.skipped.push(refused_or(e, refused)?);

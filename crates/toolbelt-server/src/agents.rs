@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use toolbelt_core::ApprovalPolicy;
 use toolbelt_host::HostError;
 use toolbelt_host::runs::RunError;
-use toolbelt_store::{AgentDraft, AgentRecord, AgentSettings};
+use toolbelt_store::{AgentSettings, AgentSpec, Stored};
 use utoipa::ToSchema;
 
 use crate::problem::{InstanceRef, Problem};
@@ -84,8 +84,8 @@ impl AgentDef {
     ///
     /// # Errors
     /// The field that does not check, as storing the agent would report it.
-    pub fn to_record(&self) -> Result<AgentRecord, toolbelt_store::StoreError> {
-        let mut draft = AgentDraft::new(&self.id).changed_by("configuration");
+    pub fn to_record(&self) -> Result<Stored<AgentSpec>, toolbelt_store::StoreError> {
+        let mut draft = AgentSpec::new(&self.id);
         draft.description.clone_from(&self.description);
         draft.system_prompt.clone_from(&self.system_prompt);
         draft.selection.clone_from(&self.tools);
@@ -97,11 +97,11 @@ impl AgentDef {
         options.base_url.clone_from(&self.provider.base_url);
         options.api_key_env.clone_from(&self.provider.api_key_env);
         draft.options = options;
-        AgentRecord::unstored(&draft)
+        Ok(Stored::unstored(draft.normalized()?, "configuration"))
     }
 
     /// The API's view of an agent record: its selection followed by its bound tools.
-    pub fn from_record(record: &AgentRecord) -> Self {
+    pub fn from_record(record: &Stored<AgentSpec>) -> Self {
         let mut items: Vec<String> = Vec::new();
         if !record.selection.trim().is_empty() {
             items.push(record.selection.clone());
@@ -212,7 +212,7 @@ pub(crate) fn host_problem(error: HostError) -> Problem {
         e @ HostError::ServerNotAllowed { .. } => {
             Problem::new(StatusCode::FORBIDDEN, "server_not_allowed", e.to_string())
         }
-        HostError::Store(e) => crate::api::manage::store_problem(e),
+        HostError::Store(e) => crate::problem::Problem::from(e),
         other => Problem::internal(other),
     }
 }

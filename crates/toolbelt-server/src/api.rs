@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod config;
+mod error;
 pub mod extract;
 pub mod health;
 pub mod import;

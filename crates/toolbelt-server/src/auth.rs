@@ -173,7 +173,8 @@ impl TokenBook {
         }
         match &self.store {
             Some(store) => Ok(store
-                .list_tokens()
+                .tokens()
+                .list()
                 .await?
                 .iter()
                 .any(|t| t.revoked_at.is_none())),
@@ -273,7 +274,8 @@ impl TokenBook {
             return Ok(p.clone());
         }
         let record = store
-            .verify_token(token)
+            .tokens()
+            .verify(token)
             .await
             .map_err(Problem::internal)?
             .ok_or_else(|| unauthorized("invalid_token", "the token is unknown or revoked"))?;

@@ -248,7 +248,7 @@ fn recall(c: &mut Criterion) {
         // The same entries with vectors: words and meaning (the query's vector is made by
         // a stand-in here; `use_query_vector` below is the real encoder's share, and
         // `-hybrid-use` the two together).
-        store.set_memory_embedder(Arc::new(RandomVectors));
+        store.memory().set_embedder(Arc::new(RandomVectors));
         for q in queries {
             let query = RecallQuery::new(q).with_limit(5);
             group.bench_function(BenchmarkId::new(format!("{engine}-hybrid"), q), |b| {
@@ -259,7 +259,7 @@ fn recall(c: &mut Criterion) {
         // End to end: the real encoder makes each query's vector.
         match toolbelt_embed::UseEncoder::from_dir(USE_DIR) {
             Ok(encoder) => {
-                store.set_memory_embedder(Arc::new(UseQueries(encoder)));
+                store.memory().set_embedder(Arc::new(UseQueries(encoder)));
                 for q in queries {
                     let query = RecallQuery::new(q).with_limit(5);
                     group.bench_function(

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::{Duration, Instant};
+use toolbelt_store::Revision;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
@@ -96,7 +97,7 @@ fn sync(c: &mut Criterion) {
                         let fresh = Fresh::new(engine);
                         let store = fresh.open().await;
                         let start = Instant::now();
-                        store.sync_compiled(&specs, "bench").await.unwrap();
+                        store.tools().sync_compiled(&specs, "bench").await.unwrap();
                         total += start.elapsed();
                         fresh.drop_schema(&store).await;
                         store.close().await;
@@ -107,10 +108,11 @@ fn sync(c: &mut Criterion) {
         });
         let fresh = Fresh::new(engine);
         let store = rt.block_on(fresh.open());
-        rt.block_on(store.sync_compiled(&specs, "bench")).unwrap();
+        rt.block_on(store.tools().sync_compiled(&specs, "bench"))
+            .unwrap();
         group.bench_function(BenchmarkId::new("unchanged", engine), |b| {
             b.to_async(&rt)
-                .iter(|| async { store.sync_compiled(&specs, "bench").await.unwrap() });
+                .iter(|| async { store.tools().sync_compiled(&specs, "bench").await.unwrap() });
         });
         rt.block_on(fresh.drop_schema(&store));
     }
@@ -128,7 +130,10 @@ fn updates(c: &mut Criterion) {
             ToolDraft::new(spec(1, &format!("v{n}")), ToolSource::Declarative, "bench")
                 .with_definition(json!({"http": {"url": "http://x"}}))
         };
-        let mut revision = rt.block_on(store.create_tool(&draft(0))).unwrap().revision;
+        let mut revision = rt
+            .block_on(store.tools().create(&draft(0)))
+            .unwrap()
+            .revision;
         let mut n = 0;
         group.bench_function(BenchmarkId::from_parameter(engine), |b| {
             b.to_async(&rt).iter(|| {
@@ -137,7 +142,13 @@ fn updates(c: &mut Criterion) {
                 let store = &store;
                 let expected = revision;
                 revision += 1;
-                async move { store.update_tool(&d, expected).await.unwrap() }
+                async move {
+                    store
+                        .tools()
+                        .update(&d, Revision::from(expected))
+                        .await
+                        .unwrap()
+                }
             });
         });
         // Eight writers at once, each updating its own tool: what a server with several
@@ -158,7 +169,7 @@ fn updates(c: &mut Criterion) {
         let mut revisions: Vec<i64> = rt.block_on(async {
             let mut out = Vec::new();
             for d in drafts(0) {
-                out.push(store.create_tool(&d).await.unwrap().revision);
+                out.push(store.tools().create(&d).await.unwrap().revision);
             }
             out
         });
@@ -179,7 +190,9 @@ fn updates(c: &mut Criterion) {
                         .zip(expected)
                         .map(|(d, rev)| {
                             let store = store.clone();
-                            tokio::spawn(async move { store.update_tool(&d, rev).await.unwrap() })
+                            tokio::spawn(async move {
+                                store.tools().update(&d, Revision::from(rev)).await.unwrap()
+                            })
                         })
                         .collect();
                     for t in tasks {
@@ -202,7 +215,8 @@ fn run_log(c: &mut Criterion) {
     for engine in engines() {
         let fresh = Fresh::new(engine);
         let store = rt.block_on(fresh.open());
-        let (writer, _task) = rt.block_on(async { store.run_log(RunLogConfig::default()) });
+        let (writer, _task) =
+            rt.block_on(async { store.run_log().writer(RunLogConfig::default()) });
         group.bench_function(BenchmarkId::from_parameter(engine), |b| {
             b.to_async(&rt).iter(|| async {
                 for i in 0..10_000 {
@@ -262,7 +276,7 @@ fn second_instance(c: &mut Criterion) {
                         )
                         .with_definition(json!({}));
                         let start = Instant::now();
-                        writer.create_tool(&draft).await.unwrap();
+                        writer.tools().create(&draft).await.unwrap();
                         while !live.registry().contains(&name) {
                             tokio::time::sleep(Duration::from_millis(1)).await;
                         }

@@ -1,4 +1,5 @@
-//! Agents as data: [`AgentDraft`] in, [`AgentRecord`] out, with explicit tool [`Binding`]s.
+//! Agents as data: an [`AgentSpec`] in, a [`Stored<AgentSpec>`] out, with explicit tool
+//! [`Binding`]s.
 
 use std::collections::BTreeMap;
 
@@ -7,9 +8,10 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use toolbelt_core::{Selection, ToolName};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
+use crate::revision::{Revision, Table, check_revision};
 use crate::store::{Store, decode_json, now_ms, record_change, to_json};
-use crate::tools::check_revision;
+use crate::stored::Stored;
 
 /// Run options of a stored agent; unset fields take the agent runtime's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -133,11 +135,13 @@ pub fn split_pin(text: &str) -> std::result::Result<(String, Option<i64>), Strin
     Ok((text.to_owned(), None))
 }
 
-/// An agent definition to create or update (also the shape of `toolbelt agents create -f`).
+/// What an agent is: its kind, labels, prompt, model, options, router settings, tool
+/// selection with pins, and explicit bindings. The store keeps it as [`Stored<AgentSpec>`];
+/// it is also the shape of `toolbelt agents create -f` and of the API's agent body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
-pub struct AgentDraft {
+pub struct AgentSpec {
     /// Unique name.
     pub name: String,
     /// Kind, e.g. `assistant`, `coder`, `researcher`; tools may be restricted to kinds.
@@ -164,12 +168,9 @@ pub struct AgentDraft {
     pub pins: BTreeMap<String, i64>,
     /// Tools bound explicitly.
     pub tools: Vec<Binding>,
-    /// Who made the change.
-    #[serde(skip)]
-    pub changed_by: String,
 }
 
-impl Default for AgentDraft {
+impl Default for AgentSpec {
     fn default() -> Self {
         Self {
             name: String::new(),
@@ -185,12 +186,11 @@ impl Default for AgentDraft {
             selection: String::new(),
             pins: BTreeMap::new(),
             tools: Vec::new(),
-            changed_by: "unknown".to_owned(),
         }
     }
 }
 
-impl AgentDraft {
+impl AgentSpec {
     /// An agent named `name` of kind `assistant` with no tools.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -210,103 +210,31 @@ impl AgentDraft {
         self.tools.push(binding);
         self
     }
-
-    /// Sets who made the change.
-    pub fn changed_by(mut self, who: impl Into<String>) -> Self {
-        self.changed_by = who.into();
-        self
-    }
 }
 
-/// A stored agent with its bindings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct AgentRecord {
-    /// Unique name.
-    pub name: String,
-    /// Kind.
-    pub kind: String,
-    /// Labels.
-    pub labels: Vec<String>,
-    /// Capabilities.
-    pub capabilities: Vec<String>,
-    /// What it is for.
-    pub description: String,
-    /// System prompt.
-    pub system_prompt: Option<String>,
-    /// Provider.
-    pub provider: Option<String>,
-    /// Model.
-    pub model: Option<String>,
-    /// Run options.
-    pub options: AgentSettings,
-    /// Router settings.
-    pub router: RouterSettings,
-    /// Selection expression without pins.
-    pub selection: String,
-    /// Pinned versions by tool name.
-    pub pins: BTreeMap<String, i64>,
-    /// Explicit bindings, by tool name.
-    pub tools: Vec<Binding>,
-    /// Bumped by every change; pass it back to update.
-    pub revision: i64,
-    /// Unix ms.
-    pub created_at: i64,
-    /// Unix ms.
-    pub updated_at: i64,
-    /// Who made the last change.
-    pub changed_by: String,
-}
-
-impl AgentRecord {
-    /// The record an agent defined outside the database (a server's configuration file) would
-    /// have once stored: checked and normalised like [`Store::create_agent`] (pins moved out of
-    /// the selection), with revision 0 and no bindings' existence checked, so configured and
-    /// stored agents are built the same way.
+impl AgentSpec {
+    /// The spec as the store would keep it: checked and normalised like [`Agents::create`]
+    /// (pins moved out of the selection), without checking that bound tools exist. An agent
+    /// defined outside the database (a server's configuration file) goes through this, so
+    /// configured and stored agents are built the same way.
     ///
     /// # Errors
-    /// [`StoreError::Invalid`] naming the field, as [`Store::create_agent`].
-    pub fn unstored(draft: &AgentDraft) -> Result<Self> {
-        let checked = check_draft(draft)?;
+    /// [`StoreError::Invalid`] naming the field, as [`Agents::create`].
+    pub fn normalized(&self) -> Result<Self> {
+        let checked = check_spec(self)?;
         Ok(Self {
-            name: draft.name.clone(),
-            kind: draft.kind.clone(),
-            labels: draft.labels.clone(),
-            capabilities: draft.capabilities.clone(),
-            description: draft.description.clone(),
-            system_prompt: draft.system_prompt.clone(),
-            provider: draft.provider.clone(),
-            model: draft.model.clone(),
-            options: draft.options.clone(),
-            router: draft.router.clone(),
             selection: checked.selection,
             pins: checked.pins,
-            tools: draft.tools.clone(),
-            revision: 0,
-            created_at: 0,
-            updated_at: 0,
-            changed_by: draft.changed_by.clone(),
+            ..self.clone()
         })
     }
 
-    /// The record as a draft, to edit and pass to [`Store::update_agent`].
-    pub fn to_draft(&self) -> AgentDraft {
-        AgentDraft {
-            name: self.name.clone(),
-            kind: self.kind.clone(),
-            labels: self.labels.clone(),
-            capabilities: self.capabilities.clone(),
-            description: self.description.clone(),
-            system_prompt: self.system_prompt.clone(),
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            options: self.options.clone(),
-            router: self.router.clone(),
-            selection: self.selection.clone(),
-            pins: self.pins.clone(),
-            tools: self.tools.clone(),
-            changed_by: self.changed_by.clone(),
-        }
+    /// [`AgentSpec::normalized`] as a record that was never stored (revision 0).
+    ///
+    /// # Errors
+    /// As [`AgentSpec::normalized`].
+    pub fn unstored(&self) -> Result<Stored<AgentSpec>> {
+        Ok(Stored::unstored(self.normalized()?, "unknown"))
     }
 }
 
@@ -316,14 +244,14 @@ struct Checked {
     pins: BTreeMap<String, i64>,
 }
 
-fn check_draft(draft: &AgentDraft) -> Result<Checked> {
-    ToolName::new(&draft.name).map_err(|e| StoreError::invalid("name", e.to_string()))?;
-    if draft.kind.trim().is_empty() {
+fn check_spec(spec: &AgentSpec) -> Result<Checked> {
+    ToolName::new(&spec.name).map_err(|e| StoreError::invalid("name", e.to_string()))?;
+    if spec.kind.trim().is_empty() {
         return Err(StoreError::invalid("kind", "must not be empty"));
     }
-    let mut pins = draft.pins.clone();
+    let mut pins = spec.pins.clone();
     let mut items = Vec::new();
-    for (i, raw) in draft.selection.split(',').enumerate() {
+    for (i, raw) in spec.selection.split(',').enumerate() {
         let item = raw.trim();
         if item.is_empty() {
             items.push(item.to_owned());
@@ -337,7 +265,7 @@ fn check_draft(draft: &AgentDraft) -> Result<Checked> {
         }
         items.push(body);
     }
-    let selection = if draft.selection.trim().is_empty() {
+    let selection = if spec.selection.trim().is_empty() {
         String::new()
     } else {
         items.join(",")
@@ -351,7 +279,7 @@ fn check_draft(draft: &AgentDraft) -> Result<Checked> {
             ));
         }
     }
-    if let Some(choice) = &draft.options.tool_choice
+    if let Some(choice) = &spec.options.tool_choice
         && !matches!(choice.as_str(), "auto" | "required" | "none")
         && !choice.starts_with("tool:")
     {
@@ -360,13 +288,13 @@ fn check_draft(draft: &AgentDraft) -> Result<Checked> {
             format!("`{choice}` is not one of auto, required, none, tool:NAME"),
         ));
     }
-    if draft.options.max_iterations == Some(0) {
+    if spec.options.max_iterations == Some(0) {
         return Err(StoreError::invalid(
             "options.max_iterations",
             "must be 1 or more",
         ));
     }
-    if let Some(strategy) = &draft.router.strategy
+    if let Some(strategy) = &spec.router.strategy
         && !ROUTER_STRATEGIES.contains(&strategy.as_str())
     {
         return Err(StoreError::invalid(
@@ -378,7 +306,7 @@ fn check_draft(draft: &AgentDraft) -> Result<Checked> {
         ));
     }
     let mut seen = std::collections::BTreeSet::new();
-    for (i, binding) in draft.tools.iter().enumerate() {
+    for (i, binding) in spec.tools.iter().enumerate() {
         if !seen.insert(binding.tool.as_str()) {
             return Err(StoreError::invalid(
                 format!("tools[{i}]"),
@@ -427,112 +355,119 @@ async fn check_tool_ref(
 
 const SELECT_AGENT: &str = "SELECT name, kind, labels, capabilities, description, system_prompt, provider, model, options, router, selection, pins, revision, created_at, updated_at, changed_by FROM agents";
 
+/// Agents and their tool bindings: the operations of that aggregate, from [`Store::agents`].
+#[derive(Debug, Clone, Copy)]
+pub struct Agents<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// Agents and their tool bindings.
+    pub fn agents(&self) -> Agents<'_> {
+        Agents { store: self }
+    }
+}
+
+impl Agents<'_> {
     /// Creates an agent with its bindings, in one transaction.
     ///
     /// # Errors
     /// [`StoreError::AlreadyExists`]; [`StoreError::Invalid`] naming the field (a bad selection, a
     /// binding to a missing tool, a pinned version that does not exist); nothing is written then.
-    pub async fn create_agent(&self, draft: &AgentDraft) -> Result<AgentRecord> {
-        let checked = check_draft(draft)?;
-        let mut tx = self.begin().await?;
+    pub async fn create(&self, spec: &AgentSpec, changed_by: &str) -> Result<Stored<AgentSpec>> {
+        let checked = check_spec(spec)?;
+        let mut tx = self.store.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agents WHERE name = $1")
-            .bind(draft.name.as_str())
+            .bind(spec.name.as_str())
             .fetch_one(&mut **tx)
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
-                kind: "agent",
-                name: draft.name.clone(),
+                entity: Entity::Agent,
+                name: spec.name.clone(),
             });
         }
         let at = now_ms();
         sqlx::query(
             "INSERT INTO agents (name, kind, labels, capabilities, description, system_prompt, provider, model, options, router, selection, pins, revision, created_at, updated_at, changed_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13, $14)",
         )
-        .bind(draft.name.as_str())
-        .bind(draft.kind.as_str())
-        .bind(to_json(&draft.labels, "labels")?)
-        .bind(to_json(&draft.capabilities, "capabilities")?)
-        .bind(draft.description.as_str())
-        .bind(draft.system_prompt.as_deref())
-        .bind(draft.provider.as_deref())
-        .bind(draft.model.as_deref())
-        .bind(to_json(&draft.options, "options")?)
-        .bind(to_json(&draft.router, "router")?)
+        .bind(spec.name.as_str())
+        .bind(spec.kind.as_str())
+        .bind(to_json(&spec.labels, "labels")?)
+        .bind(to_json(&spec.capabilities, "capabilities")?)
+        .bind(spec.description.as_str())
+        .bind(spec.system_prompt.as_deref())
+        .bind(spec.provider.as_deref())
+        .bind(spec.model.as_deref())
+        .bind(to_json(&spec.options, "options")?)
+        .bind(to_json(&spec.router, "router")?)
         .bind(checked.selection.as_str())
         .bind(to_json(&checked.pins, "pins")?)
         .bind(at)
-        .bind(draft.changed_by.as_str())
+        .bind(changed_by)
         .execute(&mut **tx)
         .await?;
-        write_refs(&mut tx, draft, &checked, at).await?;
-        record_change(&mut tx, "agent", &draft.name, "upsert").await?;
+        write_refs(&mut tx, spec, &checked, at).await?;
+        record_change(&mut tx, "agent", &spec.name, "upsert").await?;
         tx.commit().await?;
-        self.get_agent(&draft.name).await
+        self.get(&spec.name).await
     }
 
     /// Replaces an agent's definition and bindings, in one transaction.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the revision is not `expected_revision`; as
-    /// [`Store::create_agent`] otherwise.
-    pub async fn update_agent(
+    /// [`Agents::create`] otherwise.
+    pub async fn update(
         &self,
-        draft: &AgentDraft,
-        expected_revision: i64,
-    ) -> Result<AgentRecord> {
-        let checked = check_draft(draft)?;
-        let mut tx = self.begin().await?;
-        check_revision(
-            &mut tx,
-            "agents",
-            "agent",
-            &draft.name,
-            Some(expected_revision),
-        )
-        .await?;
+        spec: &AgentSpec,
+        expected_revision: Revision,
+        changed_by: &str,
+    ) -> Result<Stored<AgentSpec>> {
+        let checked = check_spec(spec)?;
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Agents, &spec.name, expected_revision).await?;
         let at = now_ms();
         sqlx::query(
             "UPDATE agents SET kind = $1, labels = $2, capabilities = $3, description = $4, system_prompt = $5, provider = $6, model = $7, options = $8, router = $9, selection = $10, pins = $11, updated_at = $12, changed_by = $13 WHERE name = $14",
         )
-        .bind(draft.kind.as_str())
-        .bind(to_json(&draft.labels, "labels")?)
-        .bind(to_json(&draft.capabilities, "capabilities")?)
-        .bind(draft.description.as_str())
-        .bind(draft.system_prompt.as_deref())
-        .bind(draft.provider.as_deref())
-        .bind(draft.model.as_deref())
-        .bind(to_json(&draft.options, "options")?)
-        .bind(to_json(&draft.router, "router")?)
+        .bind(spec.kind.as_str())
+        .bind(to_json(&spec.labels, "labels")?)
+        .bind(to_json(&spec.capabilities, "capabilities")?)
+        .bind(spec.description.as_str())
+        .bind(spec.system_prompt.as_deref())
+        .bind(spec.provider.as_deref())
+        .bind(spec.model.as_deref())
+        .bind(to_json(&spec.options, "options")?)
+        .bind(to_json(&spec.router, "router")?)
         .bind(checked.selection.as_str())
         .bind(to_json(&checked.pins, "pins")?)
         .bind(at)
-        .bind(draft.changed_by.as_str())
-        .bind(draft.name.as_str())
+        .bind(changed_by)
+        .bind(spec.name.as_str())
         .execute(&mut **tx)
         .await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1")
-            .bind(draft.name.as_str())
+            .bind(spec.name.as_str())
             .execute(&mut **tx)
             .await?;
-        write_refs(&mut tx, draft, &checked, at).await?;
-        record_change(&mut tx, "agent", &draft.name, "upsert").await?;
+        write_refs(&mut tx, spec, &checked, at).await?;
+        record_change(&mut tx, "agent", &spec.name, "upsert").await?;
         tx.commit().await?;
-        self.get_agent(&draft.name).await
+        self.get(&spec.name).await
     }
 
     /// The agent `name` with its bindings.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_agent(&self, name: &str) -> Result<AgentRecord> {
+    pub async fn get(&self, name: &str) -> Result<Stored<AgentSpec>> {
         let sql = "SELECT name, kind, labels, capabilities, description, system_prompt, provider, model, options, router, selection, pins, revision, created_at, updated_at, changed_by FROM agents WHERE name = $1";
         let row = sqlx::query(sql)
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.store.pool())
             .await?
-            .ok_or_else(|| StoreError::not_found("agent", name))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Agent, name))?;
         let mut agent = agent_from_row(&row)?;
         agent.tools = self.bindings(name).await?;
         Ok(agent)
@@ -542,9 +477,9 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_agents(&self) -> Result<Vec<AgentRecord>> {
+    pub async fn list(&self) -> Result<Vec<Stored<AgentSpec>>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_AGENT} ORDER BY name")))
-            .fetch_all(self.pool())
+            .fetch_all(self.store.pool())
             .await?;
         let mut agents = rows
             .iter()
@@ -553,7 +488,7 @@ impl Store {
         let bindings = sqlx::query(
             "SELECT agent_name, tool_name, pinned_version FROM agent_tools ORDER BY agent_name, tool_name",
         )
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         for row in bindings {
             let agent_name: String = row.try_get("agent_name")?;
@@ -571,9 +506,9 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn delete_agent(&self, name: &str, expected_revision: Option<i64>) -> Result<()> {
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "agents", "agent", name, expected_revision).await?;
+    pub async fn delete(&self, name: &str, expected_revision: Revision) -> Result<()> {
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Agents, name, expected_revision).await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1")
             .bind(name)
             .execute(&mut **tx)
@@ -593,15 +528,15 @@ impl Store {
     /// # Errors
     /// [`StoreError::NotFound`] for the agent, [`StoreError::Invalid`] for a missing tool or
     /// version, [`StoreError::Conflict`].
-    pub async fn bind_tool(
+    pub async fn bind(
         &self,
         agent: &str,
         binding: &Binding,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
-    ) -> Result<AgentRecord> {
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "agents", "agent", agent, expected_revision).await?;
+    ) -> Result<Stored<AgentSpec>> {
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Agents, agent, expected_revision).await?;
         check_tool_ref(&mut tx, "tool", &binding.tool, binding.pinned_version).await?;
         sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
             .bind(agent)
@@ -620,22 +555,22 @@ impl Store {
         .await?;
         touch_agent(&mut tx, agent, at, changed_by).await?;
         tx.commit().await?;
-        self.get_agent(agent).await
+        self.get(agent).await
     }
 
     /// Removes the binding of `tool` from `agent` (`remove_tool`). Durable when it returns.
     ///
     /// # Errors
     /// [`StoreError::NotFound`] for the agent or when the tool is not bound, [`StoreError::Conflict`].
-    pub async fn unbind_tool(
+    pub async fn unbind(
         &self,
         agent: &str,
         tool: &str,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
-    ) -> Result<AgentRecord> {
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "agents", "agent", agent, expected_revision).await?;
+    ) -> Result<Stored<AgentSpec>> {
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Agents, agent, expected_revision).await?;
         let done = sqlx::query("DELETE FROM agent_tools WHERE agent_name = $1 AND tool_name = $2")
             .bind(agent)
             .bind(tool)
@@ -643,13 +578,13 @@ impl Store {
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::not_found(
-                "binding",
+                Entity::Binding,
                 format!("{agent} -> {tool}"),
             ));
         }
         touch_agent(&mut tx, agent, now_ms(), changed_by).await?;
         tx.commit().await?;
-        self.get_agent(agent).await
+        self.get(agent).await
     }
 
     async fn bindings(&self, agent: &str) -> Result<Vec<Binding>> {
@@ -657,7 +592,7 @@ impl Store {
             "SELECT tool_name, pinned_version FROM agent_tools WHERE agent_name = $1 ORDER BY tool_name",
         )
         .bind(agent)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter()
             .map(|row| {
@@ -687,14 +622,14 @@ async fn touch_agent(
 
 async fn write_refs(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    draft: &AgentDraft,
+    spec: &AgentSpec,
     checked: &Checked,
     at: i64,
 ) -> Result<()> {
     for (tool, version) in &checked.pins {
         check_tool_ref(tx, &format!("pins.{tool}"), tool, Some(*version)).await?;
     }
-    for (i, binding) in draft.tools.iter().enumerate() {
+    for (i, binding) in spec.tools.iter().enumerate() {
         check_tool_ref(
             tx,
             &format!("tools[{i}]"),
@@ -705,7 +640,7 @@ async fn write_refs(
         sqlx::query(
             "INSERT INTO agent_tools (agent_name, tool_name, pinned_version, bound_at) VALUES ($1, $2, $3, $4)",
         )
-        .bind(draft.name.as_str())
+        .bind(spec.name.as_str())
         .bind(binding.tool.as_str())
         .bind(binding.pinned_version)
         .bind(at)
@@ -715,25 +650,27 @@ async fn write_refs(
     Ok(())
 }
 
-fn agent_from_row(row: &AnyRow) -> Result<AgentRecord> {
+fn agent_from_row(row: &AnyRow) -> Result<Stored<AgentSpec>> {
     let name: String = row.try_get("name")?;
-    Ok(AgentRecord {
-        kind: row.try_get("kind")?,
-        labels: decode_json(row, "labels", "agent", &name)?,
-        capabilities: decode_json(row, "capabilities", "agent", &name)?,
-        description: row.try_get("description")?,
-        system_prompt: row.try_get("system_prompt")?,
-        provider: row.try_get("provider")?,
-        model: row.try_get("model")?,
-        options: decode_json(row, "options", "agent", &name)?,
-        router: decode_json(row, "router", "agent", &name)?,
-        selection: row.try_get("selection")?,
-        pins: decode_json(row, "pins", "agent", &name)?,
-        tools: Vec::new(),
+    Ok(Stored {
+        value: AgentSpec {
+            kind: row.try_get("kind")?,
+            labels: decode_json(row, "labels", Entity::Agent, &name)?,
+            capabilities: decode_json(row, "capabilities", Entity::Agent, &name)?,
+            description: row.try_get("description")?,
+            system_prompt: row.try_get("system_prompt")?,
+            provider: row.try_get("provider")?,
+            model: row.try_get("model")?,
+            options: decode_json(row, "options", Entity::Agent, &name)?,
+            router: decode_json(row, "router", Entity::Agent, &name)?,
+            selection: row.try_get("selection")?,
+            pins: decode_json(row, "pins", Entity::Agent, &name)?,
+            tools: Vec::new(),
+            name,
+        },
         revision: row.try_get("revision")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         changed_by: row.try_get("changed_by")?,
-        name,
     })
 }

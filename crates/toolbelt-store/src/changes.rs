@@ -23,18 +23,31 @@ pub struct Change {
     pub at: i64,
 }
 
+/// The change feed: the operations of that aggregate, from [`Store::changes`].
+#[derive(Debug, Clone, Copy)]
+pub struct Changes<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// The change feed.
+    pub fn changes(&self) -> Changes<'_> {
+        Changes { store: self }
+    }
+}
+
+impl Changes<'_> {
     /// Changes with a sequence number above `after`, oldest first, at most `limit`.
     ///
     /// # Errors
     /// The database's error.
-    pub async fn changes_since(&self, after: i64, limit: i64) -> Result<Vec<Change>> {
+    pub async fn since(&self, after: i64, limit: i64) -> Result<Vec<Change>> {
         let rows = sqlx::query(
             "SELECT seq, entity, name, op, at FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2",
         )
         .bind(after)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter().map(change_from_row).collect()
     }
@@ -44,7 +57,7 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub(crate) async fn changes_numbered(&self, seqs: &[i64]) -> Result<Vec<Change>> {
+    pub(crate) async fn numbered(&self, seqs: &[i64]) -> Result<Vec<Change>> {
         let mut changes = Vec::with_capacity(seqs.len());
         for chunk in seqs.chunks(crate::tools::IN_LIST_CHUNK) {
             let sql = format!(
@@ -56,7 +69,7 @@ impl Store {
             for seq in chunk {
                 query = query.bind(*seq);
             }
-            for row in query.fetch_all(self.pool()).await? {
+            for row in query.fetch_all(self.store.pool()).await? {
                 changes.push(change_from_row(&row)?);
             }
         }
@@ -68,9 +81,9 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn latest_change(&self) -> Result<i64> {
+    pub async fn latest(&self) -> Result<i64> {
         let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM changes")
-            .fetch_one(self.pool())
+            .fetch_one(self.store.pool())
             .await?;
         Ok(seq.unwrap_or(0))
     }

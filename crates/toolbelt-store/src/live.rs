@@ -192,8 +192,8 @@ impl LiveRegistry {
     /// [`StoreError::NotFound`]; [`StoreError::Invalid`] when a compiled tool's pinned version is
     /// not the code this process runs, or no factory builds the tool's source.
     pub async fn tool_at(&self, name: &str, version: i64) -> Result<ToolHandle> {
-        let tool = self.store.get_tool(name).await?;
-        let stored = self.store.tool_version(name, version).await?;
+        let tool = self.store.tools().get(name).await?;
+        let stored = self.store.tools().version(name, version).await?;
         match tool.source {
             ToolSource::Compiled => {
                 let handle = self.compiled.get(name).ok_or_else(|| {
@@ -243,7 +243,7 @@ impl LiveRegistry {
         let _one_at_a_time = self.reconcile_lock.lock().await;
         // Read the feed position first: a change committed after this point is seen by the next
         // poll even if this reconcile already picked it up.
-        let seq = self.store.latest_change().await?;
+        let seq = self.store.changes().latest().await?;
         let rows = sqlx::query("SELECT name, source, enabled, missing, revision FROM tools")
             .fetch_all(self.store.pool())
             .await?;
@@ -345,8 +345,8 @@ impl LiveRegistry {
             HashMap::new()
         } else {
             let records = match scope {
-                None => self.store.list_tools().await?,
-                Some(_) => self.store.tools_named(&to_build).await?,
+                None => self.store.tools().list().await?,
+                Some(_) => self.store.tools().named(&to_build).await?,
             };
             records.into_iter().map(|r| (r.name.clone(), r)).collect()
         };
@@ -361,7 +361,7 @@ impl LiveRegistry {
             }
             let record = match records.remove(&name) {
                 Some(record) => record,
-                None => match self.store.get_tool(&name).await {
+                None => match self.store.tools().get(&name).await {
                     Ok(record) => record,
                     Err(StoreError::NotFound { .. }) => continue,
                     Err(e) => return Err(e),
@@ -439,7 +439,7 @@ impl LiveRegistry {
     /// appear later below the last one read.
     async fn poll_once(&self) -> Result<()> {
         let after = self.synced_seq.load(Ordering::SeqCst);
-        let changes = self.store.changes_since(after, FEED_BATCH).await?;
+        let changes = self.store.changes().since(after, FEED_BATCH).await?;
         if changes.is_empty() {
             return Ok(());
         }
@@ -457,7 +457,7 @@ impl LiveRegistry {
             self.reconcile().await?;
             return Ok(());
         };
-        let changes = self.store.changes_numbered(&seqs).await?;
+        let changes = self.store.changes().numbered(&seqs).await?;
         let complete = changes.len() == seqs.len();
         self.follow(&changes, complete).await
     }

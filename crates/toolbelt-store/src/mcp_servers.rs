@@ -5,9 +5,9 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
+use crate::revision::{Revision, Table, check_revision};
 use crate::store::{Store, decode_json, flag, get_flag, now_ms, record_change, to_json};
-use crate::tools::check_revision;
 
 /// A stored MCP server.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -30,7 +30,7 @@ pub struct McpServerRecord {
 fn server_from_row(row: &AnyRow) -> Result<McpServerRecord> {
     let name: String = row.try_get("name")?;
     Ok(McpServerRecord {
-        config: decode_json(row, "config", "mcp server", &name)?,
+        config: decode_json(row, "config", Entity::McpServer, &name)?,
         enabled: get_flag(row, "enabled")?,
         revision: row.try_get("revision")?,
         created_at: row.try_get("created_at")?,
@@ -42,80 +42,89 @@ fn server_from_row(row: &AnyRow) -> Result<McpServerRecord> {
 const SELECT_SERVER: &str =
     "SELECT name, config, enabled, revision, created_at, updated_at FROM mcp_servers";
 
+/// MCP server configurations: the operations of that aggregate, from [`Store::mcp_servers`].
+#[derive(Debug, Clone, Copy)]
+pub struct McpServers<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
-    /// Creates the MCP server `name` (when `expected_revision` is `None` and it does not exist)
-    /// or replaces its config (when `expected_revision` matches).
+    /// MCP server configurations.
+    pub fn mcp_servers(&self) -> McpServers<'_> {
+        McpServers { store: self }
+    }
+}
+
+impl McpServers<'_> {
+    /// Creates the MCP server `name` with `config`.
     ///
     /// # Errors
-    /// [`StoreError::AlreadyExists`] when creating over an existing one, [`StoreError::Conflict`],
-    /// [`StoreError::Invalid`] when `config` is not an object.
-    pub async fn put_mcp_server(
+    /// [`StoreError::AlreadyExists`] when one has that name, [`StoreError::Invalid`] for an
+    /// empty name or a `config` that is not an object.
+    pub async fn create(&self, name: &str, config: &Value) -> Result<McpServerRecord> {
+        check_server(name, config)?;
+        let at = now_ms();
+        let mut tx = self.store.begin().await?;
+        let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mcp_servers WHERE name = $1")
+            .bind(name)
+            .fetch_one(&mut **tx)
+            .await?;
+        if exists > 0 {
+            return Err(StoreError::AlreadyExists {
+                entity: Entity::McpServer,
+                name: name.to_owned(),
+            });
+        }
+        sqlx::query(
+            "INSERT INTO mcp_servers (name, config, enabled, revision, created_at, updated_at) VALUES ($1, $2, 1, 1, $3, $3)",
+        )
+        .bind(name)
+        .bind(to_json(config, "config")?)
+        .bind(at)
+        .execute(&mut **tx)
+        .await?;
+        record_change(&mut tx, "mcp_server", name, "upsert").await?;
+        tx.commit().await?;
+        self.get(name).await
+    }
+
+    /// Replaces the config of the MCP server `name`.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`], [`StoreError::Conflict`] when the revision is not
+    /// `expected_revision`, [`StoreError::Invalid`] as for creation.
+    pub async fn update(
         &self,
         name: &str,
         config: &Value,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
     ) -> Result<McpServerRecord> {
-        if name.trim().is_empty() {
-            return Err(StoreError::invalid("name", "must not be empty"));
-        }
-        if !config.is_object() {
-            return Err(StoreError::invalid("config", "must be a JSON object"));
-        }
-        let at = now_ms();
-        let mut tx = self.begin().await?;
-        if let Some(expected) = expected_revision {
-            check_revision(&mut tx, "mcp_servers", "mcp server", name, Some(expected)).await?;
-            sqlx::query("UPDATE mcp_servers SET config = $1, updated_at = $2 WHERE name = $3")
-                .bind(to_json(config, "config")?)
-                .bind(at)
-                .bind(name)
-                .execute(&mut **tx)
-                .await?;
-        } else {
-            let exists: i64 =
-                sqlx::query_scalar("SELECT COUNT(*) FROM mcp_servers WHERE name = $1")
-                    .bind(name)
-                    .fetch_one(&mut **tx)
-                    .await?;
-            if exists > 0 {
-                return Err(StoreError::AlreadyExists {
-                    kind: "mcp server",
-                    name: name.to_owned(),
-                });
-            }
-            sqlx::query(
-                "INSERT INTO mcp_servers (name, config, enabled, revision, created_at, updated_at) VALUES ($1, $2, 1, 1, $3, $3)",
-            )
-            .bind(name)
+        check_server(name, config)?;
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::McpServers, name, expected_revision).await?;
+        sqlx::query("UPDATE mcp_servers SET config = $1, updated_at = $2 WHERE name = $3")
             .bind(to_json(config, "config")?)
-            .bind(at)
+            .bind(now_ms())
+            .bind(name)
             .execute(&mut **tx)
             .await?;
-        }
         record_change(&mut tx, "mcp_server", name, "upsert").await?;
         tx.commit().await?;
-        self.get_mcp_server(name).await
+        self.get(name).await
     }
 
     /// Enables or disables an MCP server.
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn set_mcp_server_enabled(
+    pub async fn set_enabled(
         &self,
         name: &str,
         enabled: bool,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
     ) -> Result<McpServerRecord> {
-        let mut tx = self.begin().await?;
-        check_revision(
-            &mut tx,
-            "mcp_servers",
-            "mcp server",
-            name,
-            expected_revision,
-        )
-        .await?;
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::McpServers, name, expected_revision).await?;
         sqlx::query("UPDATE mcp_servers SET enabled = $1, updated_at = $2 WHERE name = $3")
             .bind(flag(enabled))
             .bind(now_ms())
@@ -124,21 +133,21 @@ impl Store {
             .await?;
         record_change(&mut tx, "mcp_server", name, "upsert").await?;
         tx.commit().await?;
-        self.get_mcp_server(name).await
+        self.get(name).await
     }
 
     /// The MCP server `name`.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_mcp_server(&self, name: &str) -> Result<McpServerRecord> {
+    pub async fn get(&self, name: &str) -> Result<McpServerRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SERVER} WHERE name = $1"
         )))
         .bind(name)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?
-        .ok_or_else(|| StoreError::not_found("mcp server", name))?;
+        .ok_or_else(|| StoreError::not_found(Entity::McpServer, name))?;
         server_from_row(&row)
     }
 
@@ -146,11 +155,11 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_mcp_servers(&self) -> Result<Vec<McpServerRecord>> {
+    pub async fn list(&self) -> Result<Vec<McpServerRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SERVER} ORDER BY name"
         )))
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter().map(server_from_row).collect()
     }
@@ -159,20 +168,9 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn delete_mcp_server(
-        &self,
-        name: &str,
-        expected_revision: Option<i64>,
-    ) -> Result<()> {
-        let mut tx = self.begin().await?;
-        check_revision(
-            &mut tx,
-            "mcp_servers",
-            "mcp server",
-            name,
-            expected_revision,
-        )
-        .await?;
+    pub async fn delete(&self, name: &str, expected_revision: Revision) -> Result<()> {
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::McpServers, name, expected_revision).await?;
         sqlx::query("DELETE FROM mcp_servers WHERE name = $1")
             .bind(name)
             .execute(&mut **tx)
@@ -181,4 +179,15 @@ impl Store {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// What the store checks of an MCP server before writing it.
+fn check_server(name: &str, config: &Value) -> Result<()> {
+    if name.trim().is_empty() {
+        return Err(StoreError::invalid("name", "must not be empty"));
+    }
+    if !config.is_object() {
+        return Err(StoreError::invalid("config", "must be a JSON object"));
+    }
+    Ok(())
 }

@@ -3,10 +3,9 @@
 //! The database holds every entry; recall ranks from an in-process index per agent, kept
 //! current with the database (ADR 0028): BM25 over [`memory_terms`] (words and CJK bigrams,
 //! so Chinese needs no tokenizer), and, when the store has an [`Embedder`]
-//! ([`Store::set_memory_embedder`]), by meaning too (ADR 0041): each entry's vector is
+//! ([`StoreMemory::set_embedder`]), by meaning too (ADR 0041): each entry's vector is
 //! computed once when it is stored and kept in the row.
 
-use sqlx::Row;
 use sqlx::any::AnyRow;
 use std::sync::Arc;
 use toolbelt_core::{BoxFuture, Embedder};
@@ -19,9 +18,9 @@ use toolbelt_persist::{
 use crate::error::StoreError;
 use crate::store::{Engine, Store, now_ms};
 
-mod cache;
+pub(crate) mod cache;
 
-pub(crate) use cache::MemoryCache;
+use cache::{COLUMNS, decode};
 
 /// Memory entries in the store's database; cheap to clone.
 #[derive(Debug, Clone)]
@@ -32,28 +31,6 @@ pub struct StoreMemory {
 
 fn backend(err: impl Into<StoreError>) -> MemoryError {
     MemoryError::Backend(Box::new(err.into()))
-}
-
-const COLUMNS: &str =
-    "m.id, m.agent, m.user_id, m.text, m.tags, m.importance, m.shared, m.created_at";
-
-fn decode(row: &AnyRow) -> Result<MemoryEntry, sqlx::Error> {
-    let user: String = row.try_get("user_id")?;
-    let tags: String = row.try_get("tags")?;
-    let importance: i64 = row.try_get("importance")?;
-    Ok(MemoryEntry::new(
-        row.try_get("id")?,
-        row.try_get("agent")?,
-        (!user.is_empty()).then_some(user),
-        row.try_get("text")?,
-        tags.split(',')
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        u8::try_from(importance).unwrap_or(3),
-        row.try_get::<i64, _>("shared")? != 0,
-        row.try_get("created_at")?,
-    ))
 }
 
 /// SQL text with numbered placeholders and the values bound to them, in order.
@@ -242,7 +219,7 @@ impl StoreMemory {
         });
         self.store
             .memory_cache()
-            .with_index(&self.store, &scope.agent, model.as_deref(), async |index| {
+            .with_index(self.store.pool(), &scope.agent, model.as_deref(), async |index| {
                 let words = index.word_matches(scope, query);
                 let vector = match vector {
                     Some(task) => task.await.unwrap_or_else(|e| {
@@ -333,6 +310,14 @@ impl StoreMemory {
         Ok(gone)
     }
 
+    /// Ranks memory recalls by meaning as well as words from now on, with `embedder`
+    /// (shared by every clone of this store): entries stored from now on get a vector;
+    /// entries stored before, or whose vector came from another model, are found by their
+    /// words only.
+    pub fn set_embedder(&self, embedder: Arc<dyn Embedder>) {
+        self.store.memory_cache().set_embedder(embedder);
+    }
+
     /// Number of entries `agent` keeps (all users).
     ///
     /// # Errors
@@ -350,14 +335,6 @@ impl Store {
     /// The memory tools' store over this database, with the default limits.
     pub fn memory(&self) -> StoreMemory {
         StoreMemory::new(self.clone())
-    }
-
-    /// Ranks memory recalls by meaning as well as words from now on, with `embedder`
-    /// (shared by every clone of this store): entries stored from now on get a vector;
-    /// entries stored before, or whose vector came from another model, are found by their
-    /// words only.
-    pub fn set_memory_embedder(&self, embedder: Arc<dyn Embedder>) {
-        self.memory_cache().set_embedder(embedder);
     }
 }
 

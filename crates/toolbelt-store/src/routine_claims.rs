@@ -17,57 +17,14 @@
 //! and sleeps until the next due time is not here: it is `toolbelt_host::routines`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use sqlx::Row;
 use toolbelt_persist::{MissedPolicy, RoutineError, Schedule};
 
+use crate::clock::{Clock, SystemClock};
 use crate::routines::{ROUTINE_COLUMNS, backend, decode_routine};
 use crate::store::{Engine, Store};
-
-/// Where the scheduler reads the time.
-pub trait Clock: Send + Sync + 'static {
-    /// Now, Unix milliseconds.
-    fn now_ms(&self) -> i64;
-}
-
-/// The system clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        crate::store::now_ms()
-    }
-}
-
-/// A clock that moves only when told to (tests).
-#[derive(Debug, Default)]
-pub struct ManualClock(AtomicI64);
-
-impl ManualClock {
-    /// A clock showing `ms`.
-    pub fn new(ms: i64) -> Self {
-        Self(AtomicI64::new(ms))
-    }
-
-    /// Sets the time.
-    pub fn set(&self, ms: i64) {
-        self.0.store(ms, Ordering::SeqCst);
-    }
-
-    /// Moves the time forward by `ms`.
-    pub fn advance(&self, ms: i64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 /// One claimed occurrence, to be run and then recorded with [`RoutineClaims::finish`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use toolbelt_persist::{
     MissedPolicy, RoutineDraft, RoutineError, RoutineInfo, RoutineStore, Schedule,
 };
 
-use crate::error::StoreError;
-use crate::routine_claims::{Clock, SystemClock};
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Entity, StoreError};
 use crate::store::Store;
 
 pub(crate) fn backend(err: impl Into<StoreError>) -> RoutineError {
@@ -50,7 +50,7 @@ pub(crate) fn decode_routine(row: &AnyRow) -> Result<RoutineRow, RoutineError> {
     let schedule: String = row.try_get("schedule").map_err(get)?;
     let schedule: Schedule = serde_json::from_str(&schedule).map_err(|e| {
         backend(StoreError::Corrupt {
-            kind: "routine",
+            entity: Entity::Routine,
             name: name.clone(),
             field: "schedule",
             reason: e.to_string(),

@@ -15,7 +15,7 @@ use sqlx::Row;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 use crate::store::{Engine, Store, json_arrays, now_ms, statement_bytes, to_json};
 
 /// What an entry records.
@@ -328,11 +328,24 @@ impl LogFilter {
     }
 }
 
+/// The run log: the operations of that aggregate, from [`Store::run_log`].
+#[derive(Debug, Clone, Copy)]
+pub struct RunLog<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// The run log.
+    pub fn run_log(&self) -> RunLog<'_> {
+        RunLog { store: self }
+    }
+}
+
+impl RunLog<'_> {
     /// Starts the batched run-log writer on this store.
-    pub fn run_log(&self, config: RunLogConfig) -> (RunLogWriter, RunLogTask) {
+    pub fn writer(&self, config: RunLogConfig) -> (RunLogWriter, RunLogTask) {
         let (sender, receiver) = mpsc::channel(config.capacity.max(1));
-        let store = self.clone();
+        let store = self.store.clone();
         let handle = tokio::spawn(write_loop(store, receiver, config));
         (RunLogWriter { sender }, RunLogTask { handle })
     }
@@ -342,14 +355,14 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn append_log(&self, entries: &[LogEntry]) -> Result<()> {
+    pub async fn append(&self, entries: &[LogEntry]) -> Result<()> {
         if entries.is_empty() {
             return Ok(());
         }
         let rows = entries.iter().map(entry_row).collect::<Result<Vec<_>>>()?;
-        let mut tx = self.begin().await?;
-        for array in json_arrays(&rows, statement_bytes(self.engine()), 2_000) {
-            insert_rows(&mut tx, self.engine(), &array).await?;
+        let mut tx = self.store.begin().await?;
+        for array in json_arrays(&rows, statement_bytes(self.store.engine()), 2_000) {
+            insert_rows(&mut tx, self.store.engine(), &array).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -359,7 +372,7 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn read_log(&self, filter: &LogFilter, limit: i64) -> Result<Vec<LogRecord>> {
+    pub async fn read(&self, filter: &LogFilter, limit: i64) -> Result<Vec<LogRecord>> {
         let rows = sqlx::query(
             "SELECT id, at, kind, run_id, actor, agent, tool, tool_version, arguments, outcome, error, duration_ms, tokens_in, tokens_out FROM run_log WHERE ($1 IS NULL OR run_id = $1) AND ($2 IS NULL OR agent = $2) AND ($3 IS NULL OR tool = $3) AND id > $4 ORDER BY id LIMIT $5",
         )
@@ -368,7 +381,7 @@ impl Store {
         .bind(filter.tool.as_deref())
         .bind(filter.after_id.unwrap_or(0))
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter()
             .map(|row| {
@@ -378,7 +391,7 @@ impl Store {
                     .map(|a| serde_json::from_str(&a))
                     .transpose()
                     .map_err(|e| StoreError::Corrupt {
-                        kind: "run log entry",
+                        entity: Entity::RunLogEntry,
                         name: id.to_string(),
                         field: "arguments",
                         reason: e.to_string(),
@@ -440,7 +453,7 @@ async fn write_loop(store: Store, mut receiver: mpsc::Receiver<Message>, config:
                 Err(mpsc::error::TryRecvError::Disconnected) => break,
             }
         }
-        if let Err(error) = store.append_log(&batch).await {
+        if let Err(error) = store.run_log().append(&batch).await {
             tracing::error!(%error, lost = batch.len(), "run log: a batch could not be written");
         }
         batch.clear();
@@ -501,7 +514,7 @@ async fn insert_rows(
     Ok(())
 }
 
-/// One tool call of an agent run with the request of its run (from [`Store::tool_uses`]): what
+/// One tool call of an agent run with the request of its run (from [`RunLog::tool_uses`]): what
 /// learning from use reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -520,7 +533,7 @@ pub struct ToolUse {
     pub error: Option<String>,
 }
 
-impl Store {
+impl RunLog<'_> {
     /// The tool calls logged at or after `since_ms` that belong to a stored run, each with
     /// the request text of its run, oldest first; at most `limit`, the newest kept. Calls
     /// outside a run (direct calls, MCP clients) and runs whose input holds no request text
@@ -539,13 +552,13 @@ impl Store {
         )
         .bind(since_ms)
         .bind(limit.max(0))
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         let mut uses = Vec::with_capacity(rows.len());
         for row in rows.iter().rev() {
             let input: String = row.try_get("input")?;
             let input: Value = serde_json::from_str(&input).map_err(|e| StoreError::Corrupt {
-                kind: "run",
+                entity: Entity::Run,
                 name: row.try_get::<String, _>("run").unwrap_or_default(),
                 field: "input",
                 reason: e.to_string(),
@@ -568,7 +581,7 @@ impl Store {
     }
 }
 
-/// Tool calls of one tool in one time bucket (from [`Store::tool_call_stats`]).
+/// Tool calls of one tool in one time bucket (from [`RunLog::tool_call_stats`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ToolCallBucket {
@@ -597,7 +610,7 @@ fn bucket_of(row: &sqlx::any::AnyRow) -> Result<ToolCallBucket> {
     })
 }
 
-/// Tokens and runs of one agent (from [`Store::agent_token_stats`]).
+/// Tokens and runs of one agent (from [`RunLog::agent_token_stats`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct AgentTokens {
@@ -611,7 +624,7 @@ pub struct AgentTokens {
     pub tokens_out: i64,
 }
 
-impl Store {
+impl RunLog<'_> {
     /// Tool calls logged since `since_ms` of the `top` most called tools, grouped by tool and
     /// by buckets `bucket_ms` wide, oldest bucket first. One aggregate query (uses the
     /// `run_log_at` index).
@@ -637,7 +650,7 @@ impl Store {
         .bind(bucket_ms)
         .bind(since_ms)
         .bind(top.max(0))
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter().map(bucket_of).collect()
     }
@@ -657,7 +670,7 @@ impl Store {
         )
         .bind(since_ms)
         .bind(limit.max(0))
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter().map(bucket_of).collect()
     }
@@ -674,7 +687,7 @@ impl Store {
              GROUP BY agent ORDER BY agent",
         )
         .bind(since_ms)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter()
             .map(|row| {

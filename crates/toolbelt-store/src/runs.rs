@@ -5,9 +5,9 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
+use crate::revision::{Revision, Table, check_revision};
 use crate::store::{Store, decode_json, now_ms, to_json};
-use crate::tools::check_revision;
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -155,7 +155,7 @@ fn run_from_row(row: &AnyRow) -> Result<RunRecord> {
         .map(|text| serde_json::from_str(&text))
         .transpose()
         .map_err(|e| StoreError::Corrupt {
-            kind: "run",
+            entity: Entity::Run,
             name: id.clone(),
             field: "output",
             reason: e.to_string(),
@@ -163,8 +163,8 @@ fn run_from_row(row: &AnyRow) -> Result<RunRecord> {
     Ok(RunRecord {
         agent: row.try_get("agent")?,
         status: RunStatus::parse(&row.try_get::<String, _>("status")?)?,
-        input: decode_json(row, "input", "run", &id)?,
-        transcript: decode_json(row, "transcript", "run", &id)?,
+        input: decode_json(row, "input", Entity::Run, &id)?,
+        transcript: decode_json(row, "transcript", Entity::Run, &id)?,
         output,
         error: row.try_get("error")?,
         actor: row.try_get("actor")?,
@@ -176,12 +176,25 @@ fn run_from_row(row: &AnyRow) -> Result<RunRecord> {
     })
 }
 
+/// Agent runs: the operations of that aggregate, from [`Store::runs`].
+#[derive(Debug, Clone, Copy)]
+pub struct Runs<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// Agent runs.
+    pub fn runs(&self) -> Runs<'_> {
+        Runs { store: self }
+    }
+}
+
+impl Runs<'_> {
     /// Records a new run of `agent` in status `queued` with an empty transcript.
     ///
     /// # Errors
     /// The database's error.
-    pub async fn create_run(
+    pub async fn create(
         &self,
         agent: &str,
         input: &Value,
@@ -197,23 +210,23 @@ impl Store {
         .bind(to_json(input, "input")?)
         .bind(actor)
         .bind(at)
-        .execute(self.pool())
+        .execute(self.store.pool())
         .await?;
-        self.get_run(&id).await
+        self.get(&id).await
     }
 
     /// Applies `update` to run `id`; a finishing status sets `finished_at`.
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`] when `expected_revision` is stale.
-    pub async fn update_run(
+    pub async fn update(
         &self,
         id: &str,
         update: &RunUpdate,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
     ) -> Result<RunRecord> {
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "runs", "run", id, expected_revision).await?;
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Runs, id, expected_revision).await?;
         let at = now_ms();
         let finished = update.status.filter(|s| s.is_finished()).map(|_| at);
         sqlx::query(
@@ -229,19 +242,19 @@ impl Store {
         .execute(&mut **tx)
         .await?;
         tx.commit().await?;
-        self.get_run(id).await
+        self.get(id).await
     }
 
     /// Run `id`.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_run(&self, id: &str) -> Result<RunRecord> {
+    pub async fn get(&self, id: &str) -> Result<RunRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_RUN} WHERE id = $1")))
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.store.pool())
             .await?
-            .ok_or_else(|| StoreError::not_found("run", id))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Run, id))?;
         run_from_row(&row)
     }
 
@@ -249,7 +262,7 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_runs(
+    pub async fn list(
         &self,
         agent: Option<&str>,
         status: Option<RunStatus>,
@@ -261,7 +274,7 @@ impl Store {
         .bind(agent)
         .bind(status.map(RunStatus::as_str))
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter().map(run_from_row).collect()
     }
@@ -273,7 +286,7 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn runs_mentioning(
+    pub async fn mentioning(
         &self,
         status: RunStatus,
         text: &str,
@@ -298,7 +311,7 @@ impl Store {
         .bind(status.as_str())
         .bind(pattern)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter().map(run_from_row).collect()
     }
@@ -308,12 +321,12 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn interrupt_unfinished_runs(&self) -> Result<u64> {
+    pub async fn interrupt_unfinished(&self) -> Result<u64> {
         let done = sqlx::query(
             "UPDATE runs SET status = 'interrupted', revision = revision + 1, updated_at = $1 WHERE status IN ('queued', 'running', 'waiting')",
         )
         .bind(now_ms())
-        .execute(self.pool())
+        .execute(self.store.pool())
         .await?;
         Ok(done.rows_affected())
     }

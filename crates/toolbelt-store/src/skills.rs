@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 use crate::store::{Store, decode_json, now_ms, record_change, to_json};
 
 /// A skill to store: what `SKILL.md` holds, and the files that were beside it.
@@ -137,7 +137,7 @@ pub struct SkillRecord {
     pub updated_at: i64,
 }
 
-/// What [`Store::put_skill`] did.
+/// What [`Skills::put`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -166,8 +166,8 @@ fn skill_from_row(row: &AnyRow) -> Result<SkillRecord> {
     Ok(SkillRecord {
         description: row.try_get("description")?,
         instructions: row.try_get("instructions")?,
-        metadata: decode_json(row, "metadata", "skill", &name)?,
-        files: decode_json(row, "files", "skill", &name)?,
+        metadata: decode_json(row, "metadata", Entity::Skill, &name)?,
+        files: decode_json(row, "files", Entity::Skill, &name)?,
         content_hash: row.try_get("content_hash")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
@@ -177,17 +177,30 @@ fn skill_from_row(row: &AnyRow) -> Result<SkillRecord> {
 
 const SELECT_SKILL: &str = "SELECT name, description, instructions, metadata, files, content_hash, created_at, updated_at FROM skills";
 
+/// Skills: the operations of that aggregate, from [`Store::skills`].
+#[derive(Debug, Clone, Copy)]
+pub struct Skills<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// Skills.
+    pub fn skills(&self) -> Skills<'_> {
+        Skills { store: self }
+    }
+}
+
+impl Skills<'_> {
     /// Creates the skill `draft.name`, or replaces its content when it differs.
     ///
     /// # Errors
     /// [`StoreError::Invalid`] naming the field (`name`, `description`, `files[i]`) when the
     /// draft breaks the Agent Skills rules; nothing is written then.
-    pub async fn put_skill(&self, draft: &SkillDraft) -> Result<(SkillRecord, SkillChange)> {
+    pub async fn put(&self, draft: &SkillDraft) -> Result<(SkillRecord, SkillChange)> {
         draft.validate()?;
         let hash = draft.hash()?;
         let at = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         let stored: Option<String> =
             sqlx::query_scalar("SELECT content_hash FROM skills WHERE name = $1")
                 .bind(&draft.name)
@@ -230,21 +243,21 @@ impl Store {
             record_change(&mut tx, "skill", &draft.name, "upsert").await?;
         }
         tx.commit().await?;
-        Ok((self.get_skill(&draft.name).await?, change))
+        Ok((self.get(&draft.name).await?, change))
     }
 
     /// The skill `name`.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_skill(&self, name: &str) -> Result<SkillRecord> {
+    pub async fn get(&self, name: &str) -> Result<SkillRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SKILL} WHERE name = $1"
         )))
         .bind(name)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?
-        .ok_or_else(|| StoreError::not_found("skill", name))?;
+        .ok_or_else(|| StoreError::not_found(Entity::Skill, name))?;
         skill_from_row(&row)
     }
 
@@ -252,9 +265,9 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_skills(&self) -> Result<Vec<SkillRecord>> {
+    pub async fn list(&self) -> Result<Vec<SkillRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_SKILL} ORDER BY name")))
-            .fetch_all(self.pool())
+            .fetch_all(self.store.pool())
             .await?;
         rows.iter().map(skill_from_row).collect()
     }
@@ -263,15 +276,15 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn delete_skill(&self, name: &str) -> Result<()> {
-        let mut tx = self.begin().await?;
+    pub async fn delete(&self, name: &str) -> Result<()> {
+        let mut tx = self.store.begin().await?;
         let deleted = sqlx::query("DELETE FROM skills WHERE name = $1")
             .bind(name)
             .execute(&mut **tx)
             .await?
             .rows_affected();
         if deleted == 0 {
-            return Err(StoreError::not_found("skill", name));
+            return Err(StoreError::not_found(Entity::Skill, name));
         }
         record_change(&mut tx, "skill", name, "delete").await?;
         tx.commit().await?;

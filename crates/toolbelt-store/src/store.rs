@@ -7,7 +7,7 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Row, SqlStr};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 
 /// The database engine behind a [`Store`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -202,7 +202,7 @@ struct StoreInner {
     url: String,
     pg_schema: Option<String>,
     /// Recall indexes of agent memory, shared by the clones of this store.
-    memory_cache: std::sync::Arc<crate::memory::MemoryCache>,
+    memory_cache: std::sync::Arc<crate::memory::cache::MemoryCache>,
 }
 
 impl std::fmt::Debug for Store {
@@ -231,7 +231,7 @@ pub fn redacted_url(url: &str) -> String {
 }
 
 impl Store {
-    pub(crate) fn memory_cache(&self) -> &crate::memory::MemoryCache {
+    pub(crate) fn memory_cache(&self) -> &crate::memory::cache::MemoryCache {
         &self.inner.memory_cache
     }
 
@@ -549,12 +549,12 @@ pub(crate) fn flag(value: bool) -> i64 {
 pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(
     row: &AnyRow,
     column: &'static str,
-    kind: &'static str,
+    entity: Entity,
     name: &str,
 ) -> Result<T> {
     let text: String = row.try_get(column)?;
     serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-        kind,
+        entity,
         name: name.to_owned(),
         field: column,
         reason: e.to_string(),

@@ -8,10 +8,11 @@ use sqlx::Row;
 use toolbelt_core::ToolSpec;
 
 use crate::error::Result;
-use crate::store::{Engine, Store, json_arrays, now_ms, record_change, statement_bytes, to_json};
+use crate::store::{Engine, json_arrays, now_ms, record_change, statement_bytes, to_json};
+use crate::tools::Tools;
 use crate::tools::{ToolDraft, ToolSource, insert_version, validate_draft};
 
-/// What [`Store::sync_compiled`] did.
+/// What [`Tools::sync_compiled`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct SyncReport {
@@ -39,7 +40,7 @@ impl SyncReport {
     }
 }
 
-impl Store {
+impl Tools<'_> {
     /// Upserts the compiled-in tools `specs` (usually `Registry::discovered()`'s specs).
     ///
     /// Unchanged tools cost nothing but one SELECT of all compiled tools' hashes. A changed
@@ -52,7 +53,7 @@ impl Store {
     pub async fn sync_compiled(&self, specs: &[ToolSpec], changed_by: &str) -> Result<SyncReport> {
         let rows =
             sqlx::query("SELECT name, source, current_hash, missing, latest_version FROM tools")
-                .fetch_all(self.pool())
+                .fetch_all(self.store.pool())
                 .await?;
         struct Stored {
             compiled: bool,
@@ -112,9 +113,9 @@ impl Store {
             return Ok(report);
         }
         let at = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         if !new.is_empty() {
-            insert_new_tools(&mut tx, self.engine(), &new, changed_by, at).await?;
+            insert_new_tools(&mut tx, self.store.engine(), &new, changed_by, at).await?;
         }
         for (draft, hash, version) in &changed {
             let name = draft.spec.name.as_str();

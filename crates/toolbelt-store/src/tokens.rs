@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
 use crate::store::{Store, decode_json, now_ms, to_json};
 
 /// A stored API token (without its secret).
@@ -24,7 +24,7 @@ pub struct TokenRecord {
     pub created_at: i64,
     /// Unix ms, when revoked.
     pub revoked_at: Option<i64>,
-    /// Unix ms of the last successful [`Store::verify_token`].
+    /// Unix ms of the last successful [`Tokens::verify`].
     pub last_used_at: Option<i64>,
 }
 
@@ -47,10 +47,10 @@ fn token_from_row(row: &AnyRow) -> Result<TokenRecord> {
     let name: String = row.try_get("name")?;
     Ok(TokenRecord {
         id: row.try_get("id")?,
-        scopes: decode_json(row, "scopes", "token", &name)?,
+        scopes: decode_json(row, "scopes", Entity::Token, &name)?,
         agents: match row.try_get::<Option<String>, _>("agents")? {
             None => None,
-            Some(_) => Some(decode_json(row, "agents", "token", &name)?),
+            Some(_) => Some(decode_json(row, "agents", Entity::Token, &name)?),
         },
         created_at: row.try_get("created_at")?,
         revoked_at: row.try_get("revoked_at")?,
@@ -62,26 +62,35 @@ fn token_from_row(row: &AnyRow) -> Result<TokenRecord> {
 const SELECT_TOKEN: &str =
     "SELECT id, name, scopes, agents, created_at, revoked_at, last_used_at FROM api_tokens";
 
+/// API tokens: the operations of that aggregate, from [`Store::tokens`].
+#[derive(Debug, Clone, Copy)]
+pub struct Tokens<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// API tokens.
+    pub fn tokens(&self) -> Tokens<'_> {
+        Tokens { store: self }
+    }
+}
+
+impl Tokens<'_> {
     /// Creates a token named `name`; returns the record and the secret (`tb_` + 64 hex digits),
     /// which is not stored and cannot be shown again.
     ///
     /// # Errors
     /// [`StoreError::AlreadyExists`], [`StoreError::Invalid`] for an empty name or scope.
-    pub async fn create_token(
-        &self,
-        name: &str,
-        scopes: &[String],
-    ) -> Result<(TokenRecord, String)> {
-        self.create_token_for(name, scopes, None).await
+    pub async fn create(&self, name: &str, scopes: &[String]) -> Result<(TokenRecord, String)> {
+        self.create_for(name, scopes, None).await
     }
 
-    /// As [`Store::create_token`], limited to `agents` when given (the token then reaches those
+    /// As [`Tokens::create`], limited to `agents` when given (the token then reaches those
     /// agents and what belongs to them only).
     ///
     /// # Errors
-    /// As [`Store::create_token`]; [`StoreError::Invalid`] for an empty agent name.
-    pub async fn create_token_for(
+    /// As [`Tokens::create`]; [`StoreError::Invalid`] for an empty agent name.
+    pub async fn create_for(
         &self,
         name: &str,
         scopes: &[String],
@@ -112,14 +121,14 @@ impl Store {
             uuid::Uuid::new_v4().simple()
         );
         let id = uuid::Uuid::now_v7().to_string();
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE name = $1")
             .bind(name)
             .fetch_one(&mut **tx)
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
-                kind: "token",
+                entity: Entity::Token,
                 name: name.to_owned(),
             });
         }
@@ -135,19 +144,19 @@ impl Store {
         .execute(&mut **tx)
         .await?;
         tx.commit().await?;
-        Ok((self.get_token(name).await?, secret))
+        Ok((self.get(name).await?, secret))
     }
 
     /// The token whose secret is `secret`, if it exists and is not revoked; records its use.
     ///
     /// # Errors
     /// The database's error.
-    pub async fn verify_token(&self, secret: &str) -> Result<Option<TokenRecord>> {
+    pub async fn verify(&self, secret: &str) -> Result<Option<TokenRecord>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_TOKEN} WHERE token_hash = $1 AND revoked_at IS NULL"
         )))
         .bind(token_hash(secret))
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?;
         let Some(row) = row else { return Ok(None) };
         let mut token = token_from_row(&row)?;
@@ -155,7 +164,7 @@ impl Store {
         sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2")
             .bind(at)
             .bind(token.id.as_str())
-            .execute(self.pool())
+            .execute(self.store.pool())
             .await?;
         token.last_used_at = Some(at);
         Ok(Some(token))
@@ -165,14 +174,14 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_token(&self, name: &str) -> Result<TokenRecord> {
+    pub async fn get(&self, name: &str) -> Result<TokenRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_TOKEN} WHERE name = $1"
         )))
         .bind(name)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?
-        .ok_or_else(|| StoreError::not_found("token", name))?;
+        .ok_or_else(|| StoreError::not_found(Entity::Token, name))?;
         token_from_row(&row)
     }
 
@@ -180,9 +189,9 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_tokens(&self) -> Result<Vec<TokenRecord>> {
+    pub async fn list(&self) -> Result<Vec<TokenRecord>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_TOKEN} ORDER BY name")))
-            .fetch_all(self.pool())
+            .fetch_all(self.store.pool())
             .await?;
         rows.iter().map(token_from_row).collect()
     }
@@ -191,17 +200,17 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn revoke_token(&self, name: &str) -> Result<TokenRecord> {
+    pub async fn revoke(&self, name: &str) -> Result<TokenRecord> {
         let done = sqlx::query(
             "UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
         )
         .bind(now_ms())
         .bind(name)
-        .execute(self.pool())
+        .execute(self.store.pool())
         .await?;
-        let token = self.get_token(name).await?;
+        let token = self.get(name).await?;
         if done.rows_affected() == 0 && token.revoked_at.is_none() {
-            return Err(StoreError::not_found("token", name));
+            return Err(StoreError::not_found(Entity::Token, name));
         }
         Ok(token)
     }

@@ -8,7 +8,8 @@ use sqlx::any::AnyRow;
 use toolbelt_core::ToolSpec;
 
 use crate::availability::Availability;
-use crate::error::{Result, StoreError};
+use crate::error::{Entity, Result, StoreError};
+use crate::revision::{Revision, Table, check_revision};
 use crate::store::{
     Engine, Store, WriteTx, decode_json, flag, get_flag, now_ms, record_change, to_json,
 };
@@ -214,7 +215,7 @@ pub(crate) fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
         .map(|text| serde_json::from_str(&text))
         .transpose()
         .map_err(|e| StoreError::Corrupt {
-            kind: "tool",
+            entity: Entity::Tool,
             name: name.clone(),
             field: "definition",
             reason: e.to_string(),
@@ -226,12 +227,12 @@ pub(crate) fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
         spec_hash: row.try_get("current_hash")?,
         enabled: get_flag(row, "enabled")?,
         missing: get_flag(row, "missing")?,
-        availability: decode_json(row, "availability", "tool", &name)?,
+        availability: decode_json(row, "availability", Entity::Tool, &name)?,
         revision: row.try_get("revision")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         changed_by: row.try_get("changed_by")?,
-        spec: decode_json(row, "spec", "tool", &name)?,
+        spec: decode_json(row, "spec", Entity::Tool, &name)?,
         definition,
         name,
     })
@@ -244,14 +245,14 @@ fn version_from_row(row: &AnyRow) -> Result<ToolVersion> {
         .map(|text| serde_json::from_str(&text))
         .transpose()
         .map_err(|e| StoreError::Corrupt {
-            kind: "tool version",
+            entity: Entity::ToolVersion,
             name: tool_name.clone(),
             field: "definition",
             reason: e.to_string(),
         })?;
     Ok(ToolVersion {
         version: row.try_get("version")?,
-        spec: decode_json(row, "spec", "tool version", &tool_name)?,
+        spec: decode_json(row, "spec", Entity::ToolVersion, &tool_name)?,
         spec_hash: row.try_get("spec_hash")?,
         changed_by: row.try_get("changed_by")?,
         changed_at: row.try_get("changed_at")?,
@@ -361,25 +362,38 @@ pub(crate) async fn insert_version(
     Ok(())
 }
 
+/// Tools and their versions: the operations of that aggregate, from [`Store::tools`].
+#[derive(Debug, Clone, Copy)]
+pub struct Tools<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// Tools and their versions.
+    pub fn tools(&self) -> Tools<'_> {
+        Tools { store: self }
+    }
+}
+
+impl Tools<'_> {
     /// Creates a tool at version 1.
     ///
     /// # Errors
     /// [`StoreError::AlreadyExists`] when the name is taken, [`StoreError::Invalid`] for a bad
     /// spec or schema; nothing is written then.
-    pub async fn create_tool(&self, draft: &ToolDraft) -> Result<ToolRecord> {
+    pub async fn create(&self, draft: &ToolDraft) -> Result<ToolRecord> {
         validate_draft(draft)?;
         let name = draft.spec.name.as_str();
         let hash = draft.hash();
         let at = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tools WHERE name = $1")
             .bind(name)
             .fetch_one(&mut **tx)
             .await?;
         if exists > 0 {
             return Err(StoreError::AlreadyExists {
-                kind: "tool",
+                entity: Entity::Tool,
                 name: name.to_owned(),
             });
         }
@@ -398,7 +412,7 @@ impl Store {
         .execute(&mut **tx)
         .await?;
         insert_version(&mut tx, draft, 1, &hash, at).await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Writes a new version of an existing tool and makes it current.
@@ -408,10 +422,10 @@ impl Store {
     /// # Errors
     /// [`StoreError::Conflict`] when the tool's revision is not `expected_revision`,
     /// [`StoreError::NotFound`], [`StoreError::Invalid`].
-    pub async fn update_tool(
+    pub async fn update(
         &self,
         draft: &ToolDraft,
-        expected_revision: i64,
+        expected_revision: Revision,
     ) -> Result<ToolRecord> {
         validate_draft(draft)?;
         let name = draft.spec.name.as_str();
@@ -422,18 +436,11 @@ impl Store {
             .as_ref()
             .map(|a| to_json(a, "availability"))
             .transpose()?;
-        if self.engine() == Engine::Postgres
-            && let Some(record) = self
-                .update_tool_pg(draft, expected_revision, &hash, availability.as_deref(), at)
-                .await?
-        {
-            return Ok(record);
-        }
-        let mut tx = self.begin().await?;
+        let mut tx = self.store.begin().await?;
         // One read under the row lock (SQLite's BEGIN IMMEDIATE holds the database), the
         // revision checked here rather than by a separate UPDATE: four statements per
         // update instead of eight, and no read-back after the commit.
-        let read = match self.engine() {
+        let read = match self.store.engine() {
             Engine::Sqlite => {
                 "SELECT latest_version, current_hash, source, revision FROM tools WHERE name = $1"
             }
@@ -445,13 +452,15 @@ impl Store {
             .bind(name)
             .fetch_optional(&mut **tx)
             .await?
-            .ok_or_else(|| StoreError::not_found("tool", name))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Tool, name))?;
         let found: i64 = row.try_get("revision")?;
-        if expected_revision != -1 && found != expected_revision {
+        if let Revision::Exactly(expected) = expected_revision
+            && expected != found
+        {
             return Err(StoreError::Conflict {
-                kind: "tool",
+                entity: Entity::Tool,
                 name: name.to_owned(),
-                expected: expected_revision,
+                expected,
                 found,
             });
         }
@@ -464,7 +473,7 @@ impl Store {
             // Same spec: only a new availability (if any) is written.
             let Some(availability) = availability else {
                 tx.rollback().await?;
-                return self.get_tool(name).await;
+                return self.get(name).await;
             };
             sqlx::query(
                 "UPDATE tools SET availability = $1, revision = revision + 1, updated_at = $2, changed_by = $3 WHERE name = $4",
@@ -475,7 +484,7 @@ impl Store {
             .bind(name)
             .execute(&mut **tx)
             .await?;
-            return self.commit_tool_change(tx, name).await;
+            return self.commit_change(tx, name).await;
         }
         let version = row.try_get::<i64, _>("latest_version")? + 1;
         insert_version(&mut tx, draft, version, &hash, at).await?;
@@ -497,7 +506,7 @@ impl Store {
             latest_version: version,
             enabled: get_flag(&row, "enabled")?,
             missing: false,
-            availability: decode_json(&row, "availability", "tool", name)?,
+            availability: decode_json(&row, "availability", Entity::Tool, name)?,
             revision: row.try_get("revision")?,
             created_at: row.try_get("created_at")?,
             updated_at: at,
@@ -511,104 +520,16 @@ impl Store {
         Ok(record)
     }
 
-    /// [`Store::update_tool`] on Postgres as one statement (checks, new version, current
-    /// version, change feed), so an update is one round trip and one commit. `None` when the
-    /// checks pass but the spec is unchanged: the caller's general path handles that.
-    async fn update_tool_pg(
-        &self,
-        draft: &ToolDraft,
-        expected_revision: i64,
-        hash: &str,
-        availability: Option<&str>,
-        at: i64,
-    ) -> Result<Option<ToolRecord>> {
-        const SQL: &str = "WITH cur AS (\
-                SELECT latest_version, current_hash, source, revision FROM tools WHERE name = $1 FOR UPDATE\
-            ), go AS (\
-                SELECT latest_version + 1 AS version FROM cur \
-                WHERE ($2 = -1 OR revision = $2) AND source = $3 AND current_hash <> $4\
-            ), v AS (\
-                INSERT INTO tool_versions (tool_name, version, spec, definition, description, tags, kind, policy, spec_hash, changed_by, changed_at, note) \
-                SELECT $1, version, $5, $6, $7, $8, $9, $10, $4, $11, $12, $13 FROM go\
-            ), u AS (\
-                UPDATE tools SET current_version = go.version, latest_version = go.version, current_hash = $4, missing = 0, \
-                updated_at = $12, changed_by = $11, revision = tools.revision + 1, availability = COALESCE($14, tools.availability) \
-                FROM go WHERE tools.name = $1 \
-                RETURNING go.version, tools.enabled, tools.availability, tools.revision AS new_revision, tools.created_at\
-            ), c AS (\
-                INSERT INTO changes (entity, name, op, at) SELECT 'tool', $1, 'upsert', $12 FROM u\
-            ) \
-            SELECT cur.current_hash, cur.source, cur.revision, u.version, u.enabled, u.availability, u.new_revision, u.created_at \
-            FROM cur LEFT JOIN u ON true";
-        let spec = &draft.spec;
-        let name = spec.name.as_str();
-        let definition = draft
-            .definition
-            .as_ref()
-            .map(|d| to_json(d, "definition"))
-            .transpose()?;
-        let row = sqlx::query(SQL)
-            .bind(name)
-            .bind(expected_revision)
-            .bind(draft.source.as_str())
-            .bind(hash)
-            .bind(to_json(spec, "spec")?)
-            .bind(definition)
-            .bind(spec.description.as_str())
-            .bind(to_json(&spec.tags, "tags")?)
-            .bind(to_json(&spec.kind, "kind")?.trim_matches('"').to_owned())
-            .bind(to_json(&spec.policy, "policy")?)
-            .bind(draft.changed_by.as_str())
-            .bind(at)
-            .bind(draft.note.as_deref())
-            .bind(availability)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| StoreError::not_found("tool", name))?;
-        let found: i64 = row.try_get("revision")?;
-        if expected_revision != -1 && found != expected_revision {
-            return Err(StoreError::Conflict {
-                kind: "tool",
-                name: name.to_owned(),
-                expected: expected_revision,
-                found,
-            });
-        }
-        let source: String = row.try_get("source")?;
-        if source != draft.source.as_str() {
-            return Err(source_mismatch(name, &source, draft.source));
-        }
-        let Some(version) = row.try_get::<Option<i64>, _>("version")? else {
-            return Ok(None);
-        };
-        Ok(Some(ToolRecord {
-            name: name.to_owned(),
-            source: draft.source,
-            current_version: version,
-            latest_version: version,
-            enabled: get_flag(&row, "enabled")?,
-            missing: false,
-            availability: decode_json(&row, "availability", "tool", name)?,
-            revision: row.try_get("new_revision")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: at,
-            changed_by: draft.changed_by.clone(),
-            spec: spec.clone(),
-            definition: draft.definition.clone(),
-            spec_hash: hash.to_owned(),
-        }))
-    }
-
     /// The tool `name` with its current version.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get_tool(&self, name: &str) -> Result<ToolRecord> {
+    pub async fn get(&self, name: &str) -> Result<ToolRecord> {
         let row = sqlx::query(SELECT_TOOL)
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.store.pool())
             .await?
-            .ok_or_else(|| StoreError::not_found("tool", name))?;
+            .ok_or_else(|| StoreError::not_found(Entity::Tool, name))?;
         tool_from_row(&row)
     }
 
@@ -616,8 +537,10 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list_tools(&self) -> Result<Vec<ToolRecord>> {
-        let rows = sqlx::query(SELECT_TOOLS).fetch_all(self.pool()).await?;
+    pub async fn list(&self) -> Result<Vec<ToolRecord>> {
+        let rows = sqlx::query(SELECT_TOOLS)
+            .fetch_all(self.store.pool())
+            .await?;
         rows.iter().map(tool_from_row).collect()
     }
 
@@ -627,7 +550,7 @@ impl Store {
     ///
     /// # Errors
     /// The database's error.
-    pub(crate) async fn tools_named(&self, names: &[String]) -> Result<Vec<ToolRecord>> {
+    pub(crate) async fn named(&self, names: &[String]) -> Result<Vec<ToolRecord>> {
         let mut records = Vec::with_capacity(names.len());
         for chunk in names.chunks(IN_LIST_CHUNK) {
             let sql = format!(
@@ -640,7 +563,7 @@ impl Store {
             for name in chunk {
                 query = query.bind(name.as_str());
             }
-            for row in query.fetch_all(self.pool()).await? {
+            for row in query.fetch_all(self.store.pool()).await? {
                 records.push(tool_from_row(&row)?);
             }
         }
@@ -651,11 +574,11 @@ impl Store {
     ///
     /// # Errors
     /// The database's error, or an availability that no longer decodes.
-    pub async fn list_tool_states(&self) -> Result<Vec<ToolState>> {
+    pub async fn states(&self) -> Result<Vec<ToolState>> {
         let rows = sqlx::query(
             "SELECT name, source, current_version, latest_version, enabled, missing, availability FROM tools ORDER BY name",
         )
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         rows.iter()
             .map(|row| {
@@ -666,7 +589,7 @@ impl Store {
                     latest_version: row.try_get("latest_version")?,
                     enabled: get_flag(row, "enabled")?,
                     missing: get_flag(row, "missing")?,
-                    availability: decode_json(row, "availability", "tool", &name)?,
+                    availability: decode_json(row, "availability", Entity::Tool, &name)?,
                     name,
                 })
             })
@@ -677,15 +600,15 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`] when the tool does not exist.
-    pub async fn tool_versions(&self, name: &str) -> Result<Vec<ToolVersion>> {
+    pub async fn versions(&self, name: &str) -> Result<Vec<ToolVersion>> {
         let rows = sqlx::query(
             "SELECT tool_name, version, spec, definition, spec_hash, changed_by, changed_at, note FROM tool_versions WHERE tool_name = $1 ORDER BY version",
         )
         .bind(name)
-        .fetch_all(self.pool())
+        .fetch_all(self.store.pool())
         .await?;
         if rows.is_empty() {
-            return Err(StoreError::not_found("tool", name));
+            return Err(StoreError::not_found(Entity::Tool, name));
         }
         rows.iter().map(version_from_row).collect()
     }
@@ -694,15 +617,15 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`] naming `name@version`.
-    pub async fn tool_version(&self, name: &str, version: i64) -> Result<ToolVersion> {
+    pub async fn version(&self, name: &str, version: i64) -> Result<ToolVersion> {
         let row = sqlx::query(
             "SELECT tool_name, version, spec, definition, spec_hash, changed_by, changed_at, note FROM tool_versions WHERE tool_name = $1 AND version = $2",
         )
         .bind(name)
         .bind(version)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.store.pool())
         .await?
-        .ok_or_else(|| StoreError::not_found("tool version", format!("{name}@{version}")))?;
+        .ok_or_else(|| StoreError::not_found(Entity::ToolVersion, format!("{name}@{version}")))?;
         version_from_row(&row)
     }
 
@@ -711,15 +634,15 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotFound`] for a version that does not exist, [`StoreError::Conflict`].
-    pub async fn rollback_tool(
+    pub async fn rollback(
         &self,
         name: &str,
         version: i64,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         let hash: Option<String> = sqlx::query_scalar(
             "SELECT spec_hash FROM tool_versions WHERE tool_name = $1 AND version = $2",
         )
@@ -727,8 +650,9 @@ impl Store {
         .bind(version)
         .fetch_optional(&mut **tx)
         .await?;
-        let hash =
-            hash.ok_or_else(|| StoreError::not_found("tool version", format!("{name}@{version}")))?;
+        let hash = hash.ok_or_else(|| {
+            StoreError::not_found(Entity::ToolVersion, format!("{name}@{version}"))
+        })?;
         sqlx::query(
             "UPDATE tools SET current_version = $1, current_hash = $2, updated_at = $3, changed_by = $4 WHERE name = $5",
         )
@@ -739,29 +663,29 @@ impl Store {
         .bind(name)
         .execute(&mut **tx)
         .await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Records the change of `name` in the feed, commits, and reads the tool back.
-    async fn commit_tool_change(&self, mut tx: WriteTx, name: &str) -> Result<ToolRecord> {
+    async fn commit_change(&self, mut tx: WriteTx, name: &str) -> Result<ToolRecord> {
         record_change(&mut tx, "tool", name, "upsert").await?;
         tx.commit().await?;
-        self.get_tool(name).await
+        self.get(name).await
     }
 
     /// Enables or disables a tool (a disabled tool is never offered to a model).
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`].
-    pub async fn set_tool_enabled(
+    pub async fn set_enabled(
         &self,
         name: &str,
         enabled: bool,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         sqlx::query(
             "UPDATE tools SET enabled = $1, updated_at = $2, changed_by = $3 WHERE name = $4",
         )
@@ -771,23 +695,23 @@ impl Store {
         .bind(name)
         .execute(&mut **tx)
         .await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Replaces who may use a tool, and when.
     ///
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Conflict`], [`StoreError::Invalid`] for a bad rule.
-    pub async fn set_tool_availability(
+    pub async fn set_availability(
         &self,
         name: &str,
         availability: &Availability,
-        expected_revision: Option<i64>,
+        expected_revision: Revision,
         changed_by: &str,
     ) -> Result<ToolRecord> {
         availability.validate()?;
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         sqlx::query(
             "UPDATE tools SET availability = $1, updated_at = $2, changed_by = $3 WHERE name = $4",
         )
@@ -797,7 +721,7 @@ impl Store {
         .bind(name)
         .execute(&mut **tx)
         .await?;
-        self.commit_tool_change(tx, name).await
+        self.commit_change(tx, name).await
     }
 
     /// Deletes a tool and its history.
@@ -805,9 +729,9 @@ impl Store {
     /// # Errors
     /// [`StoreError::InUse`] while agents bind it (nothing is deleted), [`StoreError::NotFound`],
     /// [`StoreError::Conflict`].
-    pub async fn delete_tool(&self, name: &str, expected_revision: Option<i64>) -> Result<()> {
-        let mut tx = self.begin().await?;
-        check_revision(&mut tx, "tools", "tool", name, expected_revision).await?;
+    pub async fn delete(&self, name: &str, expected_revision: Revision) -> Result<()> {
+        let mut tx = self.store.begin().await?;
+        check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         let agents: Vec<String> = sqlx::query_scalar(
             "SELECT agent_name FROM agent_tools WHERE tool_name = $1 ORDER BY agent_name",
         )
@@ -834,10 +758,6 @@ impl Store {
     }
 }
 
-/// Claims the row for this transaction: bumps its revision with a guarded UPDATE (which also
-/// row-locks it on Postgres, so concurrent writers serialise instead of both passing a check).
-/// Fails with `NotFound` or, when `expected` is given and differs, `Conflict`. Returns the new
-/// revision. Later statements of the transaction must not bump the revision again.
 /// The error for a draft whose source differs from the stored tool's.
 fn source_mismatch(name: &str, stored: &str, draft: ToolSource) -> StoreError {
     StoreError::invalid(
@@ -847,50 +767,4 @@ fn source_mismatch(name: &str, stored: &str, draft: ToolSource) -> StoreError {
             draft.as_str()
         ),
     )
-}
-
-pub(crate) async fn check_revision(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    table: &'static str,
-    kind: &'static str,
-    name: &str,
-    expected: Option<i64>,
-) -> Result<i64> {
-    let (bump, read) = match table {
-        "tools" => (
-            "UPDATE tools SET revision = revision + 1 WHERE name = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM tools WHERE name = $1",
-        ),
-        "agents" => (
-            "UPDATE agents SET revision = revision + 1 WHERE name = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM agents WHERE name = $1",
-        ),
-        "mcp_servers" => (
-            "UPDATE mcp_servers SET revision = revision + 1 WHERE name = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM mcp_servers WHERE name = $1",
-        ),
-        _ => (
-            "UPDATE runs SET revision = revision + 1 WHERE id = $1 AND ($2 = -1 OR revision = $2)",
-            "SELECT revision FROM runs WHERE id = $1",
-        ),
-    };
-    let done = sqlx::query(bump)
-        .bind(name)
-        .bind(expected.unwrap_or(-1))
-        .execute(&mut **tx)
-        .await?;
-    let found: Option<i64> = sqlx::query_scalar(read)
-        .bind(name)
-        .fetch_optional(&mut **tx)
-        .await?;
-    let found = found.ok_or_else(|| StoreError::not_found(kind, name))?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::Conflict {
-            kind,
-            name: name.to_owned(),
-            expected: expected.unwrap_or(-1),
-            found,
-        });
-    }
-    Ok(found)
 }

@@ -81,7 +81,8 @@ impl RunRegistry {
         let store = self.inner.store.get()?;
         let record = match what {
             Held::Run(id) => store
-                .get_run(store_id(id))
+                .runs()
+                .get(store_id(id))
                 .await
                 .ok()
                 .filter(|r| !r.status.is_finished())?,
@@ -89,7 +90,8 @@ impl RunRegistry {
                 // Only the waiting runs whose transcript holds the id, found in the
                 // database however many runs wait.
                 let waiting = store
-                    .runs_mentioning(toolbelt_store::RunStatus::Waiting, id, 64)
+                    .runs()
+                    .mentioning(toolbelt_store::RunStatus::Waiting, id, 64)
                     .await
                     .ok()?;
                 waiting.into_iter().find(|r| {

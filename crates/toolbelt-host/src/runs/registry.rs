@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
+use toolbelt_store::Revision;
 
 use serde_json::{Value, json};
 use tokio_util::task::TaskTracker;
@@ -236,7 +237,11 @@ impl RunRegistry {
             }
             (status, update)
         };
-        if let Err(e) = store.update_run(store_id(&entry.id), &update, None).await {
+        if let Err(e) = store
+            .runs()
+            .update(store_id(&entry.id), &update, Revision::Any)
+            .await
+        {
             tracing::error!(run = %entry.id, status = status.as_str(), error = %e, "could not record the run");
         }
     }
@@ -273,7 +278,7 @@ impl RunRegistry {
     /// A run that is not in memory but in the store (e.g. from before a restart).
     async fn stored(&self, id: &str) -> Option<RunDetail> {
         let store = self.inner.store.get()?;
-        let record = store.get_run(store_id(id)).await.ok()?;
+        let record = store.runs().get(store_id(id)).await.ok()?;
         Some(detail_from_record(&record))
     }
 
@@ -305,7 +310,7 @@ impl RunRegistry {
             .keys()
             .cloned()
             .collect::<HashSet<_>>();
-        match store.list_runs(agent, None, 500).await {
+        match store.runs().list(agent, None, 500).await {
             Ok(records) => records
                 .iter()
                 .filter(|r| !held.contains(&format!("run_{}", r.id)))
@@ -339,7 +344,8 @@ impl RunRegistry {
                     json!({"id": self.inner.instance_id, "url": self.inner.public_url.get()});
                 let input = json!({"input": start.input, "conversation_id": conversation_id, "parent_run": start.parent_run, "instance": instance});
                 let record = store
-                    .create_run(agent.name(), &input, None)
+                    .runs()
+                    .create(agent.name(), &input, None)
                     .await
                     .map_err(RunError::Store)?;
                 format!("run_{}", record.id)

@@ -27,11 +27,13 @@ async fn failed_calls_and_calls_older_than_the_window_teach_nothing() {
         let now_ms = 400 * DAY_MS;
         let input = |text: &str| json!({"input": text, "conversation_id": "c"});
         let pay = store
-            .create_run("helper", &input("square up with the vendor"), None)
+            .runs()
+            .create("helper", &input("square up with the vendor"), None)
             .await
             .unwrap();
         let old = store
-            .create_run("helper", &input("an ancient errand"), None)
+            .runs()
+            .create("helper", &input("an ancient errand"), None)
             .await
             .unwrap();
         let (pay, old) = (format!("run_{}", pay.id), format!("run_{}", old.id));
@@ -41,7 +43,7 @@ async fn failed_calls_and_calls_older_than_the_window_teach_nothing() {
             // 100 days: past three half-lives of 30 days, outside what is read.
             call("archive", &old, now_ms, 100, None),
         ];
-        store.append_log(&entries).await.unwrap();
+        store.run_log().append(&entries).await.unwrap();
         let log = StoreRunLog::new(store.clone());
         let now = u64::try_from(now_ms / 1000).unwrap();
         let usage = LearnedUsage::from_run_log(&log, now, &LearnConfig::default())

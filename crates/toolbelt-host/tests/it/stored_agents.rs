@@ -3,6 +3,7 @@
 //! tool runs the stored agent.
 
 use std::sync::Arc;
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -10,7 +11,7 @@ use toolbelt_agent::RunOptions;
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_core::{ApprovalPolicy, Decision, ToolContext, ToolPolicy, ToolSpec};
 use toolbelt_host::{AgentFactory, HostError, agent_tool_parameters};
-use toolbelt_store::{AgentDraft, Binding, RouterSettings, ToolDraft, ToolSource};
+use toolbelt_store::{AgentSpec, Binding, RouterSettings, ToolDraft, ToolSource};
 use toolbelt_tools::declarative::Secrets;
 use toolbelt_tools::{BuiltinConfig, Workspace};
 
@@ -41,31 +42,34 @@ fn workspace_options(dir: &tempfile::TempDir) -> RunOptions {
 async fn pins_availability_options_and_approval_reach_the_model_request() {
     for (store, _dir) in stores("rules").await {
         let v1 = store
-            .create_tool(&printer("greet", "Greet the user", "hello from v1"))
+            .tools()
+            .create(&printer("greet", "Greet the user", "hello from v1"))
             .await
             .unwrap();
         store
-            .update_tool(
+            .tools()
+            .update(
                 &printer("greet", "Greet the user", "hello from v2"),
-                v1.revision,
+                Revision::Exactly(v1.revision),
             )
             .await
             .unwrap();
         store
-            .create_tool(
+            .tools()
+            .create(
                 &printer("review", "Review a change", "looks fine")
                     .with_availability(only_kinds(&["reviewer"])),
             )
             .await
             .unwrap();
-        let mut draft = AgentDraft::new("writer")
+        let mut draft = AgentSpec::new("writer")
             .with_selection("review")
             .with_tool(Binding::new("greet").pinned(1));
         draft.options.temperature = Some(0.25);
         draft.options.max_tokens = Some(77);
         draft.options.parallel_tool_calls = Some(false);
         draft.options.approval = Some(ApprovalPolicy::new().with_tool("greet", Decision::Allow));
-        store.create_agent(&draft).await.unwrap();
+        store.agents().create(&draft, "unknown").await.unwrap();
 
         let script = ScriptedProvider::new()
             .then_call("greet", json!({}))
@@ -111,7 +115,11 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
 #[tokio::test]
 async fn an_unknown_agent_names_the_agents_that_exist() {
     for (store, _dir) in stores("unknown").await {
-        store.create_agent(&AgentDraft::new("alpha")).await.unwrap();
+        store
+            .agents()
+            .create(&AgentSpec::new("alpha"), "unknown")
+            .await
+            .unwrap();
         let script = ScriptedProvider::new();
         let (_db, agents) = factory(&store, &script).await;
         let err = agents.record("alpah").await.unwrap_err();
@@ -127,11 +135,12 @@ async fn an_unknown_agent_names_the_agents_that_exist() {
 async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
     for (store, _dir) in stores("agent_tool").await {
         store
-            .create_tool(&printer("shout", "Print HELLO", "HELLO"))
+            .tools()
+            .create(&printer("shout", "Print HELLO", "HELLO"))
             .await
             .unwrap();
-        let worker = AgentDraft::new("worker").with_tool(Binding::new("shout"));
-        store.create_agent(&worker).await.unwrap();
+        let worker = AgentSpec::new("worker").with_tool(Binding::new("shout"));
+        store.agents().create(&worker, "unknown").await.unwrap();
         let spec = ToolSpec::builder("ask_worker")
             .description("Ask the worker agent")
             .parameters(agent_tool_parameters())
@@ -140,7 +149,7 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
             .unwrap();
         let ask = ToolDraft::new(spec, ToolSource::Agent, "t")
             .with_definition(json!({"agent": {"agent": "worker"}}));
-        store.create_tool(&ask).await.unwrap();
+        store.tools().create(&ask).await.unwrap();
 
         let script = ScriptedProvider::new()
             .then_call("shout", json!({}))
@@ -181,7 +190,11 @@ async fn stored_router_settings_choose_the_router() {
             "Read the latest news headlines",
             "Translate text between languages",
         ]) {
-            store.create_tool(&printer(name, what, "")).await.unwrap();
+            store
+                .tools()
+                .create(&printer(name, what, ""))
+                .await
+                .unwrap();
         }
         let mut offered = Vec::new();
         for (strategy, max_tools, always) in [
@@ -189,7 +202,7 @@ async fn stored_router_settings_choose_the_router() {
             ("hybrid", Some(1), vec!["translate".to_owned()]),
             ("lexical", Some(1), vec![]),
         ] {
-            let mut draft = AgentDraft::new(format!("a_{strategy}"));
+            let mut draft = AgentSpec::new(format!("a_{strategy}"));
             for n in names {
                 draft = draft.with_tool(Binding::new(n));
             }
@@ -198,7 +211,7 @@ async fn stored_router_settings_choose_the_router() {
             router.max_tools = max_tools;
             router.always = always;
             draft.router = router;
-            store.create_agent(&draft).await.unwrap();
+            store.agents().create(&draft, "unknown").await.unwrap();
             let script = ScriptedProvider::new().then_text("ok");
             let (_db, agents) = factory(&store, &script).await;
             let built = agents.build_named(&format!("a_{strategy}")).await.unwrap();
@@ -236,16 +249,20 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
             ("weather", "Get the weather forecast for a city"),
             ("stocks", "Get a stock quote"),
         ] {
-            store.create_tool(&printer(name, what, "")).await.unwrap();
+            store
+                .tools()
+                .create(&printer(name, what, ""))
+                .await
+                .unwrap();
         }
         let mut offered = Vec::new();
         for model in ["qwen2.5-coder-1.5b-instruct", "gpt-4o"] {
             let agent = model.replace(['.', '-'], "_");
-            let mut draft = AgentDraft::new(&agent)
+            let mut draft = AgentSpec::new(&agent)
                 .with_tool(Binding::new("weather"))
                 .with_tool(Binding::new("stocks"));
             draft.model = Some(model.to_owned());
-            store.create_agent(&draft).await.unwrap();
+            store.agents().create(&draft, "unknown").await.unwrap();
             let script = ScriptedProvider::new().then_text("Paris");
             let (_db, agents) = factory(&store, &script).await;
             let built = agents.build_named(&agent).await.unwrap();
@@ -268,9 +285,9 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
 #[tokio::test]
 async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
     for (store, _dir) in stores("parts").await {
-        let mut draft = AgentDraft::new("writer");
+        let mut draft = AgentSpec::new("writer");
         draft.options.temperature = Some(0.25);
-        let first = store.create_agent(&draft).await.unwrap();
+        let first = store.agents().create(&draft, "unknown").await.unwrap();
         let db = toolbelt_host::open_store(store.clone(), Vec::new(), "test", Secrets::default())
             .await
             .unwrap();
@@ -295,7 +312,11 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
         }
         assert_eq!(count(), 1, "two runs of one revision");
         draft.options.temperature = Some(0.75);
-        store.update_agent(&draft, first.revision).await.unwrap();
+        store
+            .agents()
+            .update(&draft, Revision::Exactly(first.revision), "unknown")
+            .await
+            .unwrap();
         let built = agents.build_named("writer").await.unwrap();
         assert_eq!(count(), 2, "a new revision");
         assert_eq!(built.agent.run("hi").await.unwrap().answer, "three");
@@ -307,7 +328,8 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
             toolbelt_store::SkillDraft::new(name, about, "Do it step by step.")
         };
         store
-            .put_skill(&skill("release-notes", "Write release notes"))
+            .skills()
+            .put(&skill("release-notes", "Write release notes"))
             .await
             .unwrap();
         let names = |built: &toolbelt_host::BuiltAgent| -> Vec<String> {
@@ -324,7 +346,8 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
             ["release-notes"]
         );
         store
-            .put_skill(&skill("code-review", "Review a change"))
+            .skills()
+            .put(&skill("code-review", "Review a change"))
             .await
             .unwrap();
         assert_eq!(
@@ -332,7 +355,8 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
             ["code-review", "release-notes"]
         );
         store
-            .put_skill(&skill("code-review", "Review a change carefully"))
+            .skills()
+            .put(&skill("code-review", "Review a change carefully"))
             .await
             .unwrap();
         let built = agents.build_named("writer").await.unwrap();

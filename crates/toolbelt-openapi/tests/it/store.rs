@@ -35,7 +35,8 @@ async fn re_importing_a_changed_document_versions_only_the_changed_operations() 
     assert!(dry.dry_run);
     assert_eq!(
         store
-            .get_tool("pets_getPetById")
+            .tools()
+            .get("pets_getPetById")
             .await
             .unwrap()
             .current_version,
@@ -62,7 +63,7 @@ async fn re_importing_a_changed_document_versions_only_the_changed_operations() 
         ]
     );
     assert_eq!(report.unchanged.len(), 18);
-    let versions = store.tool_versions("pets_getPetById").await.unwrap();
+    let versions = store.tools().versions("pets_getPetById").await.unwrap();
     assert_eq!(versions.len(), 2);
 }
 
@@ -74,7 +75,7 @@ async fn a_name_taken_by_another_source_is_skipped_and_the_rest_imported() {
         .build()
         .unwrap();
     let draft = toolbelt_store::ToolDraft::new(spec, toolbelt_store::ToolSource::Compiled, "test");
-    store.create_tool(&draft).await.unwrap();
+    store.tools().create(&draft).await.unwrap();
     let report = apply(&store, &import(&data("petstore-3.0.json")), "test", false)
         .await
         .unwrap();

@@ -5,11 +5,12 @@ use axum::extract::{Extension, Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use toolbelt_store::Revision;
 use utoipa::ToSchema;
 
 use crate::agents::{AgentDef, host_problem};
 use crate::api::extract::ApiJson;
-use crate::api::manage::{if_match, store_problem};
+use crate::api::manage::if_match;
 use crate::api::schema::{AgentDraftSchema, AgentRecordSchema};
 use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
@@ -120,7 +121,7 @@ fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
 /// A stored agent with its revision.
 fn stored_response(
     status: axum::http::StatusCode,
-    record: toolbelt_store::AgentRecord,
+    record: toolbelt_store::Stored<toolbelt_store::AgentSpec>,
 ) -> Response {
     let etag = axum::http::HeaderValue::from_str(&format!("\"{}\"", record.revision)).ok();
     let mut response = (status, Json(record)).into_response();
@@ -141,14 +142,14 @@ fn stored_response(
 pub(crate) async fn create_agent(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
-    ApiJson(mut draft): ApiJson<toolbelt_store::AgentDraft>,
+    ApiJson(draft): ApiJson<toolbelt_store::AgentSpec>,
 ) -> ApiResult<Response> {
     who.access.check(&draft.name).map_err(host_problem)?;
-    draft.changed_by = who.name;
     let record = store(&state)?
-        .create_agent(&draft)
+        .agents()
+        .create(&draft, &who.name)
         .await
-        .map_err(|e| store_problem(e).with_code_if("already_exists", "agent_exists"))?;
+        .map_err(|e| Problem::from(e).with_code_if("already_exists", "agent_exists"))?;
     Ok(stored_response(axum::http::StatusCode::CREATED, record))
 }
 
@@ -163,7 +164,7 @@ pub(crate) async fn update_agent(
     Extension(who): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    ApiJson(mut draft): ApiJson<toolbelt_store::AgentDraft>,
+    ApiJson(draft): ApiJson<toolbelt_store::AgentSpec>,
 ) -> ApiResult<Response> {
     let Some(revision) = if_match(&headers)? else {
         return Err(Problem::new(
@@ -179,11 +180,11 @@ pub(crate) async fn update_agent(
             format!("must be `{id}` (the agent in the URL)"),
         ));
     }
-    draft.changed_by = who.name;
     let record = store(&state)?
-        .update_agent(&draft, revision)
+        .agents()
+        .update(&draft, Revision::Exactly(revision), &who.name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
@@ -195,7 +196,11 @@ pub(crate) async fn get_stored_agent(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let record = store(&state)?.get_agent(&id).await.map_err(store_problem)?;
+    let record = store(&state)?
+        .agents()
+        .get(&id)
+        .await
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
@@ -211,9 +216,10 @@ pub(crate) async fn delete_agent(
 ) -> ApiResult<axum::http::StatusCode> {
     let revision = if_match(&headers)?;
     store(&state)?
-        .delete_agent(&id, revision)
+        .agents()
+        .delete(&id, Revision::from(revision))
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
@@ -250,9 +256,15 @@ pub(crate) async fn bind_tool(
         binding = binding.pinned(v);
     }
     let record = store(&state)?
-        .bind_tool(&id, &binding, if_match(&headers)?, &who.name)
+        .agents()
+        .bind(
+            &id,
+            &binding,
+            Revision::from(if_match(&headers)?),
+            &who.name,
+        )
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }
 
@@ -268,8 +280,9 @@ pub(crate) async fn unbind_tool(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let record = store(&state)?
-        .unbind_tool(&id, &tool, if_match(&headers)?, &who.name)
+        .agents()
+        .unbind(&id, &tool, Revision::from(if_match(&headers)?), &who.name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(stored_response(axum::http::StatusCode::OK, record))
 }

@@ -8,7 +8,6 @@ use toolbelt_openapi::{ImportError, ImportOptions, ImportReport, apply, convert}
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
-use crate::api::manage::store_problem;
 use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
@@ -159,7 +158,7 @@ pub(crate) async fn import_openapi(
         .map_err(import_problem)?;
     let report = apply(live.store(), &imported, &who.name, body.dry_run)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     if !report.dry_run
         && let Err(e) = live.reconcile().await
     {

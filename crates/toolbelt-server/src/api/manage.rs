@@ -12,7 +12,9 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolbelt_core::ToolSpec;
-use toolbelt_store::{Availability, StoreError, ToolDraft, ToolRecord, ToolSource, ToolVersion};
+use toolbelt_store::{
+    Availability, Revision, StoreError, ToolDraft, ToolRecord, ToolSource, ToolVersion,
+};
 use toolbelt_tools::declarative::Definition;
 use utoipa::ToSchema;
 
@@ -21,67 +23,8 @@ use crate::api::schema::{
     AvailabilitySchema, DefinitionSchema, StoredDefinitionSchema, ToolSpecSchema,
 };
 use crate::auth::Principal;
-use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
+use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
-
-/// The problem document for a store error.
-pub fn store_problem(error: StoreError) -> Problem {
-    match error {
-        StoreError::NotFound { kind, name } => {
-            let code = format!("{}_not_found", kind.replace(' ', "_"));
-            Problem::not_found(&code, format!("{kind} `{name}` not found")).with_pointer("name")
-        }
-        e @ StoreError::AlreadyExists { .. } => {
-            Problem::conflict("already_exists", e.to_string()).with_pointer("/spec/name")
-        }
-        e @ StoreError::Conflict { .. } => Problem::new(
-            StatusCode::PRECONDITION_FAILED,
-            "revision_mismatch",
-            e.to_string(),
-        )
-        .with_pointer("If-Match"),
-        StoreError::Invalid { field, reason } => {
-            let pointer = field_pointer(&field);
-            Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_field",
-                format!("{pointer}: {reason}"),
-            )
-            .with_errors(vec![FieldError {
-                pointer,
-                message: reason,
-            }])
-        }
-        e @ StoreError::InUse { .. } => Problem::conflict("tool_in_use", e.to_string()),
-        other => Problem::internal(other),
-    }
-}
-
-/// `http.url` / `tools[1]` / `parameters` → a JSON pointer into the request body.
-fn field_pointer(field: &str) -> String {
-    let (root, rest) = match field.split_once(['.', '[']) {
-        Some((root, _)) => (root, &field[root.len()..]),
-        None => (field, ""),
-    };
-    let base = match root {
-        "definition" | "http" | "command" => "/definition".to_owned(),
-        "spec" => "/spec".to_owned(),
-        other => format!("/spec/{other}"),
-    };
-    let base = if matches!(root, "http" | "command") {
-        format!("{base}/{root}")
-    } else {
-        base
-    };
-    let tail: String = rest
-        .replace('[', ".")
-        .replace(']', "")
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .map(|s| format!("/{s}"))
-        .collect();
-    format!("{base}{tail}")
-}
 
 /// A stored tool: its current spec and bookkeeping.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -178,7 +121,7 @@ fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
         Problem::invalid_field("/definition", e.reason).with_code("invalid_definition")
     })?;
     definition.validate(&body.spec).map_err(|e| {
-        let pointer = field_pointer(&e.field);
+        let pointer = crate::api::error::field_pointer(&e.field);
         Problem::invalid_field(pointer, e.reason).with_code("invalid_definition")
     })?;
     // Stored with the policy the tool runs with: a command without `read_only` is mutating and
@@ -262,7 +205,7 @@ fn file_problem(error: StoreError) -> Problem {
             };
             Problem::invalid_field(pointer, reason).with_code("invalid_definition")
         }
-        other => store_problem(other),
+        other => Problem::from(other),
     }
 }
 
@@ -280,9 +223,10 @@ pub(crate) async fn create_tool(
     let draft = body_draft(&state, &body, &who.name).await?;
     let record = live
         .store()
-        .create_tool(&draft)
+        .tools()
+        .create(&draft)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     refresh(&state, &record.name).await;
     Ok(with_etag(StatusCode::CREATED, record.into()))
 }
@@ -323,9 +267,10 @@ pub(crate) async fn update_tool(
     }
     let record = live
         .store()
-        .update_tool(&draft, revision)
+        .tools()
+        .update(&draft, Revision::Exactly(revision))
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     refresh(&state, &record.name).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
@@ -341,7 +286,12 @@ pub(crate) async fn get_stored(
 ) -> ApiResult<Response> {
     crate::api::tools::reach_tool(&state, &who, &name).await?;
     let live = store_of(&state)?;
-    let record = live.store().get_tool(&name).await.map_err(store_problem)?;
+    let record = live
+        .store()
+        .tools()
+        .get(&name)
+        .await
+        .map_err(Problem::from)?;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 
@@ -393,9 +343,10 @@ pub(crate) async fn versions(
     let live = store_of(&state)?;
     let versions = live
         .store()
-        .tool_versions(&name)
+        .tools()
+        .versions(&name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(Json(versions.into_iter().map(VersionView::from).collect()))
 }
 
@@ -423,9 +374,10 @@ pub(crate) async fn rollback(
     let revision = if_match(&headers)?;
     let record = live
         .store()
-        .rollback_tool(&name, body.version, revision, &who.name)
+        .tools()
+        .rollback(&name, body.version, Revision::from(revision), &who.name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     refresh(&state, &record.name).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
@@ -441,9 +393,10 @@ async fn set_enabled(
     let revision = if_match(headers)?;
     let record = live
         .store()
-        .set_tool_enabled(name, enabled, revision, &who.name)
+        .tools()
+        .set_enabled(name, enabled, Revision::from(revision), &who.name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     refresh(state, &record.name).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
@@ -490,9 +443,10 @@ pub(crate) async fn delete(
     let live = store_of(&state)?;
     let revision = if_match(&headers)?;
     live.store()
-        .delete_tool(&name, revision)
+        .tools()
+        .delete(&name, Revision::from(revision))
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     refresh(&state, &name).await;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -9,10 +9,10 @@ use serde_json::Value;
 use toolbelt_host::McpServers;
 use toolbelt_host::mcp_servers::{ConfigProblem, Health};
 use toolbelt_store::McpServerRecord;
+use toolbelt_store::Revision;
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
-use crate::api::manage::store_problem;
 use crate::problem::{ApiResult, FieldError, Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -125,7 +125,7 @@ pub(crate) async fn list_mcp_servers(
     State(state): State<AppState>,
 ) -> ApiResult<Json<Vec<McpServerView>>> {
     let (store, servers) = stored(&state)?;
-    let records = store.list_mcp_servers().await.map_err(store_problem)?;
+    let records = store.mcp_servers().list().await.map_err(Problem::from)?;
     let mut views = Vec::with_capacity(records.len());
     for record in records {
         views.push(view(servers, record).await);
@@ -143,7 +143,11 @@ pub(crate) async fn get_mcp_server(
     Path(name): Path<String>,
 ) -> ApiResult<Json<McpServerView>> {
     let (store, servers) = stored(&state)?;
-    let record = store.get_mcp_server(&name).await.map_err(store_problem)?;
+    let record = store
+        .mcp_servers()
+        .get(&name)
+        .await
+        .map_err(Problem::from)?;
     Ok(Json(view(servers, record).await))
 }
 
@@ -179,24 +183,32 @@ pub(crate) async fn put_mcp_server(
     // only that revision (412 when another change came first).
     let revision = match body.revision {
         Some(revision) => Some(revision),
-        None => match store.get_mcp_server(&name).await {
+        None => match store.mcp_servers().get(&name).await {
             Ok(current) => Some(current.revision),
             Err(toolbelt_store::StoreError::NotFound { .. }) => None,
-            Err(e) => return Err(store_problem(e)),
+            Err(e) => return Err(Problem::from(e)),
         },
     };
     let created = revision.is_none();
-    let mut record = store
-        .put_mcp_server(&name, &body.config, revision)
-        .await
-        .map_err(|e| store_problem(e).with_code_if("already_exists", "mcp_server_exists"))?;
+    let written = match revision {
+        Some(revision) => {
+            store
+                .mcp_servers()
+                .update(&name, &body.config, Revision::Exactly(revision))
+                .await
+        }
+        None => store.mcp_servers().create(&name, &body.config).await,
+    };
+    let mut record = written
+        .map_err(|e| Problem::from(e).with_code_if("already_exists", "mcp_server_exists"))?;
     if let Some(enabled) = body.enabled
         && enabled != record.enabled
     {
         record = store
-            .set_mcp_server_enabled(&name, enabled, Some(record.revision))
+            .mcp_servers()
+            .set_enabled(&name, enabled, Revision::Exactly(record.revision))
             .await
-            .map_err(store_problem)?;
+            .map_err(Problem::from)?;
     }
     servers.sync().await;
     let status = if created {
@@ -222,7 +234,11 @@ pub(crate) async fn patch_mcp_server(
     let (store, servers) = stored(&state)?;
     // Enabling a stdio server whose command the host does not allow is refused as a PUT is.
     if body.enabled {
-        let current = store.get_mcp_server(&name).await.map_err(store_problem)?;
+        let current = store
+            .mcp_servers()
+            .get(&name)
+            .await
+            .map_err(Problem::from)?;
         if let Ok(config) = toolbelt_host::mcp_servers::check_config(&name, &current.config)
             && let Some(problem) =
                 toolbelt_host::mcp_servers::command_problem(servers.settings().commands(), &config)
@@ -231,9 +247,10 @@ pub(crate) async fn patch_mcp_server(
         }
     }
     let record = store
-        .set_mcp_server_enabled(&name, body.enabled, body.revision)
+        .mcp_servers()
+        .set_enabled(&name, body.enabled, Revision::from(body.revision))
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     servers.sync().await;
     Ok(Json(view(servers, record).await))
 }
@@ -262,9 +279,10 @@ pub(crate) async fn delete_mcp_server(
 ) -> ApiResult<StatusCode> {
     let (store, servers) = stored(&state)?;
     store
-        .delete_mcp_server(&name, None)
+        .mcp_servers()
+        .delete(&name, Revision::Any)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     servers.sync().await;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -458,11 +458,11 @@ pub enum BindingInputSchema {
     Full(BindingSchema),
 }
 
-/// An agent to create or replace (`toolbelt_store::AgentDraft`, also the file of
+/// An agent to create or replace (`toolbelt_store::AgentSpec`, also the file of
 /// `toolbelt agents create -f`); only `name` is required.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(as = AgentDraft)]
+#[schema(as = AgentSpec)]
 pub struct AgentDraftSchema {
     /// Unique name (letters, digits, `_`, `-`), used in URLs.
     pub name: String,
@@ -509,7 +509,7 @@ fn default_kind() -> String {
     "assistant".to_owned()
 }
 
-/// A stored agent with its bindings and revision (`toolbelt_store::AgentRecord`); its
+/// A stored agent with its bindings and revision (`toolbelt_store::Stored<toolbelt_store::AgentSpec>`); its
 /// `revision` is also the `ETag` to send back as `If-Match`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -11,7 +11,6 @@ use toolbelt_store::{SkillChange, SkillDraft, SkillRecord};
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
-use crate::api::manage::store_problem;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -77,7 +76,11 @@ fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
 pub(crate) async fn list_skills(
     State(state): State<AppState>,
 ) -> ApiResult<Json<Vec<SkillSummary>>> {
-    let records = store(&state)?.list_skills().await.map_err(store_problem)?;
+    let records = store(&state)?
+        .skills()
+        .list()
+        .await
+        .map_err(Problem::from)?;
     Ok(Json(
         records
             .into_iter()
@@ -101,9 +104,10 @@ pub(crate) async fn get_skill(
     Path(name): Path<String>,
 ) -> ApiResult<Json<SkillView>> {
     let record = store(&state)?
-        .get_skill(&name)
+        .skills()
+        .get(&name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(Json(record.into()))
 }
 
@@ -135,9 +139,10 @@ pub(crate) async fn put_skill(
     let draft =
         SkillDraft::new(name, body.description, body.instructions).with_metadata(body.metadata);
     let (record, change) = store(&state)?
-        .put_skill(&draft)
+        .skills()
+        .put(&draft)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     let status = if change == SkillChange::Created {
         StatusCode::CREATED
     } else {
@@ -156,8 +161,9 @@ pub(crate) async fn delete_skill(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     store(&state)?
-        .delete_skill(&name)
+        .skills()
+        .delete(&name)
         .await
-        .map_err(store_problem)?;
+        .map_err(Problem::from)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::extract::ApiQuery;
-use crate::api::manage::store_problem;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
 
@@ -163,17 +162,20 @@ pub(crate) async fn stats(
                 let _ = log.flush().await;
             }
             let tools = store
+                .run_log()
                 .tool_call_stats(since_ms, bucket_ms, top)
                 .await
-                .map_err(store_problem)?;
+                .map_err(Problem::from)?;
             let totals = store
+                .run_log()
                 .tool_call_totals(since_ms, top * 50)
                 .await
-                .map_err(store_problem)?;
+                .map_err(Problem::from)?;
             let agents = store
+                .run_log()
                 .agent_token_stats(since_ms)
                 .await
-                .map_err(store_problem)?;
+                .map_err(Problem::from)?;
             (tools, totals, agents)
         }
         None => (Vec::new(), Vec::new(), Vec::new()),
@@ -256,9 +258,10 @@ pub(crate) async fn list_stored_tools(
         return Ok(Json(Vec::new()));
     };
     let mut tools: Vec<StoredToolSummary> = store
-        .list_tool_states()
+        .tools()
+        .states()
         .await
-        .map_err(store_problem)?
+        .map_err(Problem::from)?
         .into_iter()
         .map(|r| StoredToolSummary {
             restricted: r.availability != toolbelt_store::Availability::default(),

@@ -35,7 +35,7 @@ async fn a_token_limited_to_an_agent_reaches_only_that_agent_and_what_belongs_to
         let s = TestServer::start_stored(&db, Some(&model.url)).await;
         let store = db.open().await;
         let (_, team) = store
-            .create_token_for("team", &["admin".to_owned()], Some(&["helper".to_owned()]))
+            .tokens().create_for("team", &["admin".to_owned()], Some(&["helper".to_owned()]))
             .await
             .unwrap();
         let team = team.as_str();

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use toolbelt_store::Revision;
 
 use serde_json::{Value, json};
 
@@ -172,10 +173,10 @@ async fn a_server_stored_by_another_process_is_connected_within_the_poll() {
             // As `toolbelt mcp add` would: straight into the database, not through this server.
             let other = db.open().await;
             other
-                .put_mcp_server(
+                .mcp_servers()
+                .create(
                     "direct",
                     &json!({"command": "node", "args": [entry, "stdio"]}),
-                    None,
                 )
                 .await
                 .unwrap();
@@ -184,7 +185,11 @@ async fn a_server_stored_by_another_process_is_connected_within_the_poll() {
             })
             .await;
             assert!(up["health"]["tools"].as_u64().unwrap() > 5, "{up}");
-            other.delete_mcp_server("direct", None).await.unwrap();
+            other
+                .mcp_servers()
+                .delete("direct", Revision::Any)
+                .await
+                .unwrap();
             let start = Instant::now();
             loop {
                 let tools = json_of(
@@ -338,10 +343,10 @@ async fn a_stdio_command_outside_the_allow_list_is_refused_and_never_started() {
         let file = marker.path().join("ran");
         let other = db.open().await;
         other
-            .put_mcp_server(
+            .mcp_servers()
+            .create(
                 "direct",
                 &json!({"command": "sh", "args": ["-c", format!("touch {}", file.display())]}),
-                None,
             )
             .await
             .unwrap();
@@ -359,7 +364,8 @@ async fn a_stdio_command_outside_the_allow_list_is_refused_and_never_started() {
         assert!(!file.exists(), "the refused command ran");
         // Enabling it again through the API is refused as a PUT is.
         other
-            .set_mcp_server_enabled("direct", false, None)
+            .mcp_servers()
+            .set_enabled("direct", false, Revision::Any)
             .await
             .unwrap();
         let patch = s

@@ -4,7 +4,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use toolbelt_server::{Server, ServerConfig};
-use toolbelt_store::AgentDraft;
+use toolbelt_store::AgentSpec;
 
 use crate::support::{FakeModel, json_of, on_both, text};
 
@@ -13,12 +13,12 @@ async fn the_library_starts_the_binarys_server_and_runs_a_stored_agent() {
     on_both(|db| async move {
         let model = FakeModel::start(vec![text(&["hello ", "from the library"])]).await;
         let store = db.open().await;
-        let mut draft = AgentDraft::new("writer");
+        let mut draft = AgentSpec::new("writer");
         draft.provider = Some("openai".to_owned());
         draft.model = Some("scripted".to_owned());
         draft.options.base_url = Some(model.url.clone());
         draft.options.api_key_env = Some("TOOLBELT_TEST_NO_KEY".to_owned());
-        store.create_agent(&draft).await.unwrap();
+        store.agents().create(&draft, "unknown").await.unwrap();
         let opened = toolbelt_server::database::open_store(store, Vec::new(), "test")
             .await
             .unwrap();

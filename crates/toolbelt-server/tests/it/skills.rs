@@ -15,9 +15,9 @@ async fn stored_skills_are_listed_shown_and_given_to_runs() {
         let store = db.open().await;
         let pdf = SkillDraft::new("pdf-forms", "Fill in PDF forms", "PDF-FORM-STEPS")
             .with_files(vec!["fields.py".into()]);
-        store.put_skill(&pdf).await.unwrap();
+        store.skills().put(&pdf).await.unwrap();
         let csv = SkillDraft::new("csv-report", "Summarise CSV spreadsheets", "CSV-STEPS");
-        store.put_skill(&csv).await.unwrap();
+        store.skills().put(&csv).await.unwrap();
         store.close().await;
         let model = FakeModel::start(vec![text(&["Done."])]).await;
         let s = TestServer::start_stored(&db, Some(&model.url)).await;

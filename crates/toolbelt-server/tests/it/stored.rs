@@ -86,6 +86,13 @@ async fn tools_are_created_updated_with_revisions_and_rolled_back() {
             "revision_mismatch",
         )
         .await;
+        // No revision means "any": `-1` is an ordinary revision that matches nothing.
+        problem_of(
+            put(Some("\"-1\"")).send().await.unwrap(),
+            412,
+            "revision_mismatch",
+        )
+        .await;
         assert_eq!(versions(&s).await, 1, "a refused write changes nothing");
         let updated = json_of(put(Some("\"1\"")).send().await.unwrap(), 200).await;
         assert_eq!(
@@ -319,7 +326,8 @@ async fn stored_tokens_work_until_revoked() {
         let s = TestServer::start_stored(&db, None).await;
         let store = db.open().await;
         let (_, secret) = store
-            .create_token("ci", &["read".to_owned()])
+            .tokens()
+            .create("ci", &["read".to_owned()])
             .await
             .unwrap();
         json_of(s.get("/api/v1/tools", &secret).send().await.unwrap(), 200).await;
@@ -333,7 +341,7 @@ async fn stored_tokens_work_until_revoked() {
             "missing_scope",
         )
         .await;
-        store.revoke_token("ci").await.unwrap();
+        store.tokens().revoke("ci").await.unwrap();
         tokio::time::sleep(toolbelt_server::STORE_TOKEN_TTL + Duration::from_millis(200)).await;
         problem_of(
             s.get("/api/v1/tools", &secret).send().await.unwrap(),

@@ -9,13 +9,36 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use sqlx::Row;
+use sqlx::any::AnyRow;
+use sqlx::{AnyPool, Row};
 use toolbelt_core::Embedder;
-use toolbelt_persist::{MemoryIndex, QuantizedVector};
+use toolbelt_persist::{MemoryEntry, MemoryIndex, QuantizedVector};
 
-use super::{COLUMNS, decode};
 use crate::error::StoreError;
-use crate::store::Store;
+
+/// The columns of a memory entry, as [`decode`] reads them.
+pub(super) const COLUMNS: &str =
+    "m.id, m.agent, m.user_id, m.text, m.tags, m.importance, m.shared, m.created_at";
+
+/// A memory entry from a row of [`COLUMNS`].
+pub(super) fn decode(row: &AnyRow) -> Result<MemoryEntry, sqlx::Error> {
+    let user: String = row.try_get("user_id")?;
+    let tags: String = row.try_get("tags")?;
+    let importance: i64 = row.try_get("importance")?;
+    Ok(MemoryEntry::new(
+        row.try_get("id")?,
+        row.try_get("agent")?,
+        (!user.is_empty()).then_some(user),
+        row.try_get("text")?,
+        tags.split(',')
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        u8::try_from(importance).unwrap_or(3),
+        row.try_get::<i64, _>("shared")? != 0,
+        row.try_get("created_at")?,
+    ))
+}
 
 /// How many agents' indexes one store keeps; the least recently used goes first.
 const MAX_AGENTS: usize = 64;
@@ -89,11 +112,11 @@ impl MemoryCache {
         slot
     }
 
-    /// Runs `f` on `agent`'s index, brought up to date with `store` first, holding the
+    /// Runs `f` on `agent`'s index, brought up to date with the database behind `pool` first, holding the
     /// vectors of `model`; the index stays locked for this agent until `f` has finished.
     pub(crate) async fn with_index<T>(
         &self,
-        store: &Store,
+        pool: &AnyPool,
         agent: &str,
         model: Option<&str>,
         f: impl AsyncFnOnce(&MemoryIndex) -> T,
@@ -101,13 +124,13 @@ impl MemoryCache {
         let slot = self.slot(agent);
         let mut state = slot.state.lock().await;
         let row = sqlx::query("SELECT writes, deletes FROM memory_version WHERE id = 1")
-            .fetch_one(store.pool())
+            .fetch_one(pool)
             .await?;
         let (writes, deletes): (i64, i64) = (row.try_get("writes")?, row.try_get("deletes")?);
         match state.as_mut() {
             Some(current) if current.deletes == deletes && current.model.as_deref() == model => {
                 if current.writes != writes {
-                    let rows = rows_of(store, agent, current.max_id).await?;
+                    let rows = rows_of(pool, agent, current.max_id).await?;
                     for row in &rows {
                         let entry = decode(row)?;
                         current.max_id = current.max_id.max(entry.id);
@@ -121,7 +144,7 @@ impl MemoryCache {
             _ => {
                 let index = MemoryIndex::new();
                 let mut max_id = 0;
-                for row in &rows_of(store, agent, 0).await? {
+                for row in &rows_of(pool, agent, 0).await? {
                     let entry = decode(row)?;
                     max_id = max_id.max(entry.id);
                     index.insert_entry_with_vector(entry, vector_of(row, model)?.as_ref());
@@ -160,7 +183,7 @@ fn vector_of(
 
 /// The entries `agent` can read (its own and shared ones, every user) above `after`.
 async fn rows_of(
-    store: &Store,
+    pool: &AnyPool,
     agent: &str,
     after: i64,
 ) -> Result<Vec<sqlx::any::AnyRow>, sqlx::Error> {
@@ -170,6 +193,6 @@ async fn rows_of(
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(after)
         .bind(agent)
-        .fetch_all(store.pool())
+        .fetch_all(pool)
         .await
 }

@@ -1,10 +1,11 @@
 //! Agents: create with bindings, pins, bind/unbind, conflicts, nothing half-written, availability.
 
 use std::collections::BTreeSet;
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use toolbelt_store::{
-    AgentDraft, Availability, Binding, Condition, Environment, Reason, StoreError, availability,
+    AgentSpec, Availability, Binding, Condition, Environment, Reason, StoreError, availability,
 };
 
 use crate::support::{each_engine, http_draft};
@@ -12,25 +13,33 @@ use crate::support::{each_engine, http_draft};
 #[tokio::test]
 async fn an_agent_round_trips_with_bindings_and_pins() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
         store
-            .update_tool(&http_draft("search", "b"), 1)
+            .tools()
+            .create(&http_draft("search", "a"))
             .await
             .unwrap();
-        store.create_tool(&http_draft("fetch", "f")).await.unwrap();
-        let mut draft = AgentDraft::new("researcher")
+        store
+            .tools()
+            .update(&http_draft("search", "b"), Revision::from(1))
+            .await
+            .unwrap();
+        store
+            .tools()
+            .create(&http_draft("fetch", "f"))
+            .await
+            .unwrap();
+        let mut draft = AgentSpec::new("researcher")
             .with_selection("web,search@1,-fetch")
-            .with_tool(Binding::new("fetch").pinned(1))
-            .changed_by("me");
+            .with_tool(Binding::new("fetch").pinned(1));
         draft.labels = vec!["prod".into()];
         draft.options.max_iterations = Some(4);
-        let agent = store.create_agent(&draft).await.unwrap();
+        let agent = store.agents().create(&draft, "me").await.unwrap();
         assert_eq!(agent.selection, "web,search,-fetch");
         assert_eq!(agent.pins.get("search"), Some(&1));
         assert_eq!(agent.tools, vec![Binding::new("fetch").pinned(1)]);
         assert_eq!(agent.options.max_iterations, Some(4));
-        assert_eq!(store.get_agent("researcher").await.unwrap(), agent);
-        assert_eq!(store.list_agents().await.unwrap(), vec![agent]);
+        assert_eq!(store.agents().get("researcher").await.unwrap(), agent);
+        assert_eq!(store.agents().list().await.unwrap(), vec![agent]);
     })
     .await;
 }
@@ -38,31 +47,36 @@ async fn an_agent_round_trips_with_bindings_and_pins() {
 #[tokio::test]
 async fn a_bad_binding_writes_nothing() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
-        let draft = AgentDraft::new("a")
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
+        let draft = AgentSpec::new("a")
             .with_tool(Binding::new("search"))
             .with_tool(Binding::new("nope"));
-        let err = store.create_agent(&draft).await.unwrap_err();
+        let err = store.agents().create(&draft, "unknown").await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid tools[1]: no tool named `nope` (`toolbelt tools list` shows the stored tools)"
         );
         assert!(matches!(
-            store.get_agent("a").await,
+            store.agents().get("a").await,
             Err(StoreError::NotFound { .. })
         ));
-        let draft = AgentDraft::new("a").with_selection("search@7");
-        let err = store.create_agent(&draft).await.unwrap_err();
+        let draft = AgentSpec::new("a").with_selection("search@7");
+        let err = store.agents().create(&draft, "unknown").await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid pins.search: tool `search` has no version 7 (latest is 1)"
         );
         let err = store
-            .create_agent(&AgentDraft::new("a").with_selection("web,,x"))
+            .agents()
+            .create(&AgentSpec::new("a").with_selection("web,,x"), "unknown")
             .await
             .unwrap_err();
         assert!(err.to_string().starts_with("invalid selection: "), "{err}");
-        assert!(store.list_agents().await.unwrap().is_empty());
+        assert!(store.agents().list().await.unwrap().is_empty());
     })
     .await;
 }
@@ -70,32 +84,61 @@ async fn a_bad_binding_writes_nothing() {
 #[tokio::test]
 async fn bind_and_unbind_persist_and_bump_the_revision() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
-        let agent = store.create_agent(&AgentDraft::new("a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
+        let agent = store
+            .agents()
+            .create(&AgentSpec::new("a"), "unknown")
+            .await
+            .unwrap();
         let bound = store
-            .bind_tool("a", &Binding::new("search"), Some(agent.revision), "me")
+            .agents()
+            .bind(
+                "a",
+                &Binding::new("search"),
+                Revision::Exactly(agent.revision),
+                "me",
+            )
             .await
             .unwrap();
         assert_eq!(bound.tools, vec![Binding::new("search")]);
         assert_eq!(bound.revision, agent.revision + 1);
         let err = store
-            .bind_tool("a", &Binding::new("search"), Some(agent.revision), "me")
+            .agents()
+            .bind(
+                "a",
+                &Binding::new("search"),
+                Revision::Exactly(agent.revision),
+                "me",
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
-        let err = store.delete_tool("search", None).await.unwrap_err();
+        let err = store
+            .tools()
+            .delete("search", Revision::Any)
+            .await
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "tool `search` is bound to agent(s) a; unbind it first"
         );
-        let unbound = store.unbind_tool("a", "search", None, "me").await.unwrap();
+        let unbound = store
+            .agents()
+            .unbind("a", "search", Revision::Any, "me")
+            .await
+            .unwrap();
         assert!(unbound.tools.is_empty());
         let err = store
-            .unbind_tool("a", "search", None, "me")
+            .agents()
+            .unbind("a", "search", Revision::Any, "me")
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "binding `a -> search` not found");
-        store.delete_tool("search", None).await.unwrap();
+        store.tools().delete("search", Revision::Any).await.unwrap();
     })
     .await;
 }
@@ -103,13 +146,22 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
 #[tokio::test]
 async fn update_agent_checks_the_revision() {
     each_engine(|store| async move {
-        let agent = store.create_agent(&AgentDraft::new("a")).await.unwrap();
-        let mut draft = agent.to_draft();
+        let agent = store
+            .agents()
+            .create(&AgentSpec::new("a"), "unknown")
+            .await
+            .unwrap();
+        let mut draft = agent.value.clone();
         draft.system_prompt = Some("be brief".into());
-        let updated = store.update_agent(&draft, agent.revision).await.unwrap();
+        let updated = store
+            .agents()
+            .update(&draft, Revision::Exactly(agent.revision), "unknown")
+            .await
+            .unwrap();
         assert_eq!(updated.system_prompt.as_deref(), Some("be brief"));
         let err = store
-            .update_agent(&draft, agent.revision)
+            .agents()
+            .update(&draft, Revision::Exactly(agent.revision), "unknown")
             .await
             .unwrap_err();
         assert!(
@@ -124,10 +176,11 @@ async fn update_agent_checks_the_revision() {
             "{err:?}"
         );
         store
-            .delete_agent("a", Some(updated.revision))
+            .agents()
+            .delete("a", Revision::Exactly(updated.revision))
             .await
             .unwrap();
-        assert!(store.list_agents().await.unwrap().is_empty());
+        assert!(store.agents().list().await.unwrap().is_empty());
     })
     .await;
 }
@@ -135,7 +188,11 @@ async fn update_agent_checks_the_revision() {
 #[tokio::test]
 async fn why_names_every_reason() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
         let mut rules = Availability::default();
         rules.agent_kinds = vec!["researcher".into()];
         rules.capabilities = vec!["network".into()];
@@ -147,11 +204,13 @@ async fn why_names_every_reason() {
             },
         ];
         let tool = store
-            .set_tool_availability("search", &rules, None, "me")
+            .tools()
+            .set_availability("search", &rules, Revision::Any, "me")
             .await
             .unwrap();
         let agent = store
-            .create_agent(&AgentDraft::new("a").with_selection("web"))
+            .agents()
+            .create(&AgentSpec::new("a").with_selection("web"), "unknown")
             .await
             .unwrap();
         let tags = BTreeSet::from(["web".to_owned()]);
@@ -180,20 +239,26 @@ async fn why_names_every_reason() {
                 },
             ]
         );
-        let mut draft = agent.to_draft();
+        let mut draft = agent.value.clone();
         draft.kind = "researcher".into();
         draft.capabilities = vec!["network".into()];
-        let agent = store.update_agent(&draft, agent.revision).await.unwrap();
+        let agent = store
+            .agents()
+            .update(&draft, Revision::Exactly(agent.revision), "unknown")
+            .await
+            .unwrap();
         let env = Environment::default()
             .with_secrets(["GITHUB_TOKEN"])
             .at_minute(10 * 60);
         assert!(availability(&agent, &tool, &tags, &env).is_available());
         let off = store
-            .set_tool_enabled("search", false, None, "me")
+            .tools()
+            .set_enabled("search", false, Revision::Any, "me")
             .await
             .unwrap();
         let other = store
-            .create_agent(&AgentDraft::new("b").with_selection("-web"))
+            .agents()
+            .create(&AgentSpec::new("b").with_selection("-web"), "unknown")
             .await
             .unwrap();
         assert_eq!(
@@ -219,10 +284,10 @@ async fn why_names_every_reason() {
 #[tokio::test]
 async fn a_bad_time_window_is_refused() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store.tools().create(&http_draft("search", "a")).await.unwrap();
         let mut rules = Availability::default();
         rules.conditions = vec![Condition::TimeWindow { from: "9am".into(), to: "17:00".into() }];
-        let err = store.set_tool_availability("search", &rules, None, "me").await.unwrap_err();
+        let err = store.tools().set_availability("search", &rules, Revision::Any, "me").await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid conditions[0].time_window.from: `9am` is not a time of day HH:MM (00:00 to 23:59)"

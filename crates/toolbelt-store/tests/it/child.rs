@@ -19,7 +19,8 @@ async fn child_writes_one_tool() {
     }
     let store = Store::open_with(&url, options).await.unwrap();
     store
-        .create_tool(&http_draft("durable", "kept"))
+        .tools()
+        .create(&http_draft("durable", "kept"))
         .await
         .unwrap();
     println!("ok");
@@ -63,7 +64,7 @@ async fn a_write_survives_sigkill() {
         child.wait().await.unwrap();
         let store = db.open().await;
         assert_eq!(
-            store.get_tool("durable").await.unwrap().spec.description,
+            store.tools().get("durable").await.unwrap().spec.description,
             "kept"
         );
         store.close().await;

@@ -4,6 +4,7 @@
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -66,11 +67,13 @@ async fn reconcile_installs_replaces_and_removes() {
     each_engine(|store| async move {
         let compiled = FnTool::new(spec("builtin", "compiled"), |_a, _c| async { "b" });
         store
+            .tools()
             .sync_compiled(&[spec("builtin", "compiled")], "sync")
             .await
             .unwrap();
         store
-            .create_tool(&reply_draft("greet", "hello"))
+            .tools()
+            .create(&reply_draft("greet", "hello"))
             .await
             .unwrap();
         let live = LiveRegistry::builder(store.clone())
@@ -83,7 +86,8 @@ async fn reconcile_installs_replaces_and_removes() {
         assert_eq!(call(&live, "greet").await, Ok("hello".to_owned()));
 
         store
-            .update_tool(&reply_draft("greet", "hi again"), 1)
+            .tools()
+            .update(&reply_draft("greet", "hi again"), Revision::from(1))
             .await
             .unwrap();
         let report = live.reconcile().await.unwrap();
@@ -91,7 +95,8 @@ async fn reconcile_installs_replaces_and_removes() {
         assert_eq!(call(&live, "greet").await, Ok("hi again".to_owned()));
 
         store
-            .set_tool_enabled("greet", false, None, "ops")
+            .tools()
+            .set_enabled("greet", false, Revision::Any, "ops")
             .await
             .unwrap();
         assert_eq!(
@@ -102,7 +107,7 @@ async fn reconcile_installs_replaces_and_removes() {
         let pinned = live.tool_at("greet", 1).await.unwrap();
         assert_eq!(pinned.spec().description, "replies");
 
-        store.create_tool(&broken_draft()).await.unwrap();
+        store.tools().create(&broken_draft()).await.unwrap();
         let report = live.reconcile().await.unwrap();
         assert_eq!(report.failed.len(), 1);
         assert!(!live.registry().contains("broken"));
@@ -116,13 +121,15 @@ async fn many_stored_tools_are_built_from_one_read_at_start_up() {
         // More than the bulk-read threshold, with one broken definition among them.
         for i in 0..40 {
             store
-                .create_tool(&reply_draft(&format!("t{i}"), &format!("r{i}")))
+                .tools()
+                .create(&reply_draft(&format!("t{i}"), &format!("r{i}")))
                 .await
                 .unwrap();
         }
-        store.create_tool(&broken_draft()).await.unwrap();
+        store.tools().create(&broken_draft()).await.unwrap();
         store
-            .set_tool_enabled("t7", false, None, "ops")
+            .tools()
+            .set_enabled("t7", false, Revision::Any, "ops")
             .await
             .unwrap();
         let live = LiveRegistry::builder(store.clone())
@@ -211,12 +218,13 @@ async fn a_second_process_sees_changes_within_a_second() {
         assert_eq!(next().await, "ready");
         let created = Instant::now();
         store
-            .create_tool(&reply_draft("late", "from the other process"))
+            .tools()
+            .create(&reply_draft("late", "from the other process"))
             .await
             .unwrap();
         assert_eq!(next().await, "called from the other process");
         let seen_after = created.elapsed();
-        store.delete_tool("late", None).await.unwrap();
+        store.tools().delete("late", Revision::Any).await.unwrap();
         let refused = next().await;
         assert!(refused.starts_with("refused "), "{refused}");
         eprintln!(
@@ -249,7 +257,11 @@ async fn live_registries_are_shareable() {
 async fn refresh_rebuilds_only_the_named_tools() {
     each_engine(|store| async move {
         for name in ["a", "b"] {
-            store.create_tool(&reply_draft(name, "v1")).await.unwrap();
+            store
+                .tools()
+                .create(&reply_draft(name, "v1"))
+                .await
+                .unwrap();
         }
         let live = LiveRegistry::builder(store.clone())
             .factory(ToolSource::Declarative, reply_factory)
@@ -258,7 +270,8 @@ async fn refresh_rebuilds_only_the_named_tools() {
             .unwrap();
         for name in ["a", "b"] {
             store
-                .update_tool(&reply_draft(name, "v2"), 1)
+                .tools()
+                .update(&reply_draft(name, "v2"), Revision::from(1))
                 .await
                 .unwrap();
         }
@@ -271,7 +284,7 @@ async fn refresh_rebuilds_only_the_named_tools() {
             "b was not named"
         );
 
-        store.delete_tool("a", None).await.unwrap();
+        store.tools().delete("a", Revision::Any).await.unwrap();
         let report = live.refresh(["a", "a", "never_stored"]).await.unwrap();
         assert_eq!(
             (report.installed, report.removed),
@@ -297,16 +310,19 @@ async fn the_watcher_follows_a_burst_of_changes_by_name() {
         let watch = live.watch(Duration::from_millis(20));
         for i in 0..30 {
             store
-                .create_tool(&reply_draft(&format!("t{i}"), "v1"))
+                .tools()
+                .create(&reply_draft(&format!("t{i}"), "v1"))
                 .await
                 .unwrap();
         }
         store
-            .update_tool(&reply_draft("t3", "v2"), 1)
+            .tools()
+            .update(&reply_draft("t3", "v2"), Revision::from(1))
             .await
             .unwrap();
         store
-            .set_tool_enabled("t4", false, None, "ops")
+            .tools()
+            .set_enabled("t4", false, Revision::Any, "ops")
             .await
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -80,7 +80,7 @@ async fn entries_are_found_by_meaning_in_the_other_language() {
         mem.store(&scope, NewMemory::new("the cat sleeps on the sofa"))
             .await
             .unwrap();
-        store.set_memory_embedder(Arc::new(Concepts {
+        store.memory().set_embedder(Arc::new(Concepts {
             model: "concepts-1",
         }));
         let cat = mem
@@ -123,7 +123,7 @@ async fn entries_are_found_by_meaning_in_the_other_language() {
             None => StoreOptions::default(),
         };
         let other = Store::open_with(store.url(), options).await.unwrap();
-        other.set_memory_embedder(Arc::new(Concepts {
+        other.memory().set_embedder(Arc::new(Concepts {
             model: "concepts-1",
         }));
         let hits = other
@@ -134,7 +134,7 @@ async fn entries_are_found_by_meaning_in_the_other_language() {
         assert_eq!(hits[0].entry.text, "用户每天早上喝两杯咖啡");
 
         // Vectors of another model are not compared: words only again.
-        store.set_memory_embedder(Arc::new(Concepts {
+        store.memory().set_embedder(Arc::new(Concepts {
             model: "concepts-2",
         }));
         let hits = mem
@@ -150,7 +150,7 @@ async fn entries_are_found_by_meaning_in_the_other_language() {
 #[tokio::test]
 async fn a_failing_embedder_loses_nothing() {
     each_engine(|store: Store| async move {
-        store.set_memory_embedder(Arc::new(Broken));
+        store.memory().set_embedder(Arc::new(Broken));
         let scope = MemoryScope::agent("a");
         let mem = store.memory();
         let stored = mem
@@ -246,7 +246,7 @@ async fn hybrid_recall_quality_with_the_multilingual_encoder() {
             for db in databases() {
                 let store = db.open().await;
                 if hybrid {
-                    store.set_memory_embedder(Arc::clone(&model));
+                    store.memory().set_embedder(Arc::clone(&model));
                 }
                 let q = score(&ranks(&store.memory(), set).await);
                 let mode = if hybrid { "hybrid" } else { "words" };

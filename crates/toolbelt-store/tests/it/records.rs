@@ -1,6 +1,7 @@
 //! Runs, API tokens, MCP servers, the change feed and the run log.
 
 use std::time::Duration;
+use toolbelt_store::Revision;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -12,38 +13,51 @@ use crate::support::{each_engine, http_draft};
 async fn a_run_moves_through_its_statuses() {
     each_engine(|store| async move {
         let run = store
-            .create_run("helper", &json!({"message": "hi"}), Some("me"))
+            .runs()
+            .create("helper", &json!({"message": "hi"}), Some("me"))
             .await
             .unwrap();
         assert_eq!((run.status, run.revision), (RunStatus::Queued, 1));
         let waiting = store
-            .update_run(
+            .runs()
+            .update(
                 &run.id,
                 &RunUpdate::status(RunStatus::Waiting).with_transcript(json!([{"role": "user"}])),
-                Some(1),
+                Revision::Exactly(1),
             )
             .await
             .unwrap();
         assert_eq!(waiting.status, RunStatus::Waiting);
         assert_eq!(waiting.transcript, json!([{"role": "user"}]));
         let err = store
-            .update_run(&run.id, &RunUpdate::status(RunStatus::Running), Some(1))
+            .runs()
+            .update(
+                &run.id,
+                &RunUpdate::status(RunStatus::Running),
+                Revision::Exactly(1),
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
-        let other = store.create_run("helper", &json!({}), None).await.unwrap();
-        assert_eq!(store.interrupt_unfinished_runs().await.unwrap(), 2);
+        let other = store
+            .runs()
+            .create("helper", &json!({}), None)
+            .await
+            .unwrap();
+        assert_eq!(store.runs().interrupt_unfinished().await.unwrap(), 2);
         let done = store
-            .update_run(
+            .runs()
+            .update(
                 &other.id,
                 &RunUpdate::status(RunStatus::Completed).with_output(json!("bye")),
-                None,
+                Revision::Any,
             )
             .await
             .unwrap();
         assert!(done.finished_at.is_some());
         let interrupted = store
-            .list_runs(Some("helper"), Some(RunStatus::Interrupted), 10)
+            .runs()
+            .list(Some("helper"), Some(RunStatus::Interrupted), 10)
             .await
             .unwrap();
         assert_eq!(
@@ -53,7 +67,7 @@ async fn a_run_moves_through_its_statuses() {
                 .collect::<Vec<_>>(),
             [run.id.as_str()]
         );
-        assert_eq!(store.list_runs(None, None, 10).await.unwrap().len(), 2);
+        assert_eq!(store.runs().list(None, None, 10).await.unwrap().len(), 2);
     })
     .await;
 }
@@ -66,23 +80,33 @@ async fn waiting_runs_are_found_by_a_string_of_their_transcript_with_wildcards_t
         let mut ids = Vec::new();
         // `_` and `%` are LIKE's wildcards: "appr_1" must not match "apprX1" or "appr%1".
         for approval in ["appr_1", "apprX1", "appr%1", "appr_10"] {
-            let run = store.create_run("helper", &json!({}), None).await.unwrap();
+            let run = store
+                .runs()
+                .create("helper", &json!({}), None)
+                .await
+                .unwrap();
             store
-                .update_run(
+                .runs()
+                .update(
                     &run.id,
                     &RunUpdate::status(RunStatus::Waiting).with_transcript(pending(approval)),
-                    None,
+                    Revision::Any,
                 )
                 .await
                 .unwrap();
             ids.push(run.id);
         }
-        let done = store.create_run("helper", &json!({}), None).await.unwrap();
+        let done = store
+            .runs()
+            .create("helper", &json!({}), None)
+            .await
+            .unwrap();
         store
-            .update_run(
+            .runs()
+            .update(
                 &done.id,
                 &RunUpdate::status(RunStatus::Completed).with_transcript(pending("appr_1")),
-                None,
+                Revision::Any,
             )
             .await
             .unwrap();
@@ -90,7 +114,8 @@ async fn waiting_runs_are_found_by_a_string_of_their_transcript_with_wildcards_t
             let store = store.clone();
             async move {
                 store
-                    .runs_mentioning(RunStatus::Waiting, text, 10)
+                    .runs()
+                    .mentioning(RunStatus::Waiting, text, 10)
                     .await
                     .unwrap()
                     .into_iter()
@@ -119,7 +144,8 @@ async fn waiting_runs_are_found_by_a_string_of_their_transcript_with_wildcards_t
 async fn tokens_store_only_a_hash_and_can_be_revoked() {
     each_engine(|store| async move {
         let (token, secret) = store
-            .create_token("ci", &["tools:read".to_owned()])
+            .tokens()
+            .create("ci", &["tools:read".to_owned()])
             .await
             .unwrap();
         assert!(secret.starts_with("tb_") && secret.len() == 67, "{secret}");
@@ -128,18 +154,18 @@ async fn tokens_store_only_a_hash_and_can_be_revoked() {
             .await
             .unwrap();
         assert_eq!(stored, vec![toolbelt_store::token_hash(&secret)]);
-        let found = store.verify_token(&secret).await.unwrap().unwrap();
+        let found = store.tokens().verify(&secret).await.unwrap().unwrap();
         assert_eq!(
             (found.name.as_str(), found.has_scope("tools:read")),
             ("ci", true)
         );
-        assert!(store.verify_token("tb_wrong").await.unwrap().is_none());
+        assert!(store.tokens().verify("tb_wrong").await.unwrap().is_none());
         assert!(matches!(
-            store.create_token("ci", &[]).await,
+            store.tokens().create("ci", &[]).await,
             Err(StoreError::AlreadyExists { .. })
         ));
-        store.revoke_token(&token.name).await.unwrap();
-        assert!(store.verify_token(&secret).await.unwrap().is_none());
+        store.tokens().revoke(&token.name).await.unwrap();
+        assert!(store.tokens().verify(&secret).await.unwrap().is_none());
     })
     .await;
 }
@@ -149,21 +175,24 @@ async fn a_token_limited_to_agents_keeps_its_list_and_an_unlimited_one_has_none(
     each_engine(|store| async move {
         let agents = ["writer".to_owned(), "reviewer".to_owned()];
         let (_, secret) = store
-            .create_token_for("team", &["run".to_owned()], Some(&agents))
+            .tokens()
+            .create_for("team", &["run".to_owned()], Some(&agents))
             .await
             .unwrap();
-        let found = store.verify_token(&secret).await.unwrap().unwrap();
+        let found = store.tokens().verify(&secret).await.unwrap().unwrap();
         assert_eq!(found.agents.as_deref(), Some(&agents[..]));
         let (_, open) = store
-            .create_token("ops", &["read".to_owned()])
+            .tokens()
+            .create("ops", &["read".to_owned()])
             .await
             .unwrap();
         assert_eq!(
-            store.verify_token(&open).await.unwrap().unwrap().agents,
+            store.tokens().verify(&open).await.unwrap().unwrap().agents,
             None
         );
         let listed: Vec<Option<Vec<String>>> = store
-            .list_tokens()
+            .tokens()
+            .list()
             .await
             .unwrap()
             .into_iter()
@@ -171,14 +200,15 @@ async fn a_token_limited_to_agents_keeps_its_list_and_an_unlimited_one_has_none(
             .collect();
         assert_eq!(listed, vec![None, Some(agents.to_vec())], "ops, then team");
         let Err(StoreError::Invalid { field, .. }) = store
-            .create_token_for("bad", &["run".to_owned()], Some(&[" ".to_owned()]))
+            .tokens()
+            .create_for("bad", &["run".to_owned()], Some(&[" ".to_owned()]))
             .await
         else {
             panic!("an empty agent name was stored");
         };
         assert_eq!(field, "agents[0]");
         assert!(
-            store.get_token("bad").await.is_err(),
+            store.tokens().get("bad").await.is_err(),
             "nothing half-written"
         );
     })
@@ -188,29 +218,44 @@ async fn a_token_limited_to_agents_keeps_its_list_and_an_unlimited_one_has_none(
 #[tokio::test]
 async fn mcp_servers_and_the_change_feed() {
     each_engine(|store| async move {
-        let before = store.latest_change().await.unwrap();
+        let before = store.changes().latest().await.unwrap();
         let server = store
-            .put_mcp_server("fs", &json!({"command": "npx"}), None)
+            .mcp_servers()
+            .create("fs", &json!({"command": "npx"}))
             .await
             .unwrap();
         let updated = store
-            .put_mcp_server("fs", &json!({"command": "node"}), Some(server.revision))
+            .mcp_servers()
+            .update(
+                "fs",
+                &json!({"command": "node"}),
+                Revision::Exactly(server.revision),
+            )
             .await
             .unwrap();
         assert_eq!(updated.config, json!({"command": "node"}));
         let off = store
-            .set_mcp_server_enabled("fs", false, None)
+            .mcp_servers()
+            .set_enabled("fs", false, Revision::Any)
             .await
             .unwrap();
         assert!(!off.enabled);
         assert!(matches!(
-            store.put_mcp_server("fs", &json!("x"), None).await,
+            store.mcp_servers().create("fs", &json!("x")).await,
             Err(StoreError::Invalid { .. })
         ));
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
-        store.delete_mcp_server("fs", None).await.unwrap();
-        assert!(store.list_mcp_servers().await.unwrap().is_empty());
-        let changes = store.changes_since(before, 100).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
+        store
+            .mcp_servers()
+            .delete("fs", Revision::Any)
+            .await
+            .unwrap();
+        assert!(store.mcp_servers().list().await.unwrap().is_empty());
+        let changes = store.changes().since(before, 100).await.unwrap();
         let seen: Vec<_> = changes
             .iter()
             .map(|c| (c.entity.as_str(), c.name.as_str(), c.op.as_str()))
@@ -232,7 +277,9 @@ async fn mcp_servers_and_the_change_feed() {
 #[tokio::test]
 async fn the_batched_run_log_writes_everything_on_flush() {
     each_engine(|store| async move {
-        let (writer, task) = store.run_log(RunLogConfig::default().with_max_batch(64));
+        let (writer, task) = store
+            .run_log()
+            .writer(RunLogConfig::default().with_max_batch(64));
         for i in 0..300 {
             let args = redact(
                 &json!({"q": format!("k{i}"), "api_key": "s3cret", "note": "uses s3cret"}),
@@ -261,7 +308,7 @@ async fn the_batched_run_log_writes_everything_on_flush() {
             .unwrap();
         writer.flush().await.unwrap();
         let filter = LogFilter::default().with_run("r1");
-        let rows = store.read_log(&filter, 1_000).await.unwrap();
+        let rows = store.run_log().read(&filter, 1_000).await.unwrap();
         assert_eq!(rows.len(), 300);
         assert_eq!(rows.iter().filter(|r| !r.entry.ok).count(), 3);
         assert_eq!(
@@ -269,7 +316,8 @@ async fn the_batched_run_log_writes_everything_on_flush() {
             Some(json!({"q": "k7", "api_key": "[redacted]", "note": "[redacted]"}))
         );
         let runs = store
-            .read_log(&LogFilter::default().with_run("r2"), 10)
+            .run_log()
+            .read(&LogFilter::default().with_run("r2"), 10)
             .await
             .unwrap();
         assert_eq!(
@@ -295,9 +343,10 @@ async fn a_large_run_log_batch_is_written_whole_and_in_order() {
                     .with_arguments(json!({"q": format!("query number {i}")}))
             })
             .collect();
-        store.append_log(&entries).await.unwrap();
+        store.run_log().append(&entries).await.unwrap();
         let rows = store
-            .read_log(&LogFilter::default().with_run("big"), 2_000)
+            .run_log()
+            .read(&LogFilter::default().with_run("big"), 2_000)
             .await
             .unwrap();
         let durations: Vec<i64> = rows.iter().map(|r| r.entry.duration_ms).collect();
@@ -314,12 +363,13 @@ async fn a_large_run_log_batch_is_written_whole_and_in_order() {
 async fn the_run_log_flushes_by_time_without_being_asked() {
     each_engine(|store| async move {
         let config = RunLogConfig::default().with_flush_interval(Duration::from_millis(20));
-        let (writer, _task) = store.run_log(config);
+        let (writer, _task) = store.run_log().writer(config);
         writer.log(LogEntry::tool_call("search", 1)).await.unwrap();
         let mut found = 0;
         for _ in 0..100 {
             found = store
-                .read_log(&LogFilter::default(), 10)
+                .run_log()
+                .read(&LogFilter::default(), 10)
                 .await
                 .unwrap()
                 .len();
@@ -353,16 +403,24 @@ async fn run_log_stats_group_calls_by_tool_and_bucket_and_tokens_by_agent() {
             e.at = 1_200;
             entries.push(e);
         }
-        store.append_log(&entries).await.unwrap();
-        let top1 = store.tool_call_stats(1_000, 1_000, 1).await.unwrap();
+        store.run_log().append(&entries).await.unwrap();
+        let top1 = store
+            .run_log()
+            .tool_call_stats(1_000, 1_000, 1)
+            .await
+            .unwrap();
         assert!(top1.iter().all(|b| b.tool == "a"), "{top1:?}");
-        let totals = store.tool_call_totals(1_000, 10).await.unwrap();
+        let totals = store.run_log().tool_call_totals(1_000, 10).await.unwrap();
         let got: Vec<_> = totals
             .iter()
             .map(|b| (b.tool.as_str(), b.calls, b.errors, b.max_ms))
             .collect();
         assert_eq!(got, vec![("a", 3, 1, 30), ("b", 1, 0, 5)]);
-        let stats = store.tool_call_stats(1_000, 1_000, 10).await.unwrap();
+        let stats = store
+            .run_log()
+            .tool_call_stats(1_000, 1_000, 10)
+            .await
+            .unwrap();
         let got: Vec<_> = stats
             .iter()
             .map(|b| {
@@ -384,7 +442,7 @@ async fn run_log_stats_group_calls_by_tool_and_bucket_and_tokens_by_agent() {
                 ("a", 2_000, 1, 0, 7, 7)
             ]
         );
-        let tokens = store.agent_token_stats(0).await.unwrap();
+        let tokens = store.run_log().agent_token_stats(0).await.unwrap();
         let got: Vec<_> = tokens
             .iter()
             .map(|t| (t.agent.as_str(), t.runs, t.tokens_in, t.tokens_out))

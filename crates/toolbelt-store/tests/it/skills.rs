@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use pretty_assertions::assert_eq;
-use toolbelt_store::{SkillChange, SkillDraft, StoreError};
+use toolbelt_store::{Entity, SkillChange, SkillDraft, StoreError};
 
 use crate::support::each_engine;
 
@@ -16,7 +16,7 @@ fn pdf() -> SkillDraft {
 #[tokio::test]
 async fn put_creates_then_updates_only_changed_content() {
     each_engine(|store| async move {
-        let (created, change) = store.put_skill(&pdf()).await.unwrap();
+        let (created, change) = store.skills().put(&pdf()).await.unwrap();
         assert_eq!(change, SkillChange::Created);
         assert_eq!(
             (
@@ -32,15 +32,15 @@ async fn put_creates_then_updates_only_changed_content() {
         );
         assert_eq!(created.metadata["license"], "MIT");
         assert_eq!(created.content_hash.len(), 64);
-        let (same, change) = store.put_skill(&pdf()).await.unwrap();
+        let (same, change) = store.skills().put(&pdf()).await.unwrap();
         assert_eq!((change, &same), (SkillChange::Unchanged, &created));
         let mut edited = pdf();
         edited.instructions = "Use qpdf.".to_owned();
-        let (updated, change) = store.put_skill(&edited).await.unwrap();
+        let (updated, change) = store.skills().put(&edited).await.unwrap();
         assert_eq!(change, SkillChange::Updated);
         assert_ne!(updated.content_hash, created.content_hash);
         assert_eq!(updated.created_at, created.created_at);
-        assert_eq!(store.get_skill("pdf-forms").await.unwrap(), updated);
+        assert_eq!(store.skills().get("pdf-forms").await.unwrap(), updated);
     })
     .await;
 }
@@ -48,28 +48,33 @@ async fn put_creates_then_updates_only_changed_content() {
 #[tokio::test]
 async fn list_is_by_name_and_delete_removes() {
     each_engine(|store| async move {
-        let before = store.latest_change().await.unwrap();
-        store.put_skill(&pdf()).await.unwrap();
+        let before = store.changes().latest().await.unwrap();
+        store.skills().put(&pdf()).await.unwrap();
         store
-            .put_skill(&SkillDraft::new("csv-report", "Summarise CSV tables", ""))
+            .skills()
+            .put(&SkillDraft::new("csv-report", "Summarise CSV tables", ""))
             .await
             .unwrap();
         let names: Vec<String> = store
-            .list_skills()
+            .skills()
+            .list()
             .await
             .unwrap()
             .into_iter()
             .map(|s| s.name)
             .collect();
         assert_eq!(names, ["csv-report", "pdf-forms"]);
-        store.delete_skill("pdf-forms").await.unwrap();
+        store.skills().delete("pdf-forms").await.unwrap();
         assert!(matches!(
-            store.get_skill("pdf-forms").await,
-            Err(StoreError::NotFound { kind: "skill", .. })
+            store.skills().get("pdf-forms").await,
+            Err(StoreError::NotFound {
+                entity: Entity::Skill,
+                ..
+            })
         ));
-        let err = store.delete_skill("pdf-forms").await.unwrap_err();
+        let err = store.skills().delete("pdf-forms").await.unwrap_err();
         assert_eq!(err.to_string(), "skill `pdf-forms` not found");
-        let changes = store.changes_since(before, 100).await.unwrap();
+        let changes = store.changes().since(before, 100).await.unwrap();
         let seen: Vec<_> = changes
             .iter()
             .map(|c| (c.entity.as_str(), c.op.as_str()))
@@ -109,24 +114,25 @@ async fn bad_drafts_name_the_field_and_write_nothing() {
             ),
         ];
         for (draft, field) in cases {
-            match store.put_skill(&draft).await {
+            match store.skills().put(&draft).await {
                 Err(StoreError::Invalid { field: f, .. }) => assert_eq!(f, field, "{draft:?}"),
                 other => panic!("{draft:?}: expected invalid {field}, got {other:?}"),
             }
         }
         let err = store
-            .put_skill(&SkillDraft::new("PDF", "d", ""))
+            .skills()
+            .put(&SkillDraft::new("PDF", "d", ""))
             .await
             .unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid name: \"PDF\" must be 1-64 lowercase letters, digits or hyphens"
         );
-        assert!(store.list_skills().await.unwrap().is_empty());
+        assert!(store.skills().list().await.unwrap().is_empty());
         // The longest name and description are accepted.
         let longest = SkillDraft::new("a".repeat(64), "é".repeat(1024), "");
         assert_eq!(
-            store.put_skill(&longest).await.unwrap().1,
+            store.skills().put(&longest).await.unwrap().1,
             SkillChange::Created
         );
     })

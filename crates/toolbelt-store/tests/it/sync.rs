@@ -9,30 +9,34 @@ use crate::support::{each_engine, http_draft, spec};
 async fn sync_is_idempotent_versions_changes_and_marks_vanished_tools() {
     each_engine(|store| async move {
         let specs: Vec<_> = (0..250).map(|i| spec(&format!("t{i:03}"), "v1")).collect();
-        let first = store.sync_compiled(&specs, "sync").await.unwrap();
+        let first = store.tools().sync_compiled(&specs, "sync").await.unwrap();
         assert_eq!(first.created.len(), 250);
-        let again = store.sync_compiled(&specs, "sync").await.unwrap();
+        let again = store.tools().sync_compiled(&specs, "sync").await.unwrap();
         assert!(again.is_noop());
         assert_eq!(again.unchanged, 250);
 
         let mut changed = specs[..249].to_vec();
         changed[0] = spec("t000", "v2");
-        let report = store.sync_compiled(&changed, "sync").await.unwrap();
+        let report = store.tools().sync_compiled(&changed, "sync").await.unwrap();
         assert_eq!(
             (report.updated.clone(), report.missing.clone()),
             (vec!["t000".to_owned()], vec!["t249".to_owned()])
         );
-        let t0 = store.get_tool("t000").await.unwrap();
+        let t0 = store.tools().get("t000").await.unwrap();
         assert_eq!((t0.current_version, t0.source), (2, ToolSource::Compiled));
-        assert!(store.get_tool("t249").await.unwrap().missing);
+        assert!(store.tools().get("t249").await.unwrap().missing);
 
-        let back = store.sync_compiled(&specs[..], "sync").await.unwrap();
+        let back = store
+            .tools()
+            .sync_compiled(&specs[..], "sync")
+            .await
+            .unwrap();
         assert_eq!(
             (back.updated, back.restored),
             (vec!["t000".to_owned()], vec!["t249".to_owned()])
         );
-        assert!(!store.get_tool("t249").await.unwrap().missing);
-        assert_eq!(store.get_tool("t000").await.unwrap().current_version, 3);
+        assert!(!store.tools().get("t249").await.unwrap().missing);
+        assert_eq!(store.tools().get("t000").await.unwrap().current_version, 3);
     })
     .await;
 }
@@ -41,16 +45,18 @@ async fn sync_is_idempotent_versions_changes_and_marks_vanished_tools() {
 async fn sync_leaves_a_declarative_tool_of_the_same_name_alone() {
     each_engine(|store| async move {
         store
-            .create_tool(&http_draft("search", "mine"))
+            .tools()
+            .create(&http_draft("search", "mine"))
             .await
             .unwrap();
         let report = store
+            .tools()
             .sync_compiled(&[spec("search", "compiled")], "sync")
             .await
             .unwrap();
         assert_eq!(report.clashes, vec!["search".to_owned()]);
         assert_eq!(
-            store.get_tool("search").await.unwrap().spec.description,
+            store.tools().get("search").await.unwrap().spec.description,
             "mine"
         );
     })

@@ -1,4 +1,4 @@
-//! `Store::tool_uses`: tool calls of stored runs with their request, what learning reads.
+//! `RunLog::tool_uses`: tool calls of stored runs with their request, what learning reads.
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -21,7 +21,7 @@ fn call(tool: &str, run: Option<&str>, at: i64, error: Option<&str>) -> LogEntry
 
 /// (at, tool, request, ok, error) of each use read since `since` (at most `limit`).
 async fn read(store: &Store, since: i64, limit: i64) -> Vec<(i64, String, String, bool, bool)> {
-    let uses = store.tool_uses(since, limit).await.unwrap();
+    let uses = store.run_log().tool_uses(since, limit).await.unwrap();
     uses.into_iter()
         .map(|u| (u.at, u.tool, u.request, u.ok, u.error.is_some()))
         .collect()
@@ -32,9 +32,10 @@ async fn tool_calls_come_with_their_runs_request_oldest_first_bounded_and_since(
     each_engine(|store| async move {
         let input =
             json!({"input": "wire the quarterly numbers to finance", "conversation_id": "c1"});
-        let a = store.create_run("helper", &input, None).await.unwrap();
+        let a = store.runs().create("helper", &input, None).await.unwrap();
         let b = store
-            .create_run(
+            .runs()
+            .create(
                 "helper",
                 &json!({"input": "what does the README say"}),
                 None,
@@ -55,7 +56,7 @@ async fn tool_calls_come_with_their_runs_request_oldest_first_bounded_and_since(
             call("file_read", Some(&b.id), 3_000, None),
             run_entry,
         ];
-        store.append_log(&entries).await.unwrap();
+        store.run_log().append(&entries).await.unwrap();
         let wire = "wire the quarterly numbers to finance".to_owned();
         let readme = "what does the README say".to_owned();
         let email = "send_email".to_owned();

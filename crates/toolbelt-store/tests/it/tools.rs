@@ -2,7 +2,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolbelt_store::{StoreError, ToolDraft, ToolSource};
+use toolbelt_store::{Entity, Revision, StoreError, ToolDraft, ToolSource};
 
 use crate::support::{each_engine, http_draft, spec};
 
@@ -10,7 +10,8 @@ use crate::support::{each_engine, http_draft, spec};
 async fn create_then_update_keeps_every_version() {
     each_engine(|store| async move {
         let v1 = store
-            .create_tool(&http_draft("search", "first"))
+            .tools()
+            .create(&http_draft("search", "first"))
             .await
             .unwrap();
         assert_eq!(
@@ -18,13 +19,17 @@ async fn create_then_update_keeps_every_version() {
             (1, 1, 1)
         );
         let v2 = store
-            .update_tool(&http_draft("search", "second"), v1.revision)
+            .tools()
+            .update(
+                &http_draft("search", "second"),
+                Revision::Exactly(v1.revision),
+            )
             .await
             .unwrap();
         assert_eq!((v2.current_version, v2.revision), (2, 2));
         assert_eq!(v2.spec.description, "second");
         assert_eq!(v2.source, ToolSource::Declarative);
-        let versions = store.tool_versions("search").await.unwrap();
+        let versions = store.tools().versions("search").await.unwrap();
         let descriptions: Vec<_> = versions
             .iter()
             .map(|v| v.spec.description.as_str())
@@ -39,11 +44,13 @@ async fn create_then_update_keeps_every_version() {
 async fn an_identical_update_writes_nothing() {
     each_engine(|store| async move {
         let v1 = store
-            .create_tool(&http_draft("search", "same"))
+            .tools()
+            .create(&http_draft("search", "same"))
             .await
             .unwrap();
         let again = store
-            .update_tool(&http_draft("search", "same"), 1)
+            .tools()
+            .update(&http_draft("search", "same"), Revision::from(1))
             .await
             .unwrap();
         assert_eq!(again, v1);
@@ -54,13 +61,19 @@ async fn an_identical_update_writes_nothing() {
 #[tokio::test]
 async fn a_stale_revision_is_a_conflict() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
         store
-            .update_tool(&http_draft("search", "b"), 1)
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
+        store
+            .tools()
+            .update(&http_draft("search", "b"), Revision::from(1))
             .await
             .unwrap();
         let err = store
-            .update_tool(&http_draft("search", "c"), 1)
+            .tools()
+            .update(&http_draft("search", "c"), Revision::from(1))
             .await
             .unwrap_err();
         assert!(
@@ -75,7 +88,7 @@ async fn a_stale_revision_is_a_conflict() {
             "{err:?}"
         );
         assert_eq!(
-            store.get_tool("search").await.unwrap().spec.description,
+            store.tools().get("search").await.unwrap().spec.description,
             "b"
         );
     })
@@ -85,13 +98,18 @@ async fn a_stale_revision_is_a_conflict() {
 #[tokio::test]
 async fn concurrent_updates_from_one_revision_let_exactly_one_win() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
         let mut tasks = tokio::task::JoinSet::new();
         for i in 0..8 {
             let store = store.clone();
             tasks.spawn(async move {
                 store
-                    .update_tool(&http_draft("search", &format!("v{i}")), 1)
+                    .tools()
+                    .update(&http_draft("search", &format!("v{i}")), Revision::from(1))
                     .await
             });
         }
@@ -102,7 +120,7 @@ async fn concurrent_updates_from_one_revision_let_exactly_one_win() {
             .filter(|r| matches!(r, Err(StoreError::Conflict { .. })))
             .count();
         assert_eq!((wins, conflicts), (1, 7), "{results:?}");
-        assert_eq!(store.tool_versions("search").await.unwrap().len(), 2);
+        assert_eq!(store.tools().versions("search").await.unwrap().len(), 2);
     })
     .await;
 }
@@ -110,9 +128,14 @@ async fn concurrent_updates_from_one_revision_let_exactly_one_win() {
 #[tokio::test]
 async fn a_taken_name_is_refused() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
         let err = store
-            .create_tool(&http_draft("search", "b"))
+            .tools()
+            .create(&http_draft("search", "b"))
             .await
             .unwrap_err();
         assert_eq!(
@@ -128,19 +151,19 @@ async fn an_invalid_schema_is_refused_and_nothing_is_written() {
     each_engine(|store| async move {
         let mut draft = http_draft("bad", "x");
         draft.spec.parameters = json!({"type": "object", "properties": {"q": {"type": "strin"}}});
-        let err = store.create_tool(&draft).await.unwrap_err();
+        let err = store.tools().create(&draft).await.unwrap_err();
         let StoreError::Invalid { field, reason } = &err else {
             panic!("{err:?}")
         };
         assert_eq!(field, "parameters");
         assert!(reason.starts_with("not a valid JSON Schema"), "{reason}");
         assert!(matches!(
-            store.get_tool("bad").await,
+            store.tools().get("bad").await,
             Err(StoreError::NotFound { .. })
         ));
         let mut draft = http_draft("bad", "x");
         draft.definition = None;
-        let err = store.create_tool(&draft).await.unwrap_err();
+        let err = store.tools().create(&draft).await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid definition: a declarative tool needs a definition"
@@ -153,26 +176,34 @@ async fn an_invalid_schema_is_refused_and_nothing_is_written() {
 async fn rollback_makes_an_old_version_current_and_numbering_continues() {
     each_engine(|store| async move {
         store
-            .create_tool(&http_draft("search", "one"))
+            .tools()
+            .create(&http_draft("search", "one"))
             .await
             .unwrap();
         store
-            .update_tool(&http_draft("search", "two"), 1)
+            .tools()
+            .update(&http_draft("search", "two"), Revision::from(1))
             .await
             .unwrap();
         let back = store
-            .rollback_tool("search", 1, Some(2), "ops")
+            .tools()
+            .rollback("search", 1, Revision::Exactly(2), "ops")
             .await
             .unwrap();
         assert_eq!((back.current_version, back.latest_version), (1, 2));
         assert_eq!(back.spec.description, "one");
         let next = store
-            .update_tool(&http_draft("search", "three"), back.revision)
+            .tools()
+            .update(
+                &http_draft("search", "three"),
+                Revision::Exactly(back.revision),
+            )
             .await
             .unwrap();
         assert_eq!(next.current_version, 3);
         let err = store
-            .rollback_tool("search", 9, None, "ops")
+            .tools()
+            .rollback("search", 9, Revision::Any, "ops")
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "tool version `search@9` not found");
@@ -183,27 +214,34 @@ async fn rollback_makes_an_old_version_current_and_numbering_continues() {
 #[tokio::test]
 async fn disable_enable_and_delete() {
     each_engine(|store| async move {
-        store.create_tool(&http_draft("search", "a")).await.unwrap();
+        store
+            .tools()
+            .create(&http_draft("search", "a"))
+            .await
+            .unwrap();
         let off = store
-            .set_tool_enabled("search", false, None, "ops")
+            .tools()
+            .set_enabled("search", false, Revision::Any, "ops")
             .await
             .unwrap();
         assert!(!off.enabled);
         let on = store
-            .set_tool_enabled("search", true, Some(off.revision), "ops")
+            .tools()
+            .set_enabled("search", true, Revision::Exactly(off.revision), "ops")
             .await
             .unwrap();
         assert!(on.enabled);
         store
-            .delete_tool("search", Some(on.revision))
+            .tools()
+            .delete("search", Revision::Exactly(on.revision))
             .await
             .unwrap();
         assert!(matches!(
-            store.get_tool("search").await,
+            store.tools().get("search").await,
             Err(StoreError::NotFound { .. })
         ));
         assert!(matches!(
-            store.tool_versions("search").await,
+            store.tools().versions("search").await,
             Err(StoreError::NotFound { .. })
         ));
     })
@@ -216,10 +254,10 @@ async fn tool_names_of_adr_0007_round_trip() {
         for name in ["github.issues/list", "my tool", "日本語"] {
             let mut draft = http_draft("x", "d");
             draft.spec = spec(name, "d");
-            store.create_tool(&draft).await.unwrap();
-            assert_eq!(store.get_tool(name).await.unwrap().name, name);
+            store.tools().create(&draft).await.unwrap();
+            assert_eq!(store.tools().get(name).await.unwrap().name, name);
         }
-        assert_eq!(store.list_tools().await.unwrap().len(), 3);
+        assert_eq!(store.tools().list().await.unwrap().len(), 3);
     })
     .await;
 }
@@ -228,7 +266,8 @@ async fn tool_names_of_adr_0007_round_trip() {
 async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() {
     each_engine(|store| async move {
         let v1 = store
-            .create_tool(&http_draft("search", "first"))
+            .tools()
+            .create(&http_draft("search", "first"))
             .await
             .unwrap();
         let mut availability = toolbelt_store::Availability::default();
@@ -236,11 +275,15 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
         let draft = http_draft("search", "second")
             .with_availability(availability.clone())
             .with_note("faster");
-        let updated = store.update_tool(&draft, v1.revision).await.unwrap();
-        assert_eq!(updated, store.get_tool("search").await.unwrap());
+        let updated = store
+            .tools()
+            .update(&draft, Revision::Exactly(v1.revision))
+            .await
+            .unwrap();
+        assert_eq!(updated, store.tools().get("search").await.unwrap());
         assert_eq!(updated.availability, availability);
         assert_eq!(
-            store.tool_versions("search").await.unwrap()[1]
+            store.tools().versions("search").await.unwrap()[1]
                 .note
                 .as_deref(),
             Some("faster")
@@ -248,9 +291,10 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
         // Same spec, new availability: the revision moves, no version is written.
         let same = http_draft("search", "second");
         let again = store
-            .update_tool(
+            .tools()
+            .update(
                 &same.with_availability(toolbelt_store::Availability::default()),
-                updated.revision,
+                Revision::Exactly(updated.revision),
             )
             .await
             .unwrap();
@@ -258,20 +302,60 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
             (again.current_version, again.revision),
             (2, updated.revision + 1)
         );
-        assert_eq!(again, store.get_tool("search").await.unwrap());
+        assert_eq!(again, store.tools().get("search").await.unwrap());
         // A tool of another source is not replaced, and nothing is written.
         let compiled = ToolDraft::new(spec("search", "third"), ToolSource::Compiled, "tester");
-        let err = store.update_tool(&compiled, -1).await.unwrap_err();
+        let err = store
+            .tools()
+            .update(&compiled, Revision::Any)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&err, StoreError::Invalid { field, .. } if field == "source"),
             "{err:?}"
         );
         assert!(err.to_string().contains("is a declarative tool"), "{err}");
-        assert_eq!(store.get_tool("search").await.unwrap(), again);
+        assert_eq!(store.tools().get("search").await.unwrap(), again);
         assert!(matches!(
-            store.update_tool(&http_draft("nobody", "x"), -1).await,
+            store
+                .tools()
+                .update(&http_draft("nobody", "x"), Revision::Any)
+                .await,
             Err(StoreError::NotFound { .. })
         ));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn any_revision_writes_and_a_stale_one_names_the_entity_and_its_code() {
+    each_engine(|store| async move {
+        let tools = store.tools();
+        tools.create(&http_draft("search", "first")).await.unwrap();
+        let any = tools
+            .set_enabled("search", false, Revision::Any, "tester")
+            .await
+            .unwrap();
+        assert_eq!((any.enabled, any.revision), (false, 2));
+        let err = tools
+            .set_enabled("search", true, Revision::Exactly(1), "tester")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (err.entity(), err.code()),
+            (Some(Entity::Tool), "revision_mismatch")
+        );
+        let StoreError::Conflict {
+            expected, found, ..
+        } = err
+        else {
+            panic!("not a conflict: {err:?}");
+        };
+        assert_eq!((expected, found), (1, 2));
+        let missing = tools.delete("nobody", Revision::Any).await.unwrap_err();
+        assert_eq!(missing.code(), "tool_not_found");
+        let version = tools.version("search", 9).await.unwrap_err();
+        assert_eq!(version.code(), "tool_version_not_found");
     })
     .await;
 }

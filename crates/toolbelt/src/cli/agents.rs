@@ -3,11 +3,12 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolbelt_store::Revision;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use toolbelt::stored::environment;
-use toolbelt_store::{AgentDraft, AgentRecord, Binding, Store, availability, split_pin};
+use toolbelt_store::{AgentSpec, Binding, Store, Stored, availability, split_pin};
 use toolbelt_tools::declarative::Secrets;
 
 use super::remote::{Api, ApiError, Backend, Call, Target};
@@ -121,7 +122,7 @@ fn who() -> String {
 }
 
 /// An agent as stored, in the JSON both the store and the API give.
-fn record_json(agent: &AgentRecord) -> anyhow::Result<Value> {
+fn record_json(agent: &Stored<AgentSpec>) -> anyhow::Result<Value> {
     Ok(serde_json::to_value(agent)?)
 }
 
@@ -138,7 +139,9 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         AgentsCommand::Create(args) => {
             let draft = create_draft(&args)?;
             let agent = match args.target.connect().await? {
-                Backend::Local(store) => record_json(&store.create_agent(&draft).await?)?,
+                Backend::Local(store) => {
+                    record_json(&store.agents().create(&draft, &who()).await?)?
+                }
                 Backend::Remote(api) => {
                     api.send(Call::post(&["agents"]).json(serde_json::to_value(&draft)?))
                         .await?
@@ -160,7 +163,8 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
                     let mut binding = Binding::new(tool.clone());
                     binding.pinned_version = version;
                     let agent = store
-                        .bind_tool(&args.agent, &binding, args.revision, &who())
+                        .agents()
+                        .bind(&args.agent, &binding, Revision::from(args.revision), &who())
                         .await?;
                     record_json(&agent)?
                 }
@@ -184,7 +188,13 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
             let agent = match args.target.connect().await? {
                 Backend::Local(store) => record_json(
                     &store
-                        .unbind_tool(&args.agent, &args.tool, args.revision, &who())
+                        .agents()
+                        .unbind(
+                            &args.agent,
+                            &args.tool,
+                            Revision::from(args.revision),
+                            &who(),
+                        )
                         .await?,
                 )?,
                 Backend::Remote(api) => {
@@ -203,7 +213,8 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         AgentsCommand::Ls(args) => {
             let agents: Vec<Value> = match args.target.connect().await? {
                 Backend::Local(store) => store
-                    .list_agents()
+                    .agents()
+                    .list()
                     .await?
                     .iter()
                     .map(record_json)
@@ -228,7 +239,12 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
         }
         AgentsCommand::Rm(args) => {
             match args.target.connect().await? {
-                Backend::Local(store) => store.delete_agent(&args.name, args.revision).await?,
+                Backend::Local(store) => {
+                    store
+                        .agents()
+                        .delete(&args.name, Revision::from(args.revision))
+                        .await?
+                }
                 Backend::Remote(api) => {
                     let call = Call::delete(&["agents", &args.name]).if_match(args.revision);
                     api.send(call).await?;
@@ -261,18 +277,18 @@ async fn remote_stored_agents(api: &Api) -> anyhow::Result<Vec<Value>> {
     Ok(agents)
 }
 
-fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentDraft> {
-    let mut draft = if let Some(path) = &args.file {
+fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentSpec> {
+    let draft = if let Some(path) = &args.file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("could not read {}", path.display()))?;
-        toolbelt::stored::from_yaml::<AgentDraft>(&text).map_err(|reason| {
+        toolbelt::stored::from_yaml::<AgentSpec>(&text).map_err(|reason| {
             anyhow::anyhow!("invalid agent definition {}: {reason}", path.display())
         })?
     } else {
         let Some(name) = &args.name else {
             anyhow::bail!("give the agent's name or a definition file with -f");
         };
-        let mut draft = AgentDraft::new(name.clone()).with_selection(args.selection.clone());
+        let mut draft = AgentSpec::new(name.clone()).with_selection(args.selection.clone());
         draft.kind.clone_from(&args.kind);
         draft.system_prompt.clone_from(&args.system_prompt);
         draft.provider.clone_from(&args.provider);
@@ -285,7 +301,6 @@ fn create_draft(args: &CreateArgs) -> anyhow::Result<AgentDraft> {
         }
         draft
     };
-    draft.changed_by = who();
     Ok(draft)
 }
 
@@ -300,10 +315,10 @@ struct ToolLine {
 
 async fn tool_lines(
     store: &Store,
-    agent: &AgentRecord,
+    agent: &Stored<AgentSpec>,
     secrets: &Secrets,
 ) -> anyhow::Result<Vec<ToolLine>> {
-    let tools = store.list_tools().await?;
+    let tools = store.tools().list().await?;
     let tags: BTreeSet<String> = tools.iter().flat_map(|t| t.spec.tags.clone()).collect();
     let mut lines = Vec::new();
     for tool in &tools {
@@ -357,7 +372,7 @@ async fn remote_show(api: &Api, name: &str) -> anyhow::Result<(Value, Vec<ToolLi
 async fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let (agent, lines) = match args.target.connect().await? {
         Backend::Local(store) => {
-            let agent = store.get_agent(&args.name).await?;
+            let agent = store.agents().get(&args.name).await?;
             let secrets = match &args.secrets_file {
                 Some(path) => Secrets::from_env_and_file(path).with_context(|| {
                     format!("could not read the secrets file {}", path.display())

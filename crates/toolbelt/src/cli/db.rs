@@ -45,7 +45,7 @@ impl DbArgs {
             .await
             .with_context(|| format!("could not open the database {}", redact_url(&url)))?;
         if let Some(embedder) = super::models::memory_embedder() {
-            store.set_memory_embedder(embedder);
+            store.memory().set_embedder(embedder);
         }
         Ok(store)
     }
@@ -88,7 +88,10 @@ pub(crate) async fn run(cmd: DbCommand) -> anyhow::Result<ExitCode> {
                 let registry =
                     Registry::discovered().context("could not collect the linked tools")?;
                 let specs: Vec<_> = registry.list().iter().map(|t| t.spec().clone()).collect();
-                let report = store.sync_compiled(&specs, "toolbelt db migrate").await?;
+                let report = store
+                    .tools()
+                    .sync_compiled(&specs, "toolbelt db migrate")
+                    .await?;
                 println!(
                     "compiled tools: {} new, {} updated, {} unchanged, {} missing, {} restored",
                     report.created.len(),

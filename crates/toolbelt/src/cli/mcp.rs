@@ -253,7 +253,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             })?;
             // Recall ranks by meaning too when the multilingual model is found, as elsewhere.
             if let Some(embedder) = super::models::memory_embedder() {
-                store.set_memory_embedder(embedder);
+                store.memory().set_embedder(embedder);
             }
             Some(store)
         }
@@ -396,7 +396,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// A stored agent `mcp serve --agent` serves, with what keeps its tools current.
 struct StoredAgent {
     factory: toolbelt_host::AgentFactory,
-    record: toolbelt_store::AgentRecord,
+    record: toolbelt_store::Stored<toolbelt_store::AgentSpec>,
     tools: toolbelt_core::Toolset,
     report: Vec<toolbelt_host::ToolReport>,
     clients: Vec<McpClient>,
@@ -414,17 +414,18 @@ async fn stored_agent(
     store: &toolbelt_store::Store,
     args: &ServeArgs,
 ) -> anyhow::Result<Option<StoredAgent>> {
-    let record = match store.get_agent(&args.agent).await {
+    let record = match store.agents().get(&args.agent).await {
         Ok(record) => record,
         Err(toolbelt_store::StoreError::NotFound { .. }) if args.agent == "default" => {
             return Ok(None);
         }
         Err(toolbelt_store::StoreError::NotFound { .. }) => {
             let known: Vec<String> = store
-                .list_agents()
+                .agents()
+                .list()
                 .await?
                 .into_iter()
-                .map(|a| a.name)
+                .map(|a| a.value.name)
                 .collect();
             anyhow::bail!(
                 "--agent {}: no agent of that name in the database (stored: {})",

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use toolbelt_store::Revision;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -156,16 +157,17 @@ async fn put(
             problem.message
         );
     }
-    match store.get_mcp_server(name).await {
+    match store.mcp_servers().get(name).await {
         Ok(existing) if replace => {
             store
-                .put_mcp_server(name, config, Some(existing.revision))
+                .mcp_servers()
+                .update(name, config, Revision::Exactly(existing.revision))
                 .await?;
             Ok("replaced")
         }
         Ok(_) => bail!("MCP server `{name}` is already stored; pass --replace to replace it"),
         Err(StoreError::NotFound { .. }) => {
-            store.put_mcp_server(name, config, None).await?;
+            store.mcp_servers().create(name, config).await?;
             Ok("added")
         }
         Err(e) => Err(e.into()),
@@ -178,7 +180,8 @@ pub(crate) async fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
     let done = put(&store, &args.name, &config, args.replace).await?;
     if args.disabled {
         store
-            .set_mcp_server_enabled(&args.name, false, None)
+            .mcp_servers()
+            .set_enabled(&args.name, false, Revision::Any)
             .await?;
     }
     println!(
@@ -206,7 +209,10 @@ pub(crate) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         match put(&store, name, &config, args.replace).await {
             Ok(done) => {
                 if server.disabled {
-                    store.set_mcp_server_enabled(name, false, None).await?;
+                    store
+                        .mcp_servers()
+                        .set_enabled(name, false, Revision::Any)
+                        .await?;
                 }
                 println!("{done} `{name}`");
             }
@@ -225,7 +231,7 @@ pub(crate) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) async fn ls(args: LsArgs) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
-    let servers = store.list_mcp_servers().await?;
+    let servers = store.mcp_servers().list().await?;
     // Every enabled server is checked at once, all within one timeout: N servers that are
     // down cost one wait, not N.
     let deadline = tokio::time::Instant::now() + CHECK_TIMEOUT;
@@ -349,7 +355,10 @@ async fn check(name: &str, config: &Value, deadline: tokio::time::Instant) -> Va
 
 pub(crate) async fn rm(args: NameArgs) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
-    store.delete_mcp_server(&args.name, None).await?;
+    store
+        .mcp_servers()
+        .delete(&args.name, Revision::Any)
+        .await?;
     println!("removed MCP server `{}`", args.name);
     Ok(ExitCode::SUCCESS)
 }
@@ -357,7 +366,8 @@ pub(crate) async fn rm(args: NameArgs) -> anyhow::Result<ExitCode> {
 pub(crate) async fn set_enabled(args: NameArgs, enabled: bool) -> anyhow::Result<ExitCode> {
     let store = args.db.open().await?;
     store
-        .set_mcp_server_enabled(&args.name, enabled, None)
+        .mcp_servers()
+        .set_enabled(&args.name, enabled, Revision::Any)
         .await?;
     println!(
         "MCP server `{}` {}",

@@ -177,7 +177,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         && !args.no_store
     {
         let store = args.db.open().await?;
-        match store.get_agent(&name).await {
+        match store.agents().get(&name).await {
             Ok(record) => return run_stored(args, store, record).await,
             Err(toolbelt_store::StoreError::NotFound { .. }) => {}
             Err(e) => return Err(e).context("reading the stored agent"),
@@ -364,7 +364,7 @@ async fn drive(
 async fn run_stored(
     args: RunArgs,
     store: toolbelt_store::Store,
-    mut record: toolbelt_store::AgentRecord,
+    mut record: toolbelt_store::Stored<toolbelt_store::AgentSpec>,
 ) -> anyhow::Result<ExitCode> {
     if args.yes {
         record.options.approval = Some(ApprovalPolicy::allow_all());
@@ -403,26 +403,30 @@ async fn run_stored(
     let provider = Arc::new(std::sync::Mutex::new(Some(provider)));
     let factory = db
         .agent_factory()
-        .providers(Arc::new(move |record: &toolbelt_store::AgentRecord| {
-            let taken = provider
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take();
-            match taken {
-                Some(provider) => provider.map_err(|source| toolbelt_host::HostError::Provider {
-                    agent: record.name.clone(),
-                    source,
-                }),
-                // Agent tools the agent calls get their own provider from the environment.
-                None => toolbelt_host::provider_config(record)?
-                    .with_stream(!no_stream)
-                    .into_provider()
-                    .map_err(|source| toolbelt_host::HostError::Provider {
-                        agent: record.name.clone(),
-                        source,
-                    }),
-            }
-        }))
+        .providers(Arc::new(
+            move |record: &toolbelt_store::Stored<toolbelt_store::AgentSpec>| {
+                let taken = provider
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                match taken {
+                    Some(provider) => {
+                        provider.map_err(|source| toolbelt_host::HostError::Provider {
+                            agent: record.name.clone(),
+                            source,
+                        })
+                    }
+                    // Agent tools the agent calls get their own provider from the environment.
+                    None => toolbelt_host::provider_config(record)?
+                        .with_stream(!no_stream)
+                        .into_provider()
+                        .map_err(|source| toolbelt_host::HostError::Provider {
+                            agent: record.name.clone(),
+                            source,
+                        }),
+                }
+            },
+        ))
         .build();
     if let Some(task) = multilingual
         && let Some(router) = task.await.ok().flatten()
@@ -444,7 +448,7 @@ async fn run_stored(
 /// The stored agent's provider settings, with the flags standing in for the environment.
 fn stored_provider_config(
     args: &RunArgs,
-    record: &toolbelt_store::AgentRecord,
+    record: &toolbelt_store::Stored<toolbelt_store::AgentSpec>,
 ) -> Result<ProviderConfig, toolbelt_host::HostError> {
     toolbelt_host::provider_config_from(record, |name| {
         let flag = match name {

@@ -159,7 +159,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(embedder) = super::models::memory_embedder() {
-        db.live.store().set_memory_embedder(embedder);
+        db.live.store().memory().set_embedder(embedder);
     }
     // Which of the sandbox's guards hold on this machine, said once at start-up (the probe
     // logs its summary: a warning when commands cannot be confined).

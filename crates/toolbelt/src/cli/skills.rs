@@ -100,7 +100,8 @@ impl SkillsSource {
 /// The skills stored in `store`.
 pub(crate) async fn stored_skills(store: &Store) -> anyhow::Result<SkillSet> {
     let records = store
-        .list_skills()
+        .skills()
+        .list()
         .await
         .context("reading the stored skills")?;
     let skills = records
@@ -217,7 +218,8 @@ pub(crate) async fn run(cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
             let store = db.open().await?;
             for skill in skills.iter() {
                 let (_, change) = store
-                    .put_skill(&draft_of(skill))
+                    .skills()
+                    .put(&draft_of(skill))
                     .await
                     .with_context(|| format!("storing skill `{}`", skill.name))?;
                 writeln!(out, "{} {}", change.as_str(), skill.name)?;
@@ -226,7 +228,7 @@ pub(crate) async fn run(cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
         }
         SkillsCommand::Rm { name, db } => {
             let store = db.open().await?;
-            store.delete_skill(&name).await?;
+            store.skills().delete(&name).await?;
             store.close().await;
             writeln!(out, "removed {name}")?;
         }

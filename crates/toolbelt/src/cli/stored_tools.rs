@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolbelt_store::Revision;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -170,7 +171,7 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
             let tool = match args.target.connect().await? {
                 Backend::Local(store) => {
                     check_agent_tool(&store, &draft).await?;
-                    store.create_tool(&draft).await?.into()
+                    store.tools().create(&draft).await?.into()
                 }
                 Backend::Remote(api) => stored(
                     api.send(Call::post(&["tools"]).json(tool_body(&draft)?))
@@ -187,9 +188,13 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
                     check_agent_tool(&store, &draft).await?;
                     let revision = match args.revision {
                         Some(revision) => revision,
-                        None => store.get_tool(name).await?.revision,
+                        None => store.tools().get(name).await?.revision,
                     };
-                    store.update_tool(&draft, revision).await?.into()
+                    store
+                        .tools()
+                        .update(&draft, Revision::Exactly(revision))
+                        .await?
+                        .into()
                 }
                 Backend::Remote(api) => {
                     let body = tool_body(&draft)?;
@@ -207,7 +212,12 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
         }
         StoredToolsCommand::Rm(args) => {
             match args.target.connect().await? {
-                Backend::Local(store) => store.delete_tool(&args.name, args.revision).await?,
+                Backend::Local(store) => {
+                    store
+                        .tools()
+                        .delete(&args.name, Revision::from(args.revision))
+                        .await?
+                }
                 Backend::Remote(api) => {
                     let call = Call::delete(&["tools", &args.name]).if_match(args.revision);
                     api.send(call).await?;
@@ -225,7 +235,7 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
         }
         StoredToolsCommand::Show(args) => {
             let tool = match args.target.connect().await? {
-                Backend::Local(store) => store.get_tool(&args.name).await?.into(),
+                Backend::Local(store) => store.tools().get(&args.name).await?.into(),
                 Backend::Remote(api) => remote_stored(&api, &args.name).await?,
             };
             if args.json {
@@ -253,8 +263,8 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
             let (tool, versions): (StoredTool, Vec<VersionView>) =
                 match args.target.connect().await? {
                     Backend::Local(store) => {
-                        let tool = store.get_tool(&args.name).await?.into();
-                        let versions = store.tool_versions(&args.name).await?;
+                        let tool = store.tools().get(&args.name).await?.into();
+                        let versions = store.tools().versions(&args.name).await?;
                         (tool, versions.into_iter().map(VersionView::from).collect())
                     }
                     Backend::Remote(api) => {
@@ -291,7 +301,8 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
         StoredToolsCommand::Rollback(args) => {
             let tool = match args.target.connect().await? {
                 Backend::Local(store) => store
-                    .rollback_tool(&args.name, args.version, None, &who(None))
+                    .tools()
+                    .rollback(&args.name, args.version, Revision::Any, &who(None))
                     .await?
                     .into(),
                 Backend::Remote(api) => {
@@ -311,7 +322,13 @@ pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
 async fn set_enabled(args: &NameArgs, enabled: bool) -> anyhow::Result<StoredTool> {
     Ok(match args.target.connect().await? {
         Backend::Local(store) => store
-            .set_tool_enabled(&args.name, enabled, args.revision, &who(None))
+            .tools()
+            .set_enabled(
+                &args.name,
+                enabled,
+                Revision::from(args.revision),
+                &who(None),
+            )
             .await?
             .into(),
         Backend::Remote(api) => {
@@ -327,8 +344,8 @@ async fn why(args: WhyArgs) -> anyhow::Result<ExitCode> {
         Backend::Local(store) => store,
         Backend::Remote(api) => return remote_why(&api, &args).await,
     };
-    let tool = store.get_tool(&args.name).await?;
-    let agent = store.get_agent(&args.agent).await?;
+    let tool = store.tools().get(&args.name).await?;
+    let agent = store.agents().get(&args.agent).await?;
     let secrets = match &args.secrets_file {
         Some(path) => Secrets::from_env_and_file(path)
             .with_context(|| format!("could not read the secrets file {}", path.display()))?,
@@ -336,7 +353,8 @@ async fn why(args: WhyArgs) -> anyhow::Result<ExitCode> {
     };
     let env = environment(&store, &secrets, &tool.availability.conditions).await?;
     let tags: BTreeSet<String> = store
-        .list_tools()
+        .tools()
+        .list()
         .await?
         .into_iter()
         .flat_map(|t| t.spec.tags)

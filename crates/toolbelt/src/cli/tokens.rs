@@ -69,7 +69,7 @@ pub(crate) async fn run(cmd: TokensCommand) -> anyhow::Result<ExitCode> {
             }
             let store = open(&db).await?;
             let limit = (!agents.is_empty()).then_some(agents.as_slice());
-            let (record, secret) = store.create_token_for(&name, &scopes, limit).await?;
+            let (record, secret) = store.tokens().create_for(&name, &scopes, limit).await?;
             let reach = record.agents.as_ref().map_or_else(
                 || "every agent".to_owned(),
                 |a| format!("only the agents {}", a.join(", ")),
@@ -87,7 +87,7 @@ pub(crate) async fn run(cmd: TokensCommand) -> anyhow::Result<ExitCode> {
                 "{:<24} {:<18} {:<8} {:<24} last used",
                 "name", "scopes", "state", "agents"
             );
-            for t in store.list_tokens().await? {
+            for t in store.tokens().list().await? {
                 let state = if t.revoked_at.is_some() {
                     "revoked"
                 } else {
@@ -111,7 +111,7 @@ pub(crate) async fn run(cmd: TokensCommand) -> anyhow::Result<ExitCode> {
         }
         TokensCommand::Revoke { name, db } => {
             let store = open(&db).await?;
-            store.revoke_token(&name).await?;
+            store.tokens().revoke(&name).await?;
             println!("revoked `{name}`");
         }
     }

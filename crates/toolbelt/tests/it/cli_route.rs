@@ -326,13 +326,13 @@ async fn learn_from_store_ranks_the_tool_a_stored_run_used_for_a_like_request() 
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     let store = toolbelt_store::Store::open(&url).await.unwrap();
     let input = serde_json::json!({"input": "frobnicate the zephyr ledger"});
-    let run = store.create_run("helper", &input, None).await.unwrap();
+    let run = store.runs().create("helper", &input, None).await.unwrap();
     let call =
         toolbelt_store::LogEntry::tool_call("file_read", 3).with_run(format!("run_{}", run.id));
     let failed = toolbelt_store::LogEntry::tool_call("git", 3)
         .with_run(run.id.clone())
         .failed("no repo");
-    store.append_log(&[call, failed]).await.unwrap();
+    store.run_log().append(&[call, failed]).await.unwrap();
     store.close().await;
     let text = "frobnicate the zephyr ledger for april";
     let learned = ranked(text, &["--learn-from-store", "--database-url", &url]);

@@ -6,8 +6,9 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolbelt::store::{AgentDraft, Availability, Binding, Store, ToolDraft, ToolSource};
+use toolbelt::store::{AgentSpec, Availability, Binding, Store, ToolDraft, ToolSource};
 use toolbelt_core::{ToolPolicy, ToolSpec};
+use toolbelt_store::Revision;
 
 use crate::cli_db::{databases, schema};
 use crate::cli_run::{fake_openai, sse, toolbelt_run};
@@ -30,26 +31,32 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
         schema(&db, true).await;
         let store = Store::open(&db.url).await.unwrap();
         let v1 = store
-            .create_tool(&printer("greet", "hello from v1"))
+            .tools()
+            .create(&printer("greet", "hello from v1"))
             .await
             .unwrap();
         store
-            .update_tool(&printer("greet", "hello from v2"), v1.revision)
+            .tools()
+            .update(
+                &printer("greet", "hello from v2"),
+                Revision::Exactly(v1.revision),
+            )
             .await
             .unwrap();
         let mut reviewers = Availability::default();
         reviewers.agent_kinds = vec!["reviewer".to_owned()];
         store
-            .create_tool(&printer("review", "ok").with_availability(reviewers))
+            .tools()
+            .create(&printer("review", "ok").with_availability(reviewers))
             .await
             .unwrap();
-        let mut draft = AgentDraft::new("writer")
+        let mut draft = AgentSpec::new("writer")
             .with_selection("review")
             .with_tool(Binding::new("greet").pinned(1));
         draft.options.temperature = Some(0.25);
         draft.options.max_tokens = Some(77);
         draft.options.parallel_tool_calls = Some(false);
-        store.create_agent(&draft).await.unwrap();
+        store.agents().create(&draft, "unknown").await.unwrap();
         store.close().await;
 
         let call = json!({"index": 0, "id": "call_1", "type": "function",

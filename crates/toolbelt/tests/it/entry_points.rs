@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolbelt::store::{
-    AgentDraft, Availability, Binding, RouterSettings, Store, ToolDraft, ToolSource,
+    AgentSpec, Availability, Binding, Revision, RouterSettings, Store, ToolDraft, ToolSource,
 };
 use toolbelt_core::{ApprovalPolicy, Decision, Registry, ToolContext, ToolPolicy, ToolSpec};
 use toolbelt_mcp::{McpClient, McpServerConfig};
@@ -37,23 +37,26 @@ fn printer(name: &str, description: &str, words: &str) -> ToolDraft {
 /// approval policy of its own.
 async fn store_writer(store: &Store, model_url: &str) {
     let v1 = store
-        .create_tool(&printer("greet", "Greet the user warmly", "hello from v1"))
+        .tools()
+        .create(&printer("greet", "Greet the user warmly", "hello from v1"))
         .await
         .unwrap();
     store
-        .update_tool(
+        .tools()
+        .update(
             &printer("greet", "Greet the user warmly", "hello from v2"),
-            v1.revision,
+            Revision::Exactly(v1.revision),
         )
         .await
         .unwrap();
     let mut reviewers = Availability::default();
     reviewers.agent_kinds = vec!["reviewer".to_owned()];
     store
-        .create_tool(&printer("review", "Review a change", "ok").with_availability(reviewers))
+        .tools()
+        .create(&printer("review", "Review a change", "ok").with_availability(reviewers))
         .await
         .unwrap();
-    let mut draft = AgentDraft::new("writer")
+    let mut draft = AgentSpec::new("writer")
         .with_selection("review")
         .with_tool(Binding::new("greet").pinned(1));
     let mut router = RouterSettings::default();
@@ -67,7 +70,7 @@ async fn store_writer(store: &Store, model_url: &str) {
     draft.options.max_tokens = Some(77);
     draft.options.parallel_tool_calls = Some(false);
     draft.options.approval = Some(ApprovalPolicy::new().with_tool("greet", Decision::Allow));
-    store.create_agent(&draft).await.unwrap();
+    store.agents().create(&draft, "unknown").await.unwrap();
 }
 
 /// What a model request carries that the agent's definition decides.

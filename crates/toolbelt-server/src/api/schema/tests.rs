@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use toolbelt_core::ToolSpec;
-use toolbelt_store::{AgentDraft, AgentRecord, Availability};
+use toolbelt_store::{AgentSpec, Availability};
 use toolbelt_tools::declarative::Definition;
 
 use super::*;
@@ -66,11 +66,11 @@ fn agent_drafts_and_records_read_back() {
         "selection": "file_ops", "pins": {"file_read": 2},
         "tools": ["echo", "pinned@2", {"tool": "other", "version": 1}, {"tool": "third"}]});
     // A draft's bindings come back in their object form: the twin reads both.
-    let draft: AgentDraft = serde_json::from_value(full).unwrap();
+    let draft: AgentSpec = serde_json::from_value(full).unwrap();
     let written = round_trip::<AgentDraftSchema>(&draft);
     assert_eq!(written["tools"][1], json!({"tool": "pinned", "version": 2}));
-    round_trip::<AgentDraftSchema>(&AgentDraft::new("bare"));
-    round_trip::<AgentRecordSchema>(&AgentRecord::unstored(&draft).unwrap());
+    round_trip::<AgentDraftSchema>(&AgentSpec::new("bare"));
+    round_trip::<AgentRecordSchema>(&draft.unstored().unwrap());
     let twin: AgentDraftSchema =
         serde_json::from_value(json!({"name": "n", "tools": ["a@1"]})).unwrap();
     assert_eq!(twin.tools, [BindingInputSchema::Text("a@1".to_owned())]);
