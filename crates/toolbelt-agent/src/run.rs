@@ -652,11 +652,13 @@ impl Run<'_> {
             }
             written.extend(paths);
         }
-        let file = if written.is_empty() {
+        let file = if written.is_empty() && self.ok_results().next().is_none() {
             answers::unsaved_file(&self.input, answer)?
         } else {
-            // A change went elsewhere (create-readme: `example.txt` written, README.md
-            // not): the file asked for is unsaved whatever the answer says.
+            // A call ran but nothing was written: a final answer cannot have done what a
+            // request to write asks (copy-host: config.txt read, then "The contents of
+            // config.txt have been read."); nor can one after a change to another file
+            // (create-readme: `example.txt` written, README.md not).
             let file = answers::file_to_write(&self.input)?.to_owned();
             if answers::names_path(&file, written.iter().map(String::as_str)) {
                 return None;

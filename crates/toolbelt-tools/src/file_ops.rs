@@ -127,7 +127,7 @@ pub async fn file_read(
     .await
 }
 
-fn read_lines(
+pub(super) fn read_lines(
     handle: std::fs::File,
     shown: &str,
     start: u64,
@@ -838,7 +838,7 @@ fn is_binary(head: &[u8]) -> bool {
     head[..head.len().min(SNIFF_BYTES)].contains(&0)
 }
 
-fn io_error(action: &str, shown: &str, err: &std::io::Error) -> ToolError {
+pub(super) fn io_error(action: &str, shown: &str, err: &std::io::Error) -> ToolError {
     ToolError::failed(format!("cannot {action} {shown}: {err}"))
 }
 

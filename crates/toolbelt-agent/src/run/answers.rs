@@ -145,10 +145,23 @@ const ABOUT_THE_CALL: [&str; 8] = [
     "the response",
 ];
 
+/// Phrases that describe what a tool returned rather than say it, tool name or not: "The
+/// tool response contains the list of files and folders in the current directory."
+const ABOUT_THE_RESULT: [&str; 5] = [
+    "tool response",
+    "tool result",
+    "tool's response",
+    "tool's result",
+    "the response contains",
+];
+
 /// Whether `answer` describes a call of one of `called` (its name and a word about calling
-/// it) instead of answering.
+/// it), or what a tool returned, instead of answering.
 pub(super) fn describes_call<'a>(answer: &str, called: impl IntoIterator<Item = &'a str>) -> bool {
     let lower = answer.to_lowercase();
+    if ABOUT_THE_RESULT.iter().any(|p| lower.contains(p)) {
+        return true;
+    }
     ABOUT_THE_CALL.iter().any(|w| lower.contains(w))
         && called
             .into_iter()
@@ -156,11 +169,14 @@ pub(super) fn describes_call<'a>(answer: &str, called: impl IntoIterator<Item = 
 }
 
 /// English words too common to show that an answer used a result ("I found the text
-/// notes.md in the file" shares only "the" with a search result).
-const COMMON_WORDS: [&str; 32] = [
+/// notes.md in the file" shares only "the" with a search result), and the words the file
+/// tools' own summaries are made of ("There is no file named data/deploy.yaml" shares only
+/// "file" with a search that found what was asked).
+const COMMON_WORDS: [&str; 43] = [
     "the", "and", "for", "are", "was", "were", "this", "that", "with", "from", "you", "your",
     "has", "have", "had", "not", "but", "all", "any", "can", "there", "here", "which", "what",
-    "these", "those", "they", "them", "its", "into", "than", "then",
+    "these", "those", "they", "them", "its", "into", "than", "then", "file", "files", "folder",
+    "folders", "line", "lines", "entry", "entries", "under", "matching", "holds",
 ];
 
 /// Lower-case words of three or more letters, and numbers, but not the commonest words.
@@ -234,6 +250,12 @@ mod tests {
             ["list_dir"]
         ));
         assert!(!describes_call(answer, ["file_read"]));
+        // list-folders: what the tool returned, described, names no tool.
+        assert!(describes_call(
+            "The tool response contains the list of files and folders in the current \
+             directory. The number of each type of file and folder is also provided.",
+            ["list_dir"]
+        ));
     }
 
     #[test]

@@ -513,3 +513,31 @@ async fn a_small_model_that_wrote_another_file_is_told_to_write_the_one_asked_fo
     assert_eq!(out.answer, "Done.");
     assert_eq!(script.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn a_small_model_that_read_and_wrote_nothing_is_told_to_write_the_file() {
+    // copy-host: the 1.5B model read config.txt and answered "The contents of config.txt
+    // have been read."; host.txt was never written.
+    let script = ScriptedProvider::new()
+        .then_call("file_read", json!({"path": "config.txt"}))
+        .then_text("The contents of config.txt have been read.")
+        .then_call(
+            "file_write",
+            json!({"path": "host.txt", "content": "localhost"}),
+        )
+        .then_text("I wrote localhost to host.txt.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .build()
+        .unwrap()
+        .run("Read config.txt and write the host name it uses into a new file host.txt.")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "I wrote localhost to host.txt.");
+    let third = &script.requests()[2];
+    assert!(
+        last_user_text(&third.messages)
+            .is_some_and(|t| t.starts_with("(runtime) nothing was saved: no tool wrote host.txt")),
+    );
+    let offered: Vec<&str> = third.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["file_write"]);
+}

@@ -91,7 +91,7 @@ pub async fn file_search(
             Pattern::compile(p, any_case)
         })
         .transpose()?;
-    let mut query = Query {
+    let query = Query {
         workspace: workspace.clone(),
         root: workspace.root().to_path_buf(),
         glob,
@@ -118,17 +118,24 @@ pub async fn file_search(
         };
         let shown = query.workspace.display_path(&dir);
         // One file and nothing to look for (the 1.5B model asking how many rows a CSV
-        // has): its name alone says nothing, its lines are counted.
-        let mut one_file = None;
-        if query.pattern.is_none() && !query.count && dir.is_file() {
-            query.count = true;
-            one_file = Some(format!(
-                "[{shown} is one file and no pattern was given, so its lines were counted; \
-                 read it with file_read]\n"
-            ));
-        }
-        let mut out = query.answer(&dir, &shown, &stop)?;
-        for note in [note, taken_as_glob, split_note, one_file]
+        // has, or which theme a JSON file sets): its name alone says nothing, so it is
+        // read whole, as file_read reads it (line count, a table's header and rows).
+        let mut out = if query.pattern.is_none() && !query.count && dir.is_file() {
+            let handle = query
+                .workspace
+                .open_read(&dir)
+                .map_err(|e| super::io_error("open", &shown, &e))?;
+            let cap = query.workspace.max_read_bytes();
+            let mut out = super::read_lines(handle, &shown, 1, None, false, cap)?;
+            out.text.insert_str(
+                0,
+                &format!("[{shown} is one file and no pattern was given, so here it is]\n"),
+            );
+            out
+        } else {
+            query.answer(&dir, &shown, &stop)?
+        };
+        for note in [note, taken_as_glob, split_note]
             .into_iter()
             .flatten()
             .rev()

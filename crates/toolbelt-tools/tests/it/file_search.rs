@@ -375,12 +375,11 @@ async fn counts_lines_of_a_file_matching_lines_and_files() {
         "[data.csv: 4 lines: a header and 3 rows]\nid,name\n1,a\n2,b\n3,c"
     );
     // One file and no pattern (count-rows: the 1.5B model's `{"path": "data/users.csv"}`
-    // answered "1 file under data/users.csv"): its lines are counted.
+    // answered "1 file under data/users.csv"): it is read whole, as file_read reads it.
     assert_eq!(
         fx.ok("file_search", json!({"path": "data.csv"})).await,
-        "[data.csv is one file and no pattern was given, so its lines were counted; read it \
-         with file_read]\n1 file under data.csv, 4 lines in all:\ndata.csv: 4 lines (a header \
-         and 3 rows)"
+        "[data.csv is one file and no pattern was given, so here it is]\n[data.csv: 4 lines: a \
+         header and 3 rows]\nid,name\n1,a\n2,b\n3,c"
     );
 }
 
