@@ -525,6 +525,11 @@ impl Run<'_> {
                 Turn::CallNeeded { tool, reason } => {
                     self.correct(reason.clone(), iteration, Stop::BadAnswer(reason))?;
                     call_needed = Some(tool);
+                    // The runtime asks for calls again: a repeat refused before this no
+                    // longer counts toward ending the run (count-rows: refused a third
+                    // listing, told to read the CSV, the model read it three times and the
+                    // loop guard ended the run with the answer in hand).
+                    self.blocked_turns = 0;
                     continue;
                 }
                 Turn::Repeated {

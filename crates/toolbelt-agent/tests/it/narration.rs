@@ -541,3 +541,36 @@ async fn a_small_model_that_read_and_wrote_nothing_is_told_to_write_the_file() {
     let offered: Vec<&str> = third.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(offered, ["file_write"]);
 }
+
+#[tokio::test]
+async fn a_repeat_refused_before_a_reminder_does_not_end_the_run_after_it() {
+    // count-rows: a listing refused as a repeat, the answer "3" about a file no call read,
+    // the reminder to read it; the model then read it three times.
+    let listing = ("list_dir", json!({"path": "data"}));
+    let read = ("file_read", json!({"path": "data/users.csv"}));
+    let script = ScriptedProvider::new()
+        .then_calls([listing.clone()])
+        .then_calls([listing.clone()])
+        .then_calls([listing])
+        .then_text("3")
+        .then_calls([read.clone()])
+        .then_calls([read.clone()])
+        .then_calls([read])
+        // The scripted `file_read` answers `hello` for any path.
+        .then_text("It says hello.");
+    let out = writer(&script, "qwen2.5-coder-1.5b-instruct")
+        .tool(list_dir())
+        .build()
+        .unwrap()
+        .run("How many rows of data, not counting the header, are in data/users.csv?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "It says hello.");
+    let requests = script.requests();
+    assert!(
+        last_user_text(&requests[4].messages)
+            .is_some_and(|t| t.starts_with("(runtime) my request names data/users.csv")),
+    );
+    // The third read is refused and the answer asked for without tools.
+    assert!(requests[7].tools.is_empty());
+}
