@@ -8,7 +8,7 @@ use figment::providers::{Env, Format as _, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use crate::agents::AgentDef;
-use crate::auth::Scope;
+use crate::scope::Scope;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

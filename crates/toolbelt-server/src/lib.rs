@@ -32,16 +32,19 @@ pub mod metrics;
 mod problem;
 mod rate_limit;
 pub mod routines;
+mod scope;
 mod server;
 mod state;
+mod tokens;
 
 pub use agents::{AgentDef, ProviderDef};
 pub use app::{app, serve, serve_router};
-pub use auth::{Principal, STORE_TOKEN_TTL, Scope, TokenBook, hash_token, new_token};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, InstanceRef, Problem, ProblemDocument};
+pub use scope::Scope;
 pub use server::{RunningServer, Server, ServerBuilder, StartError};
 pub use state::{AppState, StateError};
+pub use tokens::{Principal, STORE_TOKEN_TTL, TokenBook, hash_token, new_token};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync + 'static>() {}

@@ -1,7 +1,9 @@
-//! Prometheus metrics: one process-wide recorder, names and the helpers that record.
+//! Prometheus metrics: one process-wide recorder, names and the helpers that record; and
+//! the routing decisions per minute of this process that `GET /api/v1/stats` reports.
 
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use toolbelt_core::CallResult;
@@ -102,9 +104,53 @@ pub fn record_route(decision: &toolbelt_router::RouteDecision) {
         toolbelt_router::RouteOutcome::Clarify { .. } => "clarify",
         _ => "other",
     };
-    crate::api::stats::count_route(decision.fallback);
+    count_route(decision.fallback);
     let fallback = if decision.fallback { "true" } else { "false" };
     metrics::counter!(ROUTE_DECISIONS, "outcome" => outcome, "fallback" => fallback).increment(1);
+}
+
+/// Minutes of routing decisions kept in memory for `GET /api/v1/stats`.
+const ROUTE_MINUTES: usize = 24 * 60;
+
+/// Routing decisions per minute of this process: (minute start ms, decisions, fallbacks).
+static ROUTES: Mutex<VecDeque<(i64, u64, u64)>> = Mutex::new(VecDeque::new());
+
+/// Counts one routing decision in the current minute (called by [`record_route`]).
+fn count_route(fallback: bool) {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let minute = now_ms / 60_000 * 60_000;
+    let Ok(mut routes) = ROUTES.lock() else {
+        return;
+    };
+    match routes.back_mut() {
+        Some(last) if last.0 == minute => {
+            last.1 += 1;
+            last.2 += u64::from(fallback);
+        }
+        _ => {
+            routes.push_back((minute, 1, u64::from(fallback)));
+            while routes.len() > ROUTE_MINUTES {
+                routes.pop_front();
+            }
+        }
+    }
+}
+
+/// The routing decisions this process counted per minute, from the minute starting at
+/// `since_ms` (Unix ms) on, oldest first: (minute start ms, decisions, fallbacks).
+pub(crate) fn route_minutes_since(since_ms: i64) -> Vec<(i64, u64, u64)> {
+    ROUTES.lock().map_or_else(
+        |_| Vec::new(),
+        |minutes| {
+            minutes
+                .iter()
+                .filter(|m| m.0 >= since_ms)
+                .copied()
+                .collect()
+        },
+    )
 }
 
 /// Records the tokens of a run.

@@ -18,9 +18,9 @@ use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::KeyExtractor;
 
-use crate::auth::TokenBook;
 use crate::problem::Problem;
 use crate::state::AppState;
+use crate::tokens::TokenBook;
 
 /// How often idle entries leave the limiter.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
@@ -144,8 +144,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::auth::Scope;
     use crate::config::ConfigToken;
+    use crate::scope::Scope;
 
     fn request(auth: Option<&str>, peer: &str) -> axum::http::Request<()> {
         let mut req = axum::http::Request::new(());

@@ -9,8 +9,8 @@ use toolbelt_host::{AgentFactory, AgentFactoryBuilder, Database, Host};
 use toolbelt_router::AnyRouter;
 use toolbelt_tools::{BuiltinConfig, Human, Memory, MemoryScope, Routines, Workspace};
 
-use crate::auth::TokenBook;
 use crate::config::ServerConfig;
+use crate::tokens::TokenBook;
 
 /// The live registry, the executor, the router, the agents, the runs and the tokens.
 ///

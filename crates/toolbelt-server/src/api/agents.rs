@@ -12,9 +12,9 @@ use crate::agents::{AgentDef, host_problem};
 use crate::api::extract::ApiJson;
 use crate::api::manage::if_match;
 use crate::api::schema::{AgentDraftSchema, AgentRecordSchema};
-use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
+use crate::tokens::Principal;
 
 /// Lists the agents.
 #[utoipa::path(get, path = "/api/v1/agents", tag = "agents",

@@ -8,9 +8,9 @@ use toolbelt_openapi::{ImportError, ImportOptions, ImportReport, apply, convert}
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
-use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
+use crate::tokens::Principal;
 
 /// Body of `POST /tools/import/openapi`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]

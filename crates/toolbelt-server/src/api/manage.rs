@@ -22,9 +22,9 @@ use crate::api::extract::ApiJson;
 use crate::api::schema::{
     AvailabilitySchema, DefinitionSchema, StoredDefinitionSchema, ToolSpecSchema,
 };
-use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
+use crate::tokens::Principal;
 
 /// A stored tool: its current spec and bookkeeping.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

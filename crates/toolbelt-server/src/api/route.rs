@@ -59,7 +59,7 @@ pub struct RouteView {
     security(("bearer" = [])))]
 pub(crate) async fn route(
     State(state): State<AppState>,
-    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::tokens::Principal>,
     ApiJson(body): ApiJson<RouteBody>,
 ) -> ApiResult<Json<RouteView>> {
     if body.input.len() > toolbelt_router::MAX_QUERY_BYTES {

@@ -10,9 +10,9 @@ use toolbelt_tools::{
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
-use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
+use crate::tokens::Principal;
 
 /// Body of `POST /routines`: the same fields as the `routine` tool's `create`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]

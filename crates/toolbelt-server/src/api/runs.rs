@@ -24,9 +24,9 @@ use crate::api::extract::{ApiJson, ApiQuery};
 use crate::api::schema::{
     ApprovalViewSchema, QuestionViewSchema, RunDetailSchema, RunStatusSchema, RunViewSchema,
 };
-use crate::auth::Principal;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
+use crate::tokens::Principal;
 
 /// Body of `POST /agents/{id}/runs` and `POST /runs/{id}/continue`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]

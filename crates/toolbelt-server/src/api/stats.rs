@@ -1,8 +1,6 @@
 //! `/api/v1/stats` (time series from the run log, for the console's overview) and
 //! `/api/v1/stored-tools` (every stored tool with its source and switches, enabled or not).
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
@@ -14,36 +12,10 @@ use crate::api::extract::ApiQuery;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
 
-/// Minutes of routing decisions kept in memory for [`stats`].
-const ROUTE_MINUTES: usize = 24 * 60;
-
-/// Routing decisions per minute of this process: (minute start ms, decisions, fallbacks).
-static ROUTES: Mutex<VecDeque<(i64, u64, u64)>> = Mutex::new(VecDeque::new());
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// Counts one routing decision in the current minute (called by `metrics::record_route`).
-pub(crate) fn count_route(fallback: bool) {
-    let minute = now_ms() / 60_000 * 60_000;
-    let Ok(mut routes) = ROUTES.lock() else {
-        return;
-    };
-    match routes.back_mut() {
-        Some(last) if last.0 == minute => {
-            last.1 += 1;
-            last.2 += u64::from(fallback);
-        }
-        _ => {
-            routes.push_back((minute, 1, u64::from(fallback)));
-            while routes.len() > ROUTE_MINUTES {
-                routes.pop_front();
-            }
-        }
-    }
 }
 
 /// Window and resolution of `GET /stats`.
@@ -204,20 +176,18 @@ pub(crate) async fn stats(
         })
         .collect();
     let mut routes: Vec<RouteBucket> = Vec::new();
-    if let Ok(minutes) = ROUTES.lock() {
-        for &(minute, decisions, fallbacks) in minutes.iter().filter(|m| m.0 >= since_ms) {
-            let at_ms = minute / bucket_ms * bucket_ms;
-            match routes.last_mut() {
-                Some(last) if last.at_ms == at_ms => {
-                    last.decisions += decisions;
-                    last.fallbacks += fallbacks;
-                }
-                _ => routes.push(RouteBucket {
-                    at_ms,
-                    decisions,
-                    fallbacks,
-                }),
+    for (minute, decisions, fallbacks) in crate::metrics::route_minutes_since(since_ms) {
+        let at_ms = minute / bucket_ms * bucket_ms;
+        match routes.last_mut() {
+            Some(last) if last.at_ms == at_ms => {
+                last.decisions += decisions;
+                last.fallbacks += fallbacks;
             }
+            _ => routes.push(RouteBucket {
+                at_ms,
+                decisions,
+                fallbacks,
+            }),
         }
     }
     Ok(Json(StatsView {

@@ -95,7 +95,7 @@ pub struct ToolQuery {
     security(("bearer" = [])))]
 pub(crate) async fn list_tools(
     State(state): State<AppState>,
-    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::tokens::Principal>,
     ApiQuery(query): ApiQuery<ToolQuery>,
 ) -> ApiResult<Json<ToolPage>> {
     let limit = query.limit.unwrap_or(100);
@@ -160,7 +160,7 @@ pub fn source_matches(source: &str, wanted: &str) -> bool {
 /// else the tools its agents are offered (403 `tool_not_allowed`, whether or not it exists).
 pub(crate) async fn reach_tool(
     state: &AppState,
-    who: &crate::auth::Principal,
+    who: &crate::tokens::Principal,
     name: &str,
 ) -> Result<(), Problem> {
     state
@@ -193,7 +193,7 @@ pub(crate) fn find_tool(
     security(("bearer" = [])))]
 pub(crate) async fn get_tool(
     State(state): State<AppState>,
-    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::tokens::Principal>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
     reach_tool(&state, &who, &name).await?;
@@ -254,7 +254,7 @@ pub struct CallError {
     security(("bearer" = [])))]
 pub(crate) async fn call_tool(
     State(state): State<AppState>,
-    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::tokens::Principal>,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<CallRequest>,
 ) -> ApiResult<Json<CallResponse>> {
@@ -335,7 +335,7 @@ pub struct GroupView {
     security(("bearer" = [])))]
 pub(crate) async fn list_groups(
     State(state): State<AppState>,
-    axum::extract::Extension(who): axum::extract::Extension<crate::auth::Principal>,
+    axum::extract::Extension(who): axum::extract::Extension<crate::tokens::Principal>,
 ) -> ApiResult<Json<Vec<GroupView>>> {
     let reach = state
         .agents()

@@ -4,8 +4,9 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::auth::{Principal, Scope};
 use crate::problem::ProblemDocument;
+use crate::scope::Scope;
+use crate::tokens::Principal;
 
 /// Who the request's token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
