@@ -462,7 +462,7 @@ pub enum BindingInputSchema {
 /// `toolbelt agents create -f`); only `name` is required.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(as = AgentSpec)]
+#[schema(as = AgentDraft)]
 pub struct AgentDraftSchema {
     /// Unique name (letters, digits, `_`, `-`), used in URLs.
     pub name: String,

@@ -353,7 +353,7 @@ async fn the_openapi_document_types_agents_tools_runs_and_approvals() {
     .iter()
     .map(|(path, method, status)| body_ref(&doc, path, method, status))
     .collect();
-    let expected = ["AgentSpec", "StoredAgent", "StoredAgent", "StoredAgent"];
+    let expected = ["AgentDraft", "StoredAgent", "StoredAgent", "StoredAgent"];
     let expected = [
         &expected[..],
         &["ToolBody", "ToolSpec", "RunDetail", "ApprovalBody"],

@@ -332,7 +332,13 @@ fn a_real_call_cut_mid_stream_leaves_only_the_prose_on_stdout() {
 #[test]
 fn a_small_model_gets_few_tools_and_none_for_a_question_it_can_answer() {
     let dir = workspace();
-    let (url, server) = fake_openai(vec![text("Paris", "stop"), text("ok", "stop")]);
+    // "ok" for the edit, with no call: told once that no call read config.txt, it says
+    // "ok" again, which is then its answer.
+    let (url, server) = fake_openai(vec![
+        text("Paris", "stop"),
+        text("ok", "stop"),
+        text("ok", "stop"),
+    ]);
     let out = toolbelt_run(
         dir.path(),
         &env(&url),
@@ -361,6 +367,11 @@ fn a_small_model_gets_few_tools_and_none_for_a_question_it_can_answer() {
     assert!(
         offered.len() <= 3 && offered.contains(&"file_edit") && !offered.contains(&"config"),
         "{offered:?}"
+    );
+    let reminder = serde_json::to_string(&last_message(&bodies[2])).unwrap();
+    assert!(
+        reminder.contains("my request names config.txt, and no tool read it"),
+        "{reminder}"
     );
 }
 
