@@ -640,13 +640,17 @@ impl Run<'_> {
         {
             return None;
         }
-        let writer = self
+        let writer_spec = self
             .active
             .tools
             .specs()
-            .find(|s| !s.policy.is_read_only())?
-            .name
-            .clone();
+            .find(|s| !s.policy.is_read_only())?;
+        let writer = writer_spec.name.clone();
+        // Which arguments to give, when the writer takes a path and a content: told only to
+        // call the tool, the 1.5B model answered "I wrote README.md …" in prose 5 times of 5;
+        // told the arguments, it called the tool 5 times of 5 (create-readme, replayed).
+        let takes = |name: &str| writer_spec.parameters["properties"].get(name).is_some();
+        let with_arguments = takes("path") && takes("content");
         // The paths the run's successful changes went to; a change without one (a shell
         // command, a commit) could have written anything: no reminder then.
         let mut written: Vec<String> = Vec::new();
@@ -678,10 +682,17 @@ impl Run<'_> {
         {
             return None;
         }
-        let reason = format!(
-            "nothing was saved: no tool wrote {file}. Call `{writer}` now to write {file} as \
-             my request asks, then say in one sentence what you saved."
-        );
+        let reason = if with_arguments {
+            format!(
+                "nothing was saved: no tool wrote {file}. Call `{writer}` with `path` \
+                 \"{file}\" and `content` the text to save."
+            )
+        } else {
+            format!(
+                "nothing was saved: no tool wrote {file}. Call `{writer}` now to write {file} \
+                 as my request asks, then say in one sentence what you saved."
+            )
+        };
         Some((writer.to_string(), reason))
     }
 

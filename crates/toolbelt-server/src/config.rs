@@ -7,8 +7,8 @@ use figment::Figment;
 use figment::providers::{Env, Format as _, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
-use crate::agents::AgentDef;
 use crate::scope::Scope;
+use toolbelt_store::AgentSpec;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -81,8 +81,11 @@ pub struct ServerConfig {
     pub outbound_nets: Vec<String>,
     /// Tokens from the configuration (in addition to stored ones).
     pub tokens: Vec<ConfigToken>,
-    /// Agents known to the server.
-    pub agents: Vec<AgentDef>,
+    /// Agents known to the server besides the stored ones (`[[agents]]` in `toolbelt.toml`), in
+    /// the shape of a stored agent (`toolbelt_store::AgentSpec`: `name`, `selection`,
+    /// `provider`, `model`, `options`, `router`, ...). The default is one agent, `default`, with
+    /// every built-in tool and the model from the environment.
+    pub agents: Vec<AgentSpec>,
     /// Seconds `POST /agents/{id}/runs` (JSON) waits for a run before answering `202` with its state.
     pub run_wait_secs: u64,
     /// Serve the web console at `/` (its data still needs a token unless `dev`).
@@ -134,6 +137,18 @@ pub struct ServerConfig {
     pub learn_refresh_secs: u64,
 }
 
+/// The agent `scripts/run.sh` starts with ([`ServerConfig::default_agent`]).
+fn default_agent() -> AgentSpec {
+    let mut agent = AgentSpec::new("default");
+    agent.description = "General assistant with every built-in tool".to_owned();
+    agent.system_prompt = Some(
+        "You are a careful assistant. Use the tools when they help; say what you did.".to_owned(),
+    );
+    agent.selection = "*".to_owned();
+    agent.options.max_iterations = Some(10);
+    agent
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
@@ -153,7 +168,7 @@ impl Default for ServerConfig {
             outbound_hosts: Vec::new(),
             outbound_nets: Vec::new(),
             tokens: Vec::new(),
-            agents: vec![AgentDef::default_agent()],
+            agents: vec![default_agent()],
             run_wait_secs: 20,
             console: true,
             mcp: true,
@@ -222,6 +237,12 @@ pub enum ConfigError {
 }
 
 impl ServerConfig {
+    /// The agent a server without `[[agents]]` knows: `default`, every built-in tool
+    /// (selection `*`), at most 10 model calls per run, the model from the environment.
+    pub fn default_agent() -> AgentSpec {
+        default_agent()
+    }
+
     /// Reads defaults, then `file` (when it exists), then `TOOLBELT_*` variables.
     ///
     /// # Errors
@@ -431,5 +452,70 @@ mod debug_tests {
             "{printed}"
         );
         assert!(printed.contains("token: Some(\"***\")"), "{printed}");
+    }
+}
+
+#[cfg(test)]
+mod agent_tests {
+    use super::ServerConfig;
+
+    fn load(toml: &str) -> Result<ServerConfig, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("toolbelt.toml");
+        std::fs::write(&file, toml).unwrap();
+        ServerConfig::load(Some(&file)).map_err(|e| match e {
+            super::ConfigError::Load(figment) => figment.to_string(),
+            other => other.to_string(),
+        })
+    }
+
+    #[test]
+    fn configured_agents_are_written_as_stored_ones() {
+        let config = load(
+            r#"
+[[agents]]
+name = "writer"
+selection = "file_ops,-shell_exec"
+provider = "openai"
+model = "qwen"
+[agents.options]
+max_iterations = 4
+temperature = 0.2
+"#,
+        )
+        .unwrap();
+        let [writer] = config.agents.as_slice() else {
+            panic!("{:?}", config.agents)
+        };
+        assert_eq!(
+            (
+                writer.name.as_str(),
+                writer.selection.as_str(),
+                writer.provider.as_deref(),
+                writer.options.max_iterations,
+                writer.options.temperature,
+                writer.kind.as_str(),
+            ),
+            (
+                "writer",
+                "file_ops,-shell_exec",
+                Some("openai"),
+                Some(4),
+                Some(0.2),
+                "assistant"
+            )
+        );
+    }
+
+    #[test]
+    fn without_agents_the_default_one_is_known_and_the_old_fields_are_named() {
+        let config = load("dev = false\n").unwrap();
+        assert_eq!(config.agents, vec![ServerConfig::default_agent()]);
+        assert_eq!(config.agents[0].selection, "*");
+        let error = load("[[agents]]\nid = \"writer\"\ntools = \"file_ops\"\n").unwrap_err();
+        assert!(
+            error.contains("found `id`") && error.contains("agents.0.id"),
+            "{error}"
+        );
     }
 }

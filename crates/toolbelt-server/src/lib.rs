@@ -37,7 +37,6 @@ mod server;
 mod state;
 mod tokens;
 
-pub use agents::{AgentDef, ProviderDef};
 pub use app::{app, serve, serve_router};
 pub use config::{ConfigError, ConfigToken, LogFormat, ServerConfig};
 pub use problem::{ApiResult, FieldError, InstanceRef, Problem, ProblemDocument};

@@ -24,8 +24,6 @@ use toolbelt_core::{ExecEvent, Executor};
 use toolbelt_mcp::{AgentEndpoint, Export, McpServer, agents_router_with_limit};
 use toolbelt_router::SearchTools;
 
-use crate::agents::AgentDef;
-
 use crate::auth::require_run;
 use crate::guard::AllowedHosts;
 use crate::state::AppState;
@@ -105,7 +103,7 @@ async fn endpoint(state: &AppState, agent: &str, export: Export) -> Option<Agent
     let revision = format!(
         "{}|{}",
         record.revision,
-        serde_json::to_string(&AgentDef::from_record(&record)).unwrap_or_default()
+        serde_json::to_string(&record.value).unwrap_or_default()
     );
     let tools = state
         .agents()

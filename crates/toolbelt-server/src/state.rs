@@ -204,11 +204,13 @@ impl AppState {
         let configured = config
             .agents
             .iter()
-            .map(|def| {
-                def.to_record().map_err(|source| StateError::Agent {
-                    agent: def.id.clone(),
-                    source,
-                })
+            .map(|spec| {
+                spec.normalized()
+                    .map(|spec| toolbelt_store::Stored::unstored(spec, "configuration"))
+                    .map_err(|source| StateError::Agent {
+                        agent: spec.name.clone(),
+                        source,
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let agents = agents.configured(configured).build();

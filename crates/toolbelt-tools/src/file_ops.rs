@@ -33,6 +33,14 @@ pub(crate) fn is_table(path: &str) -> bool {
     lower.ends_with(".csv") || lower.ends_with(".tsv")
 }
 
+/// A settings or data file whose lines are not its facts (`.json`, `.yaml`, `.yml`, `.toml`).
+fn is_settings(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    [".json", ".yaml", ".yml", ".toml"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
+}
+
 /// `2 .py files, 1 .txt file and 1 folder (4 entries in all)`: what a folder holds, by
 /// kind, the counts first, so a count by type needs no arithmetic (asked how many `.py`
 /// files a folder holds, the 1.5B model answered with its number of entries, which the
@@ -218,8 +226,9 @@ pub(super) fn read_lines(
         ToolOutput::text(format!("[{shown}: lines {start}-{last}{tail}]\n{text}"))
     } else if text.is_empty() {
         ToolOutput::text(format!("[{shown} is empty]"))
-    } else if number > 1 {
-        // The count up front: small models asked for lines or rows miscount them (asked for
+    } else if number > 1 && !is_settings(shown) {
+        // The count up front (not for a settings file: asked which theme a JSON file sets,
+        // the 1.5B model answered with its line count, "5 lines"): small models asked for lines or rows miscount them (asked for
         // a CSV's rows without its header, the 1.5B model answered with its line count).
         let rows = if is_table(shown) {
             format!(": a header and {}", plural(number - 1, "row"))

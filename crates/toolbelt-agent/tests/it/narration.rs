@@ -192,8 +192,8 @@ async fn a_small_model_that_shows_a_files_content_is_told_to_save_it() {
     assert_eq!(
         last_user_text(&second.messages),
         Some(
-            "(runtime) nothing was saved: no tool wrote README.md. Call `file_write` now to \
-             write README.md as my request asks, then say in one sentence what you saved."
+            "(runtime) nothing was saved: no tool wrote README.md. Call `file_write` with \
+             `path` \"README.md\" and `content` the text to save."
         )
     );
     // `file_write` alone, one call of it required (llama.cpp takes no named tool_choice).
@@ -201,6 +201,45 @@ async fn a_small_model_that_shows_a_files_content_is_told_to_save_it() {
     assert_eq!(offered, ["file_write"]);
     assert_eq!(second.tool_choice, ToolChoice::Required);
     assert_eq!(script.requests()[2].tools.len(), 2);
+}
+
+/// A writer without `path` and `content` parameters is named without arguments.
+#[tokio::test]
+async fn a_writer_of_other_parameters_is_named_without_arguments() {
+    let save = FnTool::builder("save_note")
+        .description("Save a note")
+        .spec(|s| s.mutating())
+        .parameters(json!({"type": "object", "properties": {"file": {"type": "string"}, "text": {"type": "string"}}, "required": ["file", "text"]}))
+        .handler(|args, _ctx| async move { format!("saved {}", args["file"].as_str().unwrap_or("?")) })
+        .unwrap();
+    let script = ScriptedProvider::new()
+        .then_text(PRINTED)
+        .then_call(
+            "save_note",
+            json!({"file": "README.md", "text": "toolbelt"}),
+        )
+        .then_text("I saved README.md.");
+    Agent::builder(script.provider())
+        .tool(file_read())
+        .tool(save)
+        .profile(toolbelt_llm::ModelProfiles::builtin().find("qwen2.5-coder-1.5b-instruct"))
+        .executor(
+            toolbelt_core::Executor::builder()
+                .policy(toolbelt_core::ApprovalPolicy::allow_all())
+                .build(),
+        )
+        .build()
+        .unwrap()
+        .run("Write a short README.md for this folder that mentions the word toolbelt.")
+        .await
+        .unwrap();
+    assert_eq!(
+        last_user_text(&script.requests()[1].messages),
+        Some(
+            "(runtime) nothing was saved: no tool wrote README.md. Call `save_note` now to \
+             write README.md as my request asks, then say in one sentence what you saved."
+        )
+    );
 }
 
 #[tokio::test]
@@ -492,8 +531,8 @@ async fn a_small_model_that_wrote_another_file_is_told_to_write_the_one_asked_fo
     assert_eq!(
         last_user_text(&third.messages),
         Some(
-            "(runtime) nothing was saved: no tool wrote README.md. Call `file_write` now to \
-             write README.md as my request asks, then say in one sentence what you saved."
+            "(runtime) nothing was saved: no tool wrote README.md. Call `file_write` with \
+             `path` \"README.md\" and `content` the text to save."
         )
     );
     assert_eq!(third.tool_choice, ToolChoice::Required);

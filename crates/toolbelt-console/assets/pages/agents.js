@@ -27,11 +27,21 @@ export async function agentList(main) {
     h('div', { class: 'table-wrap' }, h('table', { class: 'list', id: 'agents-table' },
       h('thead', {}, h('tr', {}, ['Agent', 'Description', 'Selection', 'Model'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, agents.map((a) => h('tr', {},
-        h('th', { scope: 'row' }, h('a', { href: `#/agents/${encodeURIComponent(a.id)}` }, a.id)),
+        h('th', { scope: 'row' }, h('a', { href: `#/agents/${encodeURIComponent(a.name)}` }, a.name)),
         h('td', {}, a.description || ''),
-        h('td', {}, h('code', {}, a.tools || '–')),
-        h('td', {}, [a.provider?.kind, a.provider?.model].filter(Boolean).join(' / ') || 'from the environment')))))),
+        h('td', {}, h('code', {}, toolsOf(a) || '–')),
+        h('td', {}, modelOf(a))))))),
     can('admin') ? form : null);
+}
+
+// The selection and the bound tools (`name@vN` when pinned), as one line.
+function toolsOf(a) {
+  const bound = (a.tools || []).map((b) => (b.version ? `${b.tool}@v${b.version}` : b.tool));
+  return [a.selection, ...bound].filter(Boolean).join(', ');
+}
+
+function modelOf(a) {
+  return [a.provider, a.model].filter(Boolean).join(' / ') || 'from the environment';
 }
 
 export async function agentPage(main, id) {
@@ -102,9 +112,9 @@ export async function agentPage(main, id) {
     h('div', { class: 'page-head' }, h('h1', {}, `Agent ${id}`)),
     agent.description ? h('p', { class: 'lead' }, agent.description) : null,
     h('dl', { class: 'facts' },
-      h('dt', {}, 'Selection'), h('dd', {}, h('code', { id: 'agent-selection' }, (record ? record.selection : agent.tools) || '(none: bound tools only)')),
+      h('dt', {}, 'Selection'), h('dd', {}, h('code', { id: 'agent-selection' }, agent.selection || '(none: bound tools only)')),
       h('dt', {}, 'Bound tools'), h('dd', { id: 'bound-tools' }, bound.size ? [...bound].map(([t, v]) => h('span', { class: 'tag' }, v ? `${t}@v${v}` : t)) : (record ? 'none' : 'not a stored agent: defined in the configuration')),
-      h('dt', {}, 'Model'), h('dd', {}, [agent.provider?.kind, agent.provider?.model].filter(Boolean).join(' / ') || 'from the environment'),
+      h('dt', {}, 'Model'), h('dd', {}, modelOf(agent)),
       h('dt', {}, 'Tools available'), h('dd', {}, `${num(available)} of ${num(tools.length)}`)),
     can('run') ? runForm : null,
     h('section', { 'aria-labelledby': 'at-h' },
@@ -121,7 +131,7 @@ export async function routePreview(main) {
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
   // A token limited to agents previews for one of them (the server answers `agent_required`).
   const every = wholeServer() ? h('option', { value: '' }, 'every tool') : null;
-  const agent = h('select', { id: 'route-agent' }, every, agents.map((a) => h('option', { value: a.id }, a.id)));
+  const agent = h('select', { id: 'route-agent' }, every, agents.map((a) => h('option', { value: a.name }, a.name)));
   if (params.get('agent')) agent.value = params.get('agent');
   const input = h('textarea', { id: 'route-input', rows: 3, required: true, placeholder: 'e.g. read the README and list its sections' });
   const out = h('div', { id: 'route-result', 'aria-live': 'polite' });

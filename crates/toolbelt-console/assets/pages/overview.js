@@ -41,7 +41,7 @@ async function limitedOverview(main) {
     serverNotice('the statistics cover the whole server, so this page lists its agents and their latest runs'),
     h('section', { 'aria-labelledby': 'my-agents-h' }, h('h2', { id: 'my-agents-h' }, 'Agents'),
       agents.length ? h('ul', { id: 'overview-agents' }, agents.map((a) => h('li', {},
-        h('a', { href: `#/agents/${encodeURIComponent(a.id)}` }, a.id), a.description ? ` — ${a.description}` : '')))
+        h('a', { href: `#/agents/${encodeURIComponent(a.name)}` }, a.name), a.description ? ` — ${a.description}` : '')))
         : h('p', { class: 'muted' }, 'None of its agents exists on this server yet.')),
     h('section', { 'aria-labelledby': 'my-runs-h' }, h('h2', { id: 'my-runs-h' }, 'Latest runs'),
       runs.items.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'list', id: 'overview-runs' },

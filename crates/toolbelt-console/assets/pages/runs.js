@@ -11,7 +11,7 @@ const duration = (r) => (r.finished_at_ms ? r.finished_at_ms - r.created_at_ms :
 export async function runList(main) {
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
   const agents = await get('/agents');
-  const agent = h('select', { id: 'runs-agent' }, h('option', { value: '' }, 'any'), agents.map((a) => h('option', { value: a.id }, a.id)));
+  const agent = h('select', { id: 'runs-agent' }, h('option', { value: '' }, 'any'), agents.map((a) => h('option', { value: a.name }, a.name)));
   const status = h('select', { id: 'runs-status' }, h('option', { value: '' }, 'any'),
     ['running', 'waiting', 'succeeded', 'failed', 'cancelled', 'interrupted'].map((s) => h('option', { value: s }, s)));
   agent.value = params.get('agent') || '';

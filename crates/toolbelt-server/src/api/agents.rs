@@ -5,10 +5,10 @@ use axum::extract::{Extension, Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use toolbelt_store::Revision;
+use toolbelt_store::{AgentSpec, Revision, Stored};
 use utoipa::ToSchema;
 
-use crate::agents::{AgentDef, host_problem};
+use crate::agents::host_problem;
 use crate::api::extract::ApiJson;
 use crate::api::manage::if_match;
 use crate::api::schema::{AgentDraftSchema, AgentRecordSchema};
@@ -16,36 +16,37 @@ use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
 use crate::tokens::Principal;
 
-/// Lists the agents.
+/// Lists the agents the caller may see, stored and configured, in one shape: a configured
+/// agent has revision 0 and `changed_by: "configuration"`.
 #[utoipa::path(get, path = "/api/v1/agents", tag = "agents",
-    responses((status = 200, body = Vec<AgentDef>), (status = 500, body = ProblemDocument)), security(("bearer" = [])))]
+    responses((status = 200, body = Vec<AgentRecordSchema>), (status = 500, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn list_agents(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
-) -> ApiResult<Json<Vec<AgentDef>>> {
+) -> ApiResult<Json<Vec<Stored<AgentSpec>>>> {
     let records = state
         .agents()
         .records_for(&who.access)
         .await
         .map_err(host_problem)?;
-    Ok(Json(records.iter().map(AgentDef::from_record).collect()))
+    Ok(Json(records))
 }
 
-/// One agent.
+/// One agent, stored or configured (revision 0), as runs of it get it.
 #[utoipa::path(get, path = "/api/v1/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "Agent id")),
-    responses((status = 200, body = AgentDef), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
+    responses((status = 200, body = AgentRecordSchema), (status = 404, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn get_agent(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
     Path(id): Path<String>,
-) -> ApiResult<Json<AgentDef>> {
+) -> ApiResult<Json<Stored<AgentSpec>>> {
     let record = state
         .agents()
         .record_for(&id, &who.access)
         .await
         .map_err(host_problem)?;
-    Ok(Json(AgentDef::from_record(&record)))
+    Ok(Json(record))
 }
 
 /// Whether an agent may use a tool, and why.
@@ -100,14 +101,16 @@ pub(crate) async fn agent_tools(
     ))
 }
 
-/// Checks an agent definition without storing it (the same checks creation runs).
-#[utoipa::path(post, path = "/api/v1/agents/validate", tag = "agents", request_body = AgentDef,
+/// Checks an agent without storing it: the checks creation runs (name, kind, pins, options),
+/// then the ones a run of it would meet (its selection against the tools this server has).
+#[utoipa::path(post, path = "/api/v1/agents/validate", tag = "agents", request_body = AgentDraftSchema,
     responses((status = 204, description = "valid"), (status = 422, body = ProblemDocument)), security(("bearer" = [])))]
 pub(crate) async fn validate_agent(
     State(state): State<AppState>,
-    ApiJson(def): ApiJson<AgentDef>,
+    ApiJson(spec): ApiJson<AgentSpec>,
 ) -> ApiResult<axum::http::StatusCode> {
-    def.validate(state.registry())?;
+    let record = Stored::unstored(spec.normalized().map_err(Problem::from)?, "validate");
+    state.agents().tools(&record).await.map_err(host_problem)?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
@@ -119,10 +122,7 @@ fn store(state: &AppState) -> Result<&toolbelt_store::Store, Problem> {
 }
 
 /// A stored agent with its revision.
-fn stored_response(
-    status: axum::http::StatusCode,
-    record: toolbelt_store::Stored<toolbelt_store::AgentSpec>,
-) -> Response {
+fn stored_response(status: axum::http::StatusCode, record: Stored<AgentSpec>) -> Response {
     let etag = axum::http::HeaderValue::from_str(&format!("\"{}\"", record.revision)).ok();
     let mut response = (status, Json(record)).into_response();
     if let Some(etag) = etag {
@@ -142,7 +142,7 @@ fn stored_response(
 pub(crate) async fn create_agent(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
-    ApiJson(draft): ApiJson<toolbelt_store::AgentSpec>,
+    ApiJson(draft): ApiJson<AgentSpec>,
 ) -> ApiResult<Response> {
     who.access.check(&draft.name).map_err(host_problem)?;
     let record = store(&state)?
@@ -164,7 +164,7 @@ pub(crate) async fn update_agent(
     Extension(who): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    ApiJson(draft): ApiJson<toolbelt_store::AgentSpec>,
+    ApiJson(draft): ApiJson<AgentSpec>,
 ) -> ApiResult<Response> {
     let Some(revision) = if_match(&headers)? else {
         return Err(Problem::new(

@@ -56,7 +56,7 @@ async fn a_token_limited_to_an_agent_reaches_only_that_agent_and_what_belongs_to
         let all = json_of(s.get("/api/v1/whoami", ADMIN).send().await.unwrap(), 200).await;
         assert!(all.get("agents").is_none(), "{all}");
         let agents = json_of(s.get("/api/v1/agents", team).send().await.unwrap(), 200).await;
-        assert_eq!(names(&agents, "id"), ["helper"]);
+        assert_eq!(names(&agents, "name"), ["helper"]);
 
         // Every route of another agent is refused before anything is read: the same answer
         // for an agent that exists and one that does not.

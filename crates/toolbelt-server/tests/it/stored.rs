@@ -504,7 +504,7 @@ async fn agents_are_stored_and_tools_bound_and_unbound() {
         problem_of(put, 428, "if_match_required").await;
         problem_of(s.post("/api/v1/agents", ADMIN).json(&json!({"name": "x", "colour": 1})).send().await.unwrap(), 422, "invalid_field").await;
         let listed = json_of(s.get("/api/v1/agents", READER).send().await.unwrap(), 200).await;
-        let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+        let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
         assert_eq!(ids, ["ops", "helper"]);
         s.stop().await;
         db

@@ -8,7 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 use toolbelt_core::{FnTool, Registry, ToolHandle};
-use toolbelt_server::{AgentDef, ConfigToken, ProviderDef, Scope, Server, ServerConfig};
+use toolbelt_server::{ConfigToken, Scope, Server, ServerConfig};
 
 pub(crate) const ADMIN: &str = "tb_admin_token";
 pub(crate) const RUNNER: &str = "tb_run_token";
@@ -126,15 +126,13 @@ impl TestServer {
             token("runner", RUNNER, Scope::Run),
             token("reader", READER, Scope::Read),
         ];
-        let mut agent = AgentDef::default_agent();
-        agent.id = "helper".to_owned();
-        agent.tools = "util,danger".to_owned();
-        agent.provider = ProviderDef {
-            kind: Some("openai".to_owned()),
-            base_url: Some(model_url.unwrap_or("http://127.0.0.1:9/v1").to_owned()),
-            model: Some("scripted".to_owned()),
-            api_key_env: Some("TOOLBELT_TEST_NO_KEY".to_owned()),
-        };
+        let mut agent = ServerConfig::default_agent();
+        agent.name = "helper".to_owned();
+        agent.selection = "util,danger".to_owned();
+        agent.provider = Some("openai".to_owned());
+        agent.model = Some("scripted".to_owned());
+        agent.options.base_url = Some(model_url.unwrap_or("http://127.0.0.1:9/v1").to_owned());
+        agent.options.api_key_env = Some("TOOLBELT_TEST_NO_KEY".to_owned());
         config.agents = vec![agent];
         config.run_wait_secs = 5;
         edit(&mut config);

@@ -121,17 +121,11 @@ pub async fn file_search(
         // has, or which theme a JSON file sets): its name alone says nothing, so it is
         // read whole, as file_read reads it (line count, a table's header and rows).
         let mut out = if query.pattern.is_none() && !query.count && dir.is_file() {
-            let handle = query
-                .workspace
-                .open_read(&dir)
-                .map_err(|e| super::io_error("open", &shown, &e))?;
-            let cap = query.workspace.max_read_bytes();
-            let mut out = super::read_lines(handle, &shown, 1, None, false, cap)?;
-            out.text.insert_str(
-                0,
-                &format!("[{shown} is one file and no pattern was given, so here it is]\n"),
-            );
-            out
+            query.read_whole(
+                &dir,
+                &shown,
+                format!("[{shown} is one file and no pattern was given, so here it is]\n"),
+            )?
         } else {
             query.answer(&dir, &shown, &stop)?
         };
@@ -447,6 +441,24 @@ impl Query {
         let glob = self.glob.as_ref();
         let pattern = self.pattern.as_ref();
         let walk = self.walk(dir, glob, pattern, stop)?;
+        // A glob without wildcards that selects one file, and nothing to look for (the
+        // 1.5B model asking `"glob": "data/deploy.yaml"` for the replicas it sets, three
+        // times over): the listing would only repeat the name it gave, so the file is read
+        // whole. A glob with wildcards is a listing, even of one file.
+        if let (Some(glob), None, false, [only]) = (glob, pattern, self.count, walk.hits.as_slice())
+            && !glob.text.contains(['*', '?', '[', '{'])
+        {
+            let file = self.root.join(only);
+            if !walk.limited && !file.is_symlink() && file.is_file() {
+                let note = format!(
+                    "[`{}` selects one file, {only}, and no pattern was given, so here it is]\n",
+                    glob.text
+                );
+                if let Ok(out) = self.read_whole(&file, only, note) {
+                    return Ok(out);
+                }
+            }
+        }
         let mut notes = Vec::new();
         if let Some(reason) = pattern.and_then(|p| p.literal_because.as_ref()) {
             notes.push(format!("[{reason}; searched for it as plain text]"));
@@ -484,6 +496,19 @@ impl Query {
             return Ok(self.render(&self.root, ".", &walk, notes, None));
         }
         Ok(self.render(dir, shown, &walk, notes, glob))
+    }
+
+    /// `file` read as `file_read` reads it (line count, a table's header and rows), after
+    /// `note`.
+    fn read_whole(&self, file: &Path, shown: &str, note: String) -> Result<ToolOutput, ToolError> {
+        let handle = self
+            .workspace
+            .open_read(file)
+            .map_err(|e| super::io_error("open", shown, &e))?;
+        let cap = self.workspace.max_read_bytes();
+        let mut out = super::read_lines(handle, shown, 1, None, false, cap)?;
+        out.text.insert_str(0, &note);
+        Ok(out)
     }
 
     /// After a regular expression matched no line: the files under `dir` whose path it

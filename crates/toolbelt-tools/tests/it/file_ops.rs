@@ -16,6 +16,13 @@ async fn reads_whole_files_and_line_ranges() {
         fx.ok("file_read", json!({"path": "a.txt"})).await,
         "[a.txt: 4 lines]\none\ntwo\nthree\nfour\n"
     );
+    // A settings file is shown without its line count, which is not one of its facts
+    // (json-theme: the 1.5B model answered "5 lines" for the theme a JSON file sets).
+    fx.write("s.json", "{\n  \"theme\": \"dark\"\n}\n");
+    assert_eq!(
+        fx.ok("file_read", json!({"path": "s.json"})).await,
+        "{\n  \"theme\": \"dark\"\n}\n"
+    );
     let range = fx
         .ok(
             "file_read",

@@ -384,6 +384,42 @@ async fn counts_lines_of_a_file_matching_lines_and_files() {
 }
 
 #[tokio::test]
+async fn a_glob_that_selects_one_file_without_a_pattern_reads_it() {
+    let fx = Fx::new();
+    fx.write("data/deploy.yaml", "replicas: 3\nimage: app:1.4.2\n");
+    fx.write("data/users.csv", "id\n1\n");
+    // yaml-deploy: the 1.5B model asked `"glob": "data/deploy.yaml"` three times for the
+    // replicas it sets, and was shown the name it had given each time.
+    assert_eq!(
+        fx.ok("file_search", json!({"glob": "data/deploy.yaml"}))
+            .await,
+        "[`data/deploy.yaml` selects one file, data/deploy.yaml, and no pattern was given, so \
+         here it is]\nreplicas: 3\nimage: app:1.4.2\n"
+    );
+    // By name, from a folder.
+    assert!(
+        fx.ok(
+            "file_search",
+            json!({"glob": "deploy.yaml", "path": "data"})
+        )
+        .await
+        .ends_with("replicas: 3\nimage: app:1.4.2\n")
+    );
+    // A glob with wildcards lists, even one file.
+    assert_eq!(
+        fx.ok("file_search", json!({"glob": "*.yaml"})).await,
+        "data/deploy.yaml\n[1 file under . matching glob `*.yaml`]"
+    );
+    // Two files: listed, not read.
+    let listed = fx.ok("file_search", json!({"glob": "data/*"})).await;
+    assert!(
+        listed.contains("data/deploy.yaml") && listed.contains("data/users.csv"),
+        "{listed}"
+    );
+    assert!(!listed.contains("replicas"), "{listed}");
+}
+
+#[tokio::test]
 async fn the_description_shows_no_file_type_a_model_could_copy() {
     let fx = Fx::new();
     let spec = fx.tools.get("file_search").unwrap().spec().clone();

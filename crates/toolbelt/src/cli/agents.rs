@@ -11,7 +11,7 @@ use toolbelt::stored::environment;
 use toolbelt_store::{AgentSpec, Binding, Store, Stored, availability, split_pin};
 use toolbelt_tools::declarative::Secrets;
 
-use super::remote::{Api, ApiError, Backend, Call, Target};
+use super::remote::{Api, Backend, Call, Target};
 
 /// Subcommands of `toolbelt agents`.
 #[derive(Debug, clap::Subcommand)]
@@ -256,23 +256,17 @@ pub(crate) async fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The server's stored agents (its agents from a configuration file are left out, as
-/// they are not in the database), by name.
+/// The server's stored agents (its agents from a configuration file, revision 0, are left
+/// out, as they are not in the database), by name.
 async fn remote_stored_agents(api: &Api) -> anyhow::Result<Vec<Value>> {
     let listed = api.send(Call::get(&["agents"])).await?;
-    let mut agents = Vec::new();
-    for def in listed.as_array().into_iter().flatten() {
-        let Some(id) = def["id"].as_str() else {
-            continue;
-        };
-        match api.send(Call::get(&["agents", id, "stored"])).await {
-            Ok(agent) => agents.push(agent),
-            Err(e)
-                if e.downcast_ref::<ApiError>()
-                    .is_some_and(|e| e.status == reqwest::StatusCode::NOT_FOUND) => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let mut agents: Vec<Value> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|agent| agent["revision"].as_i64().is_some_and(|r| r > 0))
+        .cloned()
+        .collect();
     agents.sort_by(|a, b| text(a, "name").cmp(text(b, "name")));
     Ok(agents)
 }

@@ -23,8 +23,13 @@ pub(crate) fn fake_openai(replies: Vec<String>) -> (String, JoinHandle<Vec<Value
     (url, joined)
 }
 
+/// Longest the fake server waits for a request it has a reply for: a run that makes fewer
+/// requests than scripted fails its test (the bodies are missing) instead of hanging it.
+const NEXT_REQUEST: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// [`fake_openai`] whose request bodies can be read while it serves (the callers of several
-/// processes share it); the thread ends after the last reply.
+/// processes share it); the thread ends after the last reply, or when no request came for
+/// [`NEXT_REQUEST`].
 pub(crate) fn recording_openai(
     replies: Vec<String>,
 ) -> (String, Arc<Mutex<Vec<Value>>>, JoinHandle<()>) {
@@ -32,9 +37,23 @@ pub(crate) fn recording_openai(
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let seen = bodies.clone();
+    listener.set_nonblocking(true).unwrap();
     let server = std::thread::spawn(move || {
         for reply in replies {
-            let (socket, _) = listener.accept().unwrap();
+            let waited = std::time::Instant::now();
+            let socket = loop {
+                match listener.accept() {
+                    Ok((socket, _)) => break socket,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        if waited.elapsed() > NEXT_REQUEST {
+                            return;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    Err(e) => panic!("accept: {e}"),
+                }
+            };
+            socket.set_nonblocking(false).unwrap();
             let mut reader = BufReader::new(socket);
             let mut length = 0;
             loop {

@@ -168,9 +168,9 @@ fn expected() -> Value {
         "approved": true,
         "run": {"status": "succeeded", "answer": "Stamped.",
             "tool_results": [["stamp", "stamped hello\n", false]], "events": null},
-        "reads": ["AgentDef", "StoredAgent", "ToolAvailability", "ToolSpec", "StoredTool",
+        "reads": ["StoredAgent", "StoredAgent", "ToolAvailability", "ToolSpec", "StoredTool",
             "VersionView", "RunPage"],
-        "agent_def": {"tools": "tool:stamp", "approval_default": null},
+        "agent_view": {"tools": ["stamp"], "same_as_stored": true},
         "runs_listed": [true]
     })
 }

@@ -149,7 +149,11 @@ def main(base_url: str, token: str) -> None:
         list_runs.sync(client=client, agent="clerk"),
     ]
     report["reads"] = [type(r).__name__ for r in reads]
-    report["agent_def"] = {"tools": reads[0].tools, "approval_default": reads[0].approval.default}
+    # The agent as runs get it and as it is stored: one shape, the same values.
+    report["agent_view"] = {
+        "tools": [b.tool for b in reads[0].tools],
+        "same_as_stored": reads[0].to_dict() == reads[1].to_dict(),
+    }
     report["runs_listed"] = [r.id == started.id for r in reads[6].items]
     print(json.dumps(report))
 
