@@ -10,7 +10,7 @@ use toolbelt_core::{Executor, Registry, ToolHandle, Toolset};
 use toolbelt_llm::{ModelProfiles, ToolChoice};
 use toolbelt_router::{AnyRouter, EmbeddingSlot, HybridRouter, LearnedUsage, SkillSet};
 use toolbelt_store::{
-    AgentSpec, Condition, LiveRegistry, Reason, Store, StoreError, Stored, ToolRecord, ToolSource,
+    AgentSpec, Condition, LiveRegistry, Reason, Store, StoreError, Stored, ToolEntry, ToolSource,
     availability, selection_includes,
 };
 use toolbelt_tools::declarative::Secrets;
@@ -408,7 +408,7 @@ impl AgentFactory {
                         .map(ToString::to_string)
                         .collect::<Vec<_>>()
                         .join("; ")
-                } else if bound.contains(tool.name.as_str()) {
+                } else if bound.contains(tool.name()) {
                     "bound to the agent".to_owned()
                 } else {
                     format!("selected by `{}`", record.selection)
@@ -419,7 +419,7 @@ impl AgentFactory {
                 .iter()
                 .any(|r| matches!(r, Reason::NotSelected { .. }));
             report.push(ToolReport {
-                name: tool.name.clone(),
+                name: tool.name().to_owned(),
                 available,
                 why,
                 selected,
@@ -428,7 +428,7 @@ impl AgentFactory {
             });
         }
         // Tools in the registry that are not stored (a host may add some of its own).
-        let stored_names: BTreeSet<&str> = stored.iter().map(|t| t.name.as_str()).collect();
+        let stored_names: BTreeSet<&str> = stored.iter().map(|t| t.name()).collect();
         for handle in live.registry().list().iter() {
             let name = handle.name().to_string();
             if stored_names.contains(name.as_str()) {
@@ -570,7 +570,7 @@ impl AgentFactory {
         };
         let key: Vec<(String, String)> = records
             .iter()
-            .map(|r| (r.name.clone(), r.content_hash.clone()))
+            .map(|r| (r.name.clone(), r.content_hash()))
             .collect();
         let mut cached = self
             .inner
@@ -659,17 +659,17 @@ fn offered(report: &[ToolReport]) -> Vec<(String, Option<i64>)> {
 /// stored version. `Err` says why it is not offered.
 async fn handle_at(
     live: &LiveRegistry,
-    tool: &ToolRecord,
+    tool: &ToolEntry,
     version: i64,
 ) -> Result<ToolHandle, String> {
     if version == tool.current_version {
-        return live.registry().get(&tool.name).ok_or_else(|| {
-            tracing::warn!(tool = %tool.name, "stored tool not in this process's registry");
+        return live.registry().get(tool.name()).ok_or_else(|| {
+            tracing::warn!(tool = %tool.name(), "stored tool not in this process's registry");
             "not built by this process".to_owned()
         });
     }
-    live.tool_at(&tool.name, version).await.map_err(|error| {
-        tracing::warn!(tool = %tool.name, version, %error, "pinned version not built");
+    live.tool_at(tool.name(), version).await.map_err(|error| {
+        tracing::warn!(tool = %tool.name(), version, %error, "pinned version not built");
         format!("version {version} cannot be built here: {error}")
     })
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolbelt_core::{ToolPolicy, ToolSpec};
-use toolbelt_store::{Availability, Store, StoreError, ToolDraft, ToolSource};
+use toolbelt_store::{
+    Availability, Revision, Store, StoreError, Stored, ToolDef, ToolEntry, ToolSource,
+};
 use toolbelt_tools::declarative::{CommandDef, Definition, HttpDef};
 
 use crate::agent_tool_parameters;
@@ -58,7 +60,8 @@ pub struct ToolFile {
     /// An agent tool: `{agent: NAME}` runs the stored agent NAME.
     #[serde(default)]
     pub agent: Option<AgentToolDef>,
-    /// Who may use the tool, and when.
+    /// Who may use the tool, and when; absent leaves the stored rules on an update (see
+    /// [`update_tool`]) and means anyone on a create.
     #[serde(default)]
     pub availability: Option<Availability>,
     /// Why this version, shown by `toolbelt tools versions`.
@@ -110,12 +113,13 @@ impl ToolFile {
         from_yaml(text).map_err(|reason| invalid("file", reason))
     }
 
-    /// Checks the file and turns it into a draft, changed by `changed_by`.
+    /// Checks the file and turns it into the tool it defines, with its `availability` (anyone
+    /// when absent). The `note` is not part of the tool: pass it to the store with the write.
     ///
     /// # Errors
     /// [`StoreError::Invalid`] naming the field: not exactly one of `http`/`command`/`agent`, a
     /// bad effect, or what [`Definition::validate`] finds.
-    pub fn to_draft(&self, changed_by: &str) -> Result<ToolDraft, StoreError> {
+    pub fn to_def(&self) -> Result<ToolDef, StoreError> {
         let kinds = [
             self.http.is_some(),
             self.command.is_some(),
@@ -192,10 +196,48 @@ impl ToolFile {
         } else {
             return Err(invalid("http/command/agent", "missing"));
         };
-        let mut draft = ToolDraft::new(spec, source, changed_by).with_definition(definition);
-        draft.note.clone_from(&self.note);
-        draft.availability.clone_from(&self.availability);
-        Ok(draft)
+        Ok(ToolDef::new(spec, source)
+            .with_definition(definition)
+            .with_availability(self.availability.clone().unwrap_or_default()))
+    }
+}
+
+/// Writes `def` as a new version of its stored tool, then, when `availability` is given and
+/// differs from the stored rules, replaces them: what an update from a tool file or a tool body
+/// does, where absent rules keep the stored ones. Two writes (the rules are not versioned): a
+/// change of both moves the revision by two.
+///
+/// # Errors
+/// [`StoreError::Invalid`] for a bad rule (checked before anything is written) or a bad def,
+/// [`StoreError::Conflict`] when the tool's revision is not `expected_revision` (or moved between
+/// the two writes), [`StoreError::NotFound`].
+pub async fn update_tool(
+    store: &Store,
+    def: &ToolDef,
+    availability: Option<&Availability>,
+    expected_revision: Revision,
+    changed_by: &str,
+    note: Option<&str>,
+) -> Result<Stored<ToolEntry>, StoreError> {
+    if let Some(rules) = availability {
+        rules.validate()?;
+    }
+    let tools = store.tools();
+    let updated = tools
+        .update(def, expected_revision, changed_by, note)
+        .await?;
+    match availability {
+        Some(rules) if *rules != updated.availability => {
+            tools
+                .set_availability(
+                    def.name(),
+                    rules,
+                    Revision::Exactly(updated.revision),
+                    changed_by,
+                )
+                .await
+        }
+        _ => Ok(updated),
     }
 }
 
@@ -209,15 +251,15 @@ pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String
     serde_json::from_value(value).map_err(|e| e.to_string())
 }
 
-/// Checks that an agent tool's target agent exists (call before storing the draft).
+/// Checks that an agent tool's target agent exists (call before storing the tool).
 ///
 /// # Errors
 /// [`StoreError::Invalid`] naming `agent.agent` when no such agent is stored.
-pub async fn check_agent_tool(store: &Store, draft: &ToolDraft) -> Result<(), StoreError> {
-    if draft.source != ToolSource::Agent {
+pub async fn check_agent_tool(store: &Store, def: &ToolDef) -> Result<(), StoreError> {
+    if def.source != ToolSource::Agent {
         return Ok(());
     }
-    let name = draft
+    let name = def
         .definition
         .as_ref()
         .and_then(|d| d.pointer("/agent/agent"))

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use toolbelt_store::Revision;
-use toolbelt_store::{Store, StoreError, ToolDraft, ToolRecord, ToolSource};
+use toolbelt_store::{Store, StoreError, ToolDef, ToolEntry, ToolSource};
 
 use crate::convert::{Imported, Skipped};
 
@@ -41,11 +41,11 @@ pub struct ImportReport {
 
 /// Writes `imported` to `store`: a new tool for a name not stored, a new version for a stored
 /// declarative tool whose spec or definition differ, nothing for an equal one. A name taken
-/// by a tool of another source (compiled, MCP, agent), or a draft the store refuses, is
+/// by a tool of another source (compiled, MCP, agent), or a tool the store refuses, is
 /// reported as skipped; the other tools are still written.
 ///
 /// # Errors
-/// [`StoreError`] when the store cannot be read or written (not for a refused draft).
+/// [`StoreError`] when the store cannot be read or written (not for a refused tool).
 pub async fn apply(
     store: &Store,
     imported: &Imported,
@@ -64,9 +64,8 @@ pub async fn apply(
     );
     for tool in &imported.tools {
         let name = tool.spec.name.as_str().to_owned();
-        let draft = ToolDraft::new(tool.spec.clone(), ToolSource::Declarative, changed_by)
-            .with_definition(tool.definition.clone())
-            .with_note(note.clone());
+        let def = ToolDef::new(tool.spec.clone(), ToolSource::Declarative)
+            .with_definition(tool.definition.clone());
         let refused = |e: StoreError| Skipped {
             operation: tool.operation.clone(),
             pointer: tool.pointer.clone(),
@@ -79,7 +78,9 @@ pub async fn apply(
         };
         match stored {
             None => {
-                if !dry_run && let Err(e) = store.tools().create(&draft).await {
+                if !dry_run
+                    && let Err(e) = store.tools().create(&def, changed_by, Some(&note)).await
+                {
                     report.skipped.push(refused_or(e, refused)?);
                     continue;
                 }
@@ -95,15 +96,20 @@ pub async fn apply(
                     ),
                 });
             }
-            Some(record) if record.spec_hash == draft.hash() => report.unchanged.push(name),
+            Some(record) if record.spec_hash == def.hash() => report.unchanged.push(name),
             Some(record) => {
-                let changed = changes(&record, &draft);
+                let changed = changes(&record, &def);
                 let version = if dry_run {
                     record.latest_version + 1
                 } else {
                     match store
                         .tools()
-                        .update(&draft, Revision::Exactly(record.revision))
+                        .update(
+                            &def,
+                            Revision::Exactly(record.revision),
+                            changed_by,
+                            Some(&note),
+                        )
                         .await
                     {
                         Ok(updated) => updated.current_version,
@@ -124,7 +130,7 @@ pub async fn apply(
     Ok(report)
 }
 
-/// A refused draft (invalid, or changed meanwhile) as a skip; a store failure as the error.
+/// A refused tool (invalid, or changed meanwhile) as a skip; a store failure as the error.
 fn refused_or(
     error: StoreError,
     refused: impl FnOnce(StoreError) -> Skipped,
@@ -138,13 +144,13 @@ fn refused_or(
 }
 
 /// The top-level spec fields and the definition's `http.*` fields that differ.
-fn changes(record: &ToolRecord, draft: &ToolDraft) -> Vec<String> {
+fn changes(record: &ToolEntry, def: &ToolDef) -> Vec<String> {
     let mut changed = Vec::new();
     let old = serde_json::to_value(&record.spec).unwrap_or(Value::Null);
-    let new = serde_json::to_value(&draft.spec).unwrap_or(Value::Null);
+    let new = serde_json::to_value(&def.spec).unwrap_or(Value::Null);
     diff_keys(&old, &new, "", &mut changed);
     let old = record.definition.as_ref().and_then(|d| d.get("http"));
-    let new = draft.definition.as_ref().and_then(|d| d.get("http"));
+    let new = def.definition.as_ref().and_then(|d| d.get("http"));
     match (old, new) {
         (Some(old), Some(new)) => diff_keys(old, new, "http.", &mut changed),
         (old, new) if old != new => changed.push("definition".to_owned()),

@@ -12,7 +12,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use serde_json::json;
 use toolbelt_core::{FnTool, ToolHandle, ToolSpec};
 use toolbelt_store::{
-    LiveRegistry, LogEntry, RunLogConfig, Store, StoreOptions, ToolDraft, ToolSource,
+    LiveRegistry, LogEntry, RunLogConfig, Store, StoreOptions, ToolDef, ToolSource,
 };
 
 fn spec(i: usize, description: &str) -> ToolSpec {
@@ -126,26 +126,26 @@ fn updates(c: &mut Criterion) {
     for engine in engines() {
         let fresh = Fresh::new(engine);
         let store = rt.block_on(fresh.open());
-        let draft = |n: u64| {
-            ToolDraft::new(spec(1, &format!("v{n}")), ToolSource::Declarative, "bench")
+        let def = |n: u64| {
+            ToolDef::new(spec(1, &format!("v{n}")), ToolSource::Declarative)
                 .with_definition(json!({"http": {"url": "http://x"}}))
         };
         let mut revision = rt
-            .block_on(store.tools().create(&draft(0)))
+            .block_on(store.tools().create(&def(0), "bench", None))
             .unwrap()
             .revision;
         let mut n = 0;
         group.bench_function(BenchmarkId::from_parameter(engine), |b| {
             b.to_async(&rt).iter(|| {
                 n += 1;
-                let d = draft(n);
+                let d = def(n);
                 let store = &store;
                 let expected = revision;
                 revision += 1;
                 async move {
                     store
                         .tools()
-                        .update(&d, Revision::from(expected))
+                        .update(&d, Revision::from(expected), "bench", None)
                         .await
                         .unwrap()
                 }
@@ -154,22 +154,25 @@ fn updates(c: &mut Criterion) {
         // Eight writers at once, each updating its own tool: what a server with several
         // clients sees (Postgres commits them together instead of one WAL flush each).
         const WRITERS: usize = 8;
-        let drafts = |n: u64| -> Vec<ToolDraft> {
+        let defs = |n: u64| -> Vec<ToolDef> {
             (0..WRITERS)
                 .map(|w| {
-                    ToolDraft::new(
-                        spec(100 + w, &format!("v{n}")),
-                        ToolSource::Declarative,
-                        "bench",
-                    )
-                    .with_definition(json!({"http": {"url": "http://x"}}))
+                    ToolDef::new(spec(100 + w, &format!("v{n}")), ToolSource::Declarative)
+                        .with_definition(json!({"http": {"url": "http://x"}}))
                 })
                 .collect()
         };
         let mut revisions: Vec<i64> = rt.block_on(async {
             let mut out = Vec::new();
-            for d in drafts(0) {
-                out.push(store.tools().create(&d).await.unwrap().revision);
+            for d in defs(0) {
+                out.push(
+                    store
+                        .tools()
+                        .create(&d, "bench", None)
+                        .await
+                        .unwrap()
+                        .revision,
+                );
             }
             out
         });
@@ -178,7 +181,7 @@ fn updates(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("8_writers", engine), |b| {
             b.to_async(&rt).iter(|| {
                 round += 1;
-                let batch = drafts(round);
+                let batch = defs(round);
                 let expected = revisions.clone();
                 for r in &mut revisions {
                     *r += 1;
@@ -191,7 +194,11 @@ fn updates(c: &mut Criterion) {
                         .map(|(d, rev)| {
                             let store = store.clone();
                             tokio::spawn(async move {
-                                store.tools().update(&d, Revision::from(rev)).await.unwrap()
+                                store
+                                    .tools()
+                                    .update(&d, Revision::from(rev), "bench", None)
+                                    .await
+                                    .unwrap()
                             })
                         })
                         .collect();
@@ -269,14 +276,13 @@ fn second_instance(c: &mut Criterion) {
                     let mut total = Duration::ZERO;
                     for i in 0..iters {
                         let name = format!("tool_{:04}", start_n + usize::try_from(i).unwrap());
-                        let draft = ToolDraft::new(
+                        let def = ToolDef::new(
                             spec(start_n + usize::try_from(i).unwrap(), "live"),
                             ToolSource::Declarative,
-                            "bench",
                         )
                         .with_definition(json!({}));
                         let start = Instant::now();
-                        writer.tools().create(&draft).await.unwrap();
+                        writer.tools().create(&def, "bench", None).await.unwrap();
                         while !live.registry().contains(&name) {
                             tokio::time::sleep(Duration::from_millis(1)).await;
                         }

@@ -38,12 +38,12 @@ pub use run_log::{
     RunLogTask, RunLogWriter, ToolCallBucket, ToolUse, redact,
 };
 pub use runs::{RunRecord, RunStatus, RunUpdate, Runs};
-pub use skills::{SkillChange, SkillDraft, SkillRecord, Skills};
+pub use skills::{SkillChange, SkillSpec, Skills};
 pub use store::{Engine, SCHEMA_VERSION, Store, StoreOptions, redacted_url};
 pub use stored::Stored;
 pub use sync::SyncReport;
 pub use tokens::{TokenRecord, Tokens, token_hash};
-pub use tools::{ToolDraft, ToolRecord, ToolSource, ToolState, ToolVersion, Tools, spec_hash};
+pub use tools::{ToolDef, ToolEntry, ToolSource, ToolState, ToolVersion, Tools, spec_hash};
 pub use verdict::{Environment, Reason, Verdict, availability, selection_includes};
 
 const _: () = {

@@ -23,7 +23,8 @@ use toolbelt_core::{Registry, ToolHandle, ToolSpec};
 use crate::changes::Change;
 use crate::error::{Result, StoreError};
 use crate::store::{Engine, Store};
-use crate::tools::{ToolRecord, ToolSource};
+use crate::stored::Stored;
+use crate::tools::{ToolEntry, ToolSource};
 
 /// Above this many tools to build, a reconcile reads their records in one statement.
 const BULK_READ: usize = 16;
@@ -69,7 +70,7 @@ struct Installed {
 
 /// How `tools ls` and `GET /api/v1/tools` name where a stored tool comes from: `compiled`,
 /// `http`, `command` (declarative tools by their definition's kind), `agent` or `mcp`.
-fn origin_of(record: &ToolRecord) -> &'static str {
+fn origin_of(record: &ToolEntry) -> &'static str {
     match record.source {
         ToolSource::Compiled => "compiled",
         ToolSource::Agent => "agent",
@@ -341,14 +342,17 @@ impl LiveRegistry {
             .filter(|(_, install)| *install)
             .map(|(name, _)| name.clone())
             .collect();
-        let mut records: HashMap<String, ToolRecord> = if to_build.len() <= BULK_READ {
+        let mut records: HashMap<String, Stored<ToolEntry>> = if to_build.len() <= BULK_READ {
             HashMap::new()
         } else {
             let records = match scope {
                 None => self.store.tools().list().await?,
                 Some(_) => self.store.tools().named(&to_build).await?,
             };
-            records.into_iter().map(|r| (r.name.clone(), r)).collect()
+            records
+                .into_iter()
+                .map(|r| (r.name().to_owned(), r))
+                .collect()
         };
         let mut report = Reconciled::default();
         for (name, install) in stale {

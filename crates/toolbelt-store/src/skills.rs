@@ -10,14 +10,16 @@ use sqlx::any::AnyRow;
 
 use crate::error::{Entity, Result, StoreError};
 use crate::store::{Store, decode_json, now_ms, record_change, to_json};
+use crate::stored::Stored;
 
-/// A skill to store: what `SKILL.md` holds, and the files that were beside it.
+/// A skill: what `SKILL.md` holds, and the files that were beside it. Written with
+/// [`Skills::put`]; the store hands it back as [`Stored<SkillSpec>`](crate::Stored).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
-pub struct SkillDraft {
-    /// `lowercase-with-hyphens`, 1 to [`SkillDraft::MAX_NAME`] characters.
+pub struct SkillSpec {
+    /// `lowercase-with-hyphens`, 1 to [`SkillSpec::MAX_NAME`] characters.
     pub name: String,
-    /// When to use it, 1 to [`SkillDraft::MAX_DESCRIPTION`] characters; the only text routed on.
+    /// When to use it, 1 to [`SkillSpec::MAX_DESCRIPTION`] characters; the only text routed on.
     pub description: String,
     /// The Markdown the agent adds to a run the skill was chosen for.
     pub instructions: String,
@@ -28,7 +30,7 @@ pub struct SkillDraft {
     pub files: Vec<String>,
 }
 
-impl SkillDraft {
+impl SkillSpec {
     /// Longest name accepted (the Agent Skills limit, as `toolbelt_router::MAX_SKILL_NAME`;
     /// the store does not depend on the router, so the limit is repeated here).
     pub const MAX_NAME: usize = 64;
@@ -64,7 +66,7 @@ impl SkillDraft {
         self
     }
 
-    /// Checks the draft with the rules `toolbelt_router::Skill::parse` applies to `SKILL.md`.
+    /// Checks the skill with the rules `toolbelt_router::Skill::parse` applies to `SKILL.md`.
     fn validate(&self) -> Result<()> {
         let name = &self.name;
         if name.is_empty()
@@ -107,34 +109,15 @@ impl SkillDraft {
         Ok(())
     }
 
-    /// SHA-256 (hex) of everything stored but the timestamps.
-    fn hash(&self) -> Result<String> {
-        let text = to_json(self, "skill")?;
+    /// SHA-256 (hex) of the skill's JSON (name, description, instructions, metadata and files,
+    /// in that order): equal hashes mean equal content. The store keeps it beside the skill and
+    /// compares it on [`Skills::put`].
+    pub fn content_hash(&self) -> String {
+        // A struct of strings, a string map and a list of strings always serialises.
+        let text = serde_json::to_string(self).unwrap_or_default();
         let digest = Sha256::digest(text.as_bytes());
-        Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
+        digest.iter().map(|b| format!("{b:02x}")).collect()
     }
-}
-
-/// A stored skill.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct SkillRecord {
-    /// Unique name.
-    pub name: String,
-    /// When to use it.
-    pub description: String,
-    /// The Markdown instructions.
-    pub instructions: String,
-    /// The other front-matter keys.
-    pub metadata: BTreeMap<String, String>,
-    /// Files that were beside `SKILL.md`, relative to its folder.
-    pub files: Vec<String>,
-    /// SHA-256 (hex) of name, description, instructions, metadata and files.
-    pub content_hash: String,
-    /// Unix ms.
-    pub created_at: i64,
-    /// Unix ms of the last change of content.
-    pub updated_at: i64,
 }
 
 /// What [`Skills::put`] did.
@@ -161,21 +144,24 @@ impl SkillChange {
     }
 }
 
-fn skill_from_row(row: &AnyRow) -> Result<SkillRecord> {
+fn skill_from_row(row: &AnyRow) -> Result<Stored<SkillSpec>> {
     let name: String = row.try_get("name")?;
-    Ok(SkillRecord {
-        description: row.try_get("description")?,
-        instructions: row.try_get("instructions")?,
-        metadata: decode_json(row, "metadata", Entity::Skill, &name)?,
-        files: decode_json(row, "files", Entity::Skill, &name)?,
-        content_hash: row.try_get("content_hash")?,
+    Ok(Stored {
+        value: SkillSpec {
+            description: row.try_get("description")?,
+            instructions: row.try_get("instructions")?,
+            metadata: decode_json(row, "metadata", Entity::Skill, &name)?,
+            files: decode_json(row, "files", Entity::Skill, &name)?,
+            name,
+        },
+        revision: row.try_get("revision")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
-        name,
+        changed_by: row.try_get("changed_by")?,
     })
 }
 
-const SELECT_SKILL: &str = "SELECT name, description, instructions, metadata, files, content_hash, created_at, updated_at FROM skills";
+const SELECT_SKILL: &str = "SELECT name, description, instructions, metadata, files, revision, created_at, updated_at, changed_by FROM skills";
 
 /// Skills: the operations of that aggregate, from [`Store::skills`].
 #[derive(Debug, Clone, Copy)]
@@ -191,66 +177,74 @@ impl Store {
 }
 
 impl Skills<'_> {
-    /// Creates the skill `draft.name`, or replaces its content when it differs.
+    /// Creates the skill `spec.name` at revision 1, or replaces its content when it differs
+    /// (the revision goes up by one and `changed_by` is recorded); the same content writes
+    /// nothing.
     ///
     /// # Errors
     /// [`StoreError::Invalid`] naming the field (`name`, `description`, `files[i]`) when the
-    /// draft breaks the Agent Skills rules; nothing is written then.
-    pub async fn put(&self, draft: &SkillDraft) -> Result<(SkillRecord, SkillChange)> {
-        draft.validate()?;
-        let hash = draft.hash()?;
+    /// skill breaks the Agent Skills rules; nothing is written then.
+    pub async fn put(
+        &self,
+        spec: &SkillSpec,
+        changed_by: &str,
+    ) -> Result<(Stored<SkillSpec>, SkillChange)> {
+        spec.validate()?;
+        let hash = spec.content_hash();
         let at = now_ms();
         let mut tx = self.store.begin().await?;
         let stored: Option<String> =
             sqlx::query_scalar("SELECT content_hash FROM skills WHERE name = $1")
-                .bind(&draft.name)
+                .bind(&spec.name)
                 .fetch_optional(&mut **tx)
                 .await?;
         let change = match stored {
             Some(stored) if stored == hash => SkillChange::Unchanged,
             Some(_) => {
                 sqlx::query(
-                    "UPDATE skills SET description = $1, instructions = $2, metadata = $3, files = $4, content_hash = $5, updated_at = $6 WHERE name = $7",
+                    "UPDATE skills SET description = $1, instructions = $2, metadata = $3, files = $4, content_hash = $5, updated_at = $6, changed_by = $7, revision = revision + 1 WHERE name = $8",
                 )
-                .bind(&draft.description)
-                .bind(&draft.instructions)
-                .bind(to_json(&draft.metadata, "metadata")?)
-                .bind(to_json(&draft.files, "files")?)
+                .bind(&spec.description)
+                .bind(&spec.instructions)
+                .bind(to_json(&spec.metadata, "metadata")?)
+                .bind(to_json(&spec.files, "files")?)
                 .bind(&hash)
                 .bind(at)
-                .bind(&draft.name)
+                .bind(changed_by)
+                .bind(&spec.name)
                 .execute(&mut **tx)
                 .await?;
                 SkillChange::Updated
             }
             None => {
                 sqlx::query(
-                    "INSERT INTO skills (name, description, instructions, metadata, files, content_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+                    "INSERT INTO skills (name, description, instructions, metadata, files, content_hash, created_at, updated_at, revision, changed_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, 1, $8)",
                 )
-                .bind(&draft.name)
-                .bind(&draft.description)
-                .bind(&draft.instructions)
-                .bind(to_json(&draft.metadata, "metadata")?)
-                .bind(to_json(&draft.files, "files")?)
+                .bind(&spec.name)
+                .bind(&spec.description)
+                .bind(&spec.instructions)
+                .bind(to_json(&spec.metadata, "metadata")?)
+                .bind(to_json(&spec.files, "files")?)
                 .bind(&hash)
                 .bind(at)
+                .bind(changed_by)
                 .execute(&mut **tx)
                 .await?;
                 SkillChange::Created
             }
         };
         if change != SkillChange::Unchanged {
-            record_change(&mut tx, "skill", &draft.name, "upsert").await?;
+            record_change(&mut tx, "skill", &spec.name, "upsert").await?;
         }
         tx.commit().await?;
-        Ok((self.get(&draft.name).await?, change))
+        Ok((self.get(&spec.name).await?, change))
     }
 
     /// The skill `name`.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get(&self, name: &str) -> Result<SkillRecord> {
+    pub async fn get(&self, name: &str) -> Result<Stored<SkillSpec>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{SELECT_SKILL} WHERE name = $1"
         )))
@@ -265,7 +259,7 @@ impl Skills<'_> {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list(&self) -> Result<Vec<SkillRecord>> {
+    pub async fn list(&self) -> Result<Vec<Stored<SkillSpec>>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT_SKILL} ORDER BY name")))
             .fetch_all(self.store.pool())
             .await?;

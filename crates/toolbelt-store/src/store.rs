@@ -46,8 +46,8 @@ impl Engine {
 
 /// Highest schema version this build knows (the number of the last migration).
 /// Migrations from 100 on belong to memory and routines (ADR 0020, 0021), 104 to skills, 105 to
-/// tokens limited to agents (ADR 0061).
-pub const SCHEMA_VERSION: i64 = 105;
+/// tokens limited to agents (ADR 0061), 106 to skills' revision and author (ADR 0067).
+pub const SCHEMA_VERSION: i64 = 106;
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -85,6 +85,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "token_agents",
         include_str!("../migrations/sqlite/0105_token_agents.sql"),
     ),
+    (
+        106,
+        "skill_revisions",
+        include_str!("../migrations/sqlite/0106_skill_revisions.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -121,6 +126,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         105,
         "token_agents",
         include_str!("../migrations/postgres/0105_token_agents.sql"),
+    ),
+    (
+        106,
+        "skill_revisions",
+        include_str!("../migrations/postgres/0106_skill_revisions.sql"),
     ),
 ];
 

@@ -10,7 +10,7 @@ use toolbelt_core::ToolSpec;
 use crate::error::Result;
 use crate::store::{Engine, json_arrays, now_ms, record_change, statement_bytes, to_json};
 use crate::tools::Tools;
-use crate::tools::{ToolDraft, ToolSource, insert_version, validate_draft};
+use crate::tools::{Author, ToolDef, ToolSource, insert_version, validate_def};
 
 /// What [`Tools::sync_compiled`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -78,29 +78,28 @@ impl Tools<'_> {
         let mut changed = Vec::new();
         let mut seen = BTreeSet::new();
         for spec in specs {
-            let draft = ToolDraft::new(spec.clone(), ToolSource::Compiled, changed_by)
-                .with_note("start-up sync");
+            let def = ToolDef::new(spec.clone(), ToolSource::Compiled);
             let name = spec.name.as_str().to_owned();
             seen.insert(name.clone());
-            let hash = draft.hash();
+            let hash = def.hash();
             match stored.get(&name) {
                 None => {
-                    validate_draft(&draft)?;
-                    new.push((draft, hash));
+                    validate_def(&def)?;
+                    new.push((def, hash));
                 }
                 Some(s) if !s.compiled => report.clashes.push(name),
                 Some(s) if s.hash == hash && !s.missing => report.unchanged += 1,
                 Some(s) if s.hash == hash => {
                     report.restored.push(name.clone());
-                    changed.push((draft, hash, None));
+                    changed.push((def, hash, None));
                 }
                 Some(s) => {
-                    validate_draft(&draft)?;
+                    validate_def(&def)?;
                     if s.missing {
                         report.restored.push(name.clone());
                     }
                     report.updated.push(name.clone());
-                    changed.push((draft, hash, Some(s.latest + 1)));
+                    changed.push((def, hash, Some(s.latest + 1)));
                 }
             }
         }
@@ -117,11 +116,15 @@ impl Tools<'_> {
         if !new.is_empty() {
             insert_new_tools(&mut tx, self.store.engine(), &new, changed_by, at).await?;
         }
-        for (draft, hash, version) in &changed {
-            let name = draft.spec.name.as_str();
+        let author = Author {
+            changed_by,
+            note: Some("start-up sync"),
+        };
+        for (def, hash, version) in &changed {
+            let name = def.name();
             match version {
                 Some(version) => {
-                    insert_version(&mut tx, draft, *version, hash, at).await?;
+                    insert_version(&mut tx, def, *version, hash, &author, at).await?;
                     sqlx::query(
                         "UPDATE tools SET current_version = $1, latest_version = $1, current_hash = $2, missing = 0, revision = revision + 1, updated_at = $3, changed_by = $4 WHERE name = $5",
                     )
@@ -176,14 +179,14 @@ impl Tools<'_> {
 async fn insert_new_tools(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     engine: Engine,
-    new: &[(ToolDraft, String)],
+    new: &[(ToolDef, String)],
     changed_by: &str,
     at: i64,
 ) -> Result<()> {
     let mut tools = Vec::with_capacity(new.len());
     let mut versions = Vec::with_capacity(new.len());
-    for (draft, hash) in new {
-        let spec = &draft.spec;
+    for (def, hash) in new {
+        let spec = &def.spec;
         tools.push(to_json(
             &serde_json::json!([spec.name.as_str(), hash]),
             "tools",

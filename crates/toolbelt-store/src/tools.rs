@@ -1,4 +1,5 @@
-//! Tools and their versions: [`ToolDraft`] in, [`ToolRecord`] and [`ToolVersion`] out.
+//! Tools and their versions: [`ToolDef`] in, [`Stored<ToolEntry>`](crate::Stored) and
+//! [`ToolVersion`] out.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,6 +14,7 @@ use crate::revision::{Revision, Table, check_revision};
 use crate::store::{
     Engine, Store, WriteTx, decode_json, flag, get_flag, now_ms, record_change, to_json,
 };
+use crate::stored::Stored;
 
 /// Where a stored tool comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,10 +60,11 @@ impl ToolSource {
     }
 }
 
-/// A tool definition to create or update.
-#[derive(Debug, Clone, PartialEq)]
+/// What a tool is: its spec, where it comes from, what builds it and who may use it. Written
+/// with [`Tools::create`] and [`Tools::update`]; read back inside a [`ToolEntry`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
-pub struct ToolDraft {
+pub struct ToolDef {
     /// Name, description, schema, tags, policy.
     pub spec: ToolSpec,
     /// Where the tool comes from.
@@ -69,49 +72,80 @@ pub struct ToolDraft {
     /// What a factory needs to build the tool (HTTP request template, command, agent name, MCP
     /// server); `None` for compiled tools. Never holds secret values, only their names.
     pub definition: Option<Value>,
-    /// Who made the change (user, token name, `sync`).
-    pub changed_by: String,
-    /// Why, shown in `tools versions`.
-    pub note: Option<String>,
-    /// Who may use the tool, and when; `None` keeps the stored rules (unrestricted on create).
-    /// Rules are not versioned: they belong to the tool, not to one of its versions.
-    pub availability: Option<Availability>,
+    /// Who may use the tool, and when (unrestricted by default). Rules are not versioned: they
+    /// belong to the tool, not to one of its versions, so [`Tools::create`] writes them and
+    /// [`Tools::update`] leaves the stored ones; [`Tools::set_availability`] replaces them.
+    pub availability: Availability,
 }
 
-impl ToolDraft {
-    /// A draft of `spec` from `source`, changed by `changed_by`.
-    pub fn new(spec: ToolSpec, source: ToolSource, changed_by: impl Into<String>) -> Self {
+impl ToolDef {
+    /// `spec` from `source`, with no definition and no availability rules.
+    pub fn new(spec: ToolSpec, source: ToolSource) -> Self {
         Self {
             spec,
             source,
             definition: None,
-            changed_by: changed_by.into(),
-            note: None,
-            availability: None,
+            availability: Availability::default(),
         }
     }
 
     /// Sets the availability rules.
+    #[must_use]
     pub fn with_availability(mut self, availability: Availability) -> Self {
-        self.availability = Some(availability);
+        self.availability = availability;
         self
     }
 
     /// Sets the factory definition.
+    #[must_use]
     pub fn with_definition(mut self, definition: Value) -> Self {
         self.definition = Some(definition);
         self
     }
 
-    /// Sets the change note.
-    pub fn with_note(mut self, note: impl Into<String>) -> Self {
-        self.note = Some(note.into());
-        self
+    /// The tool's name (the spec's).
+    pub fn name(&self) -> &str {
+        self.spec.name.as_str()
     }
 
-    /// The content hash of spec + definition: equal hashes mean nothing changed.
+    /// The content hash of spec + definition: equal hashes mean the same version.
     pub fn hash(&self) -> String {
         spec_hash(&self.spec, self.definition.as_ref())
+    }
+}
+
+/// A stored tool: its [`ToolDef`] at the current version, and the state of its versions. The
+/// store hands it out as [`Stored<ToolEntry>`](crate::Stored); it derefs to the [`ToolDef`], so
+/// `entry.spec` reads the current spec. Serialised, the def's fields and the state stand side
+/// by side in one object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolEntry {
+    /// The tool as its current version defines it, with the tool's availability rules.
+    #[serde(flatten)]
+    pub def: ToolDef,
+    /// The version agents that do not pin one get.
+    pub current_version: i64,
+    /// The newest version ever written.
+    pub latest_version: i64,
+    /// Whether it may be offered at all.
+    pub enabled: bool,
+    /// A compiled tool the running code no longer has.
+    pub missing: bool,
+    /// Content hash of the current version.
+    pub spec_hash: String,
+}
+
+impl std::ops::Deref for ToolEntry {
+    type Target = ToolDef;
+    fn deref(&self) -> &ToolDef {
+        &self.def
+    }
+}
+
+impl std::ops::DerefMut for ToolEntry {
+    fn deref_mut(&mut self) -> &mut ToolDef {
+        &mut self.def
     }
 }
 
@@ -133,40 +167,6 @@ pub struct ToolState {
     pub missing: bool,
     /// Which agents may use it.
     pub availability: Availability,
-}
-
-/// A stored tool with its current version.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct ToolRecord {
-    /// The tool's name.
-    pub name: String,
-    /// Where it comes from.
-    pub source: ToolSource,
-    /// The version agents that do not pin one get.
-    pub current_version: i64,
-    /// The newest version ever written.
-    pub latest_version: i64,
-    /// Whether it may be offered at all.
-    pub enabled: bool,
-    /// A compiled tool the running code no longer has.
-    pub missing: bool,
-    /// Who may use it, and when.
-    pub availability: Availability,
-    /// Bumped by every change; pass it back to update.
-    pub revision: i64,
-    /// Unix ms.
-    pub created_at: i64,
-    /// Unix ms.
-    pub updated_at: i64,
-    /// Who made the last change.
-    pub changed_by: String,
-    /// Spec of the current version.
-    pub spec: ToolSpec,
-    /// Factory definition of the current version.
-    pub definition: Option<Value>,
-    /// Content hash of the current version.
-    pub spec_hash: String,
 }
 
 /// One version of a tool, kept forever.
@@ -208,7 +208,7 @@ pub(crate) fn placeholders(n: usize) -> String {
 }
 const SELECT_TOOLS: &str = "SELECT t.name, t.source, t.current_version, t.latest_version, t.current_hash, t.enabled, t.missing, t.availability, t.revision, t.created_at, t.updated_at, t.changed_by, v.spec, v.definition FROM tools t JOIN tool_versions v ON v.tool_name = t.name AND v.version = t.current_version ORDER BY t.name";
 
-pub(crate) fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
+pub(crate) fn tool_from_row(row: &AnyRow) -> Result<Stored<ToolEntry>> {
     let name: String = row.try_get("name")?;
     let definition: Option<String> = row.try_get("definition")?;
     let definition = definition
@@ -220,21 +220,24 @@ pub(crate) fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
             field: "definition",
             reason: e.to_string(),
         })?;
-    Ok(ToolRecord {
-        source: ToolSource::parse(&row.try_get::<String, _>("source")?)?,
-        current_version: row.try_get("current_version")?,
-        latest_version: row.try_get("latest_version")?,
-        spec_hash: row.try_get("current_hash")?,
-        enabled: get_flag(row, "enabled")?,
-        missing: get_flag(row, "missing")?,
-        availability: decode_json(row, "availability", Entity::Tool, &name)?,
+    Ok(Stored {
+        value: ToolEntry {
+            def: ToolDef {
+                spec: decode_json(row, "spec", Entity::Tool, &name)?,
+                source: ToolSource::parse(&row.try_get::<String, _>("source")?)?,
+                definition,
+                availability: decode_json(row, "availability", Entity::Tool, &name)?,
+            },
+            current_version: row.try_get("current_version")?,
+            latest_version: row.try_get("latest_version")?,
+            enabled: get_flag(row, "enabled")?,
+            missing: get_flag(row, "missing")?,
+            spec_hash: row.try_get("current_hash")?,
+        },
         revision: row.try_get("revision")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         changed_by: row.try_get("changed_by")?,
-        spec: decode_json(row, "spec", Entity::Tool, &name)?,
-        definition,
-        name,
     })
 }
 
@@ -303,23 +306,20 @@ fn write_canonical(hasher: &mut Sha256, value: &Value) {
     }
 }
 
-/// Checks what the store itself can check of a draft: tags, that the parameters are an object
-/// schema and valid JSON Schema, and that a non-compiled tool has a definition object.
-pub(crate) fn validate_draft(draft: &ToolDraft) -> Result<()> {
-    if let Some(availability) = &draft.availability {
-        availability.validate()?;
-    }
-    draft
-        .spec
+/// Checks what the store itself can check of a tool's version: tags, that the parameters are
+/// an object schema and valid JSON Schema, and that a non-compiled tool has a definition object.
+/// The availability rules are checked where they are written.
+pub(crate) fn validate_def(def: &ToolDef) -> Result<()> {
+    def.spec
         .validate()
         .map_err(|e| StoreError::invalid("spec", e.to_string()))?;
-    if let Err(e) = jsonschema::meta::validate(&draft.spec.parameters) {
+    if let Err(e) = jsonschema::meta::validate(&def.spec.parameters) {
         return Err(StoreError::invalid(
             "parameters",
             format!("not a valid JSON Schema: {e}"),
         ));
     }
-    match (&draft.source, &draft.definition) {
+    match (&def.source, &def.definition) {
         (ToolSource::Compiled, _) | (_, Some(Value::Object(_))) => Ok(()),
         (_, Some(_)) => Err(StoreError::invalid("definition", "must be a JSON object")),
         (source, None) => Err(StoreError::invalid(
@@ -329,15 +329,22 @@ pub(crate) fn validate_draft(draft: &ToolDraft) -> Result<()> {
     }
 }
 
+/// Who wrote a version and why: what [`insert_version`] records beside the def.
+pub(crate) struct Author<'a> {
+    pub(crate) changed_by: &'a str,
+    pub(crate) note: Option<&'a str>,
+}
+
 pub(crate) async fn insert_version(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    draft: &ToolDraft,
+    def: &ToolDef,
     version: i64,
     hash: &str,
+    author: &Author<'_>,
     at: i64,
 ) -> Result<()> {
-    let spec = &draft.spec;
-    let definition = draft
+    let spec = &def.spec;
+    let definition = def
         .definition
         .as_ref()
         .map(|d| to_json(d, "definition"))
@@ -354,9 +361,9 @@ pub(crate) async fn insert_version(
     .bind(to_json(&spec.kind, "kind")?.trim_matches('"').to_owned())
     .bind(to_json(&spec.policy, "policy")?)
     .bind(hash)
-    .bind(draft.changed_by.as_str())
+    .bind(author.changed_by)
     .bind(at)
-    .bind(draft.note.as_deref())
+    .bind(author.note)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -376,15 +383,22 @@ impl Store {
 }
 
 impl Tools<'_> {
-    /// Creates a tool at version 1.
+    /// Creates the tool `def` at version 1, with its availability rules; `changed_by` and
+    /// `note` (why) are recorded with the version.
     ///
     /// # Errors
     /// [`StoreError::AlreadyExists`] when the name is taken, [`StoreError::Invalid`] for a bad
-    /// spec or schema; nothing is written then.
-    pub async fn create(&self, draft: &ToolDraft) -> Result<ToolRecord> {
-        validate_draft(draft)?;
-        let name = draft.spec.name.as_str();
-        let hash = draft.hash();
+    /// spec, schema or rule; nothing is written then.
+    pub async fn create(
+        &self,
+        def: &ToolDef,
+        changed_by: &str,
+        note: Option<&str>,
+    ) -> Result<Stored<ToolEntry>> {
+        validate_def(def)?;
+        def.availability.validate()?;
+        let name = def.name();
+        let hash = def.hash();
         let at = now_ms();
         let mut tx = self.store.begin().await?;
         let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tools WHERE name = $1")
@@ -401,41 +415,39 @@ impl Tools<'_> {
             "INSERT INTO tools (name, source, current_version, latest_version, current_hash, enabled, missing, availability, revision, created_at, updated_at, changed_by) VALUES ($1, $2, 1, 1, $3, 1, 0, $6, 1, $4, $4, $5)",
         )
         .bind(name)
-        .bind(draft.source.as_str())
+        .bind(def.source.as_str())
         .bind(hash.as_str())
         .bind(at)
-        .bind(draft.changed_by.as_str())
-        .bind(to_json(
-            &draft.availability.clone().unwrap_or_default(),
-            "availability",
-        )?)
+        .bind(changed_by)
+        .bind(to_json(&def.availability, "availability")?)
         .execute(&mut **tx)
         .await?;
-        insert_version(&mut tx, draft, 1, &hash, at).await?;
+        let author = Author { changed_by, note };
+        insert_version(&mut tx, def, 1, &hash, &author, at).await?;
         self.commit_change(tx, name).await
     }
 
-    /// Writes a new version of an existing tool and makes it current.
+    /// Writes `def` as a new version of an existing tool and makes it current.
     ///
-    /// A draft equal to the current version (same hash) writes nothing and returns the record.
+    /// Only the version is written: `def.availability` is ignored and the stored rules stay
+    /// (they belong to the tool, not to a version; [`Tools::set_availability`] replaces them).
+    /// A def equal to the current version (same hash) writes nothing and returns the stored
+    /// tool.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the tool's revision is not `expected_revision`,
     /// [`StoreError::NotFound`], [`StoreError::Invalid`].
     pub async fn update(
         &self,
-        draft: &ToolDraft,
+        def: &ToolDef,
         expected_revision: Revision,
-    ) -> Result<ToolRecord> {
-        validate_draft(draft)?;
-        let name = draft.spec.name.as_str();
-        let hash = draft.hash();
+        changed_by: &str,
+        note: Option<&str>,
+    ) -> Result<Stored<ToolEntry>> {
+        validate_def(def)?;
+        let name = def.name();
+        let hash = def.hash();
         let at = now_ms();
-        let availability = draft
-            .availability
-            .as_ref()
-            .map(|a| to_json(a, "availability"))
-            .transpose()?;
         let mut tx = self.store.begin().await?;
         // One read under the row lock (SQLite's BEGIN IMMEDIATE holds the database), the
         // revision checked here rather than by a separate UPDATE: four statements per
@@ -465,66 +477,56 @@ impl Tools<'_> {
             });
         }
         let source: String = row.try_get("source")?;
-        if source != draft.source.as_str() {
-            return Err(source_mismatch(name, &source, draft.source));
+        if source != def.source.as_str() {
+            return Err(source_mismatch(name, &source, def.source));
         }
         let current_hash: String = row.try_get("current_hash")?;
         if current_hash == hash {
-            // Same spec: only a new availability (if any) is written.
-            let Some(availability) = availability else {
-                tx.rollback().await?;
-                return self.get(name).await;
-            };
-            sqlx::query(
-                "UPDATE tools SET availability = $1, revision = revision + 1, updated_at = $2, changed_by = $3 WHERE name = $4",
-            )
-            .bind(availability)
-            .bind(at)
-            .bind(draft.changed_by.as_str())
-            .bind(name)
-            .execute(&mut **tx)
-            .await?;
-            return self.commit_change(tx, name).await;
+            tx.rollback().await?;
+            return self.get(name).await;
         }
         let version = row.try_get::<i64, _>("latest_version")? + 1;
-        insert_version(&mut tx, draft, version, &hash, at).await?;
+        let author = Author { changed_by, note };
+        insert_version(&mut tx, def, version, &hash, &author, at).await?;
         let row = sqlx::query(
-            "UPDATE tools SET current_version = $1, latest_version = $1, current_hash = $2, missing = 0, updated_at = $3, changed_by = $4, revision = revision + 1, availability = COALESCE($5, availability) WHERE name = $6 RETURNING enabled, availability, revision, created_at",
+            "UPDATE tools SET current_version = $1, latest_version = $1, current_hash = $2, missing = 0, updated_at = $3, changed_by = $4, revision = revision + 1 WHERE name = $5 RETURNING enabled, availability, revision, created_at",
         )
         .bind(version)
         .bind(hash.as_str())
         .bind(at)
-        .bind(draft.changed_by.as_str())
-        .bind(availability)
+        .bind(changed_by)
         .bind(name)
         .fetch_one(&mut **tx)
         .await?;
-        let record = ToolRecord {
-            name: name.to_owned(),
-            source: draft.source,
-            current_version: version,
-            latest_version: version,
-            enabled: get_flag(&row, "enabled")?,
-            missing: false,
-            availability: decode_json(&row, "availability", Entity::Tool, name)?,
+        let stored = Stored {
+            value: ToolEntry {
+                def: ToolDef {
+                    spec: def.spec.clone(),
+                    source: def.source,
+                    definition: def.definition.clone(),
+                    availability: decode_json(&row, "availability", Entity::Tool, name)?,
+                },
+                current_version: version,
+                latest_version: version,
+                enabled: get_flag(&row, "enabled")?,
+                missing: false,
+                spec_hash: hash,
+            },
             revision: row.try_get("revision")?,
             created_at: row.try_get("created_at")?,
             updated_at: at,
-            changed_by: draft.changed_by.clone(),
-            spec: draft.spec.clone(),
-            definition: draft.definition.clone(),
-            spec_hash: hash,
+            changed_by: changed_by.to_owned(),
         };
         record_change(&mut tx, "tool", name, "upsert").await?;
         tx.commit().await?;
-        Ok(record)
+        Ok(stored)
     }
 
     /// The tool `name` with its current version.
     ///
     /// # Errors
     /// [`StoreError::NotFound`].
-    pub async fn get(&self, name: &str) -> Result<ToolRecord> {
+    pub async fn get(&self, name: &str) -> Result<Stored<ToolEntry>> {
         let row = sqlx::query(SELECT_TOOL)
             .bind(name)
             .fetch_optional(self.store.pool())
@@ -537,7 +539,7 @@ impl Tools<'_> {
     ///
     /// # Errors
     /// The database's error.
-    pub async fn list(&self) -> Result<Vec<ToolRecord>> {
+    pub async fn list(&self) -> Result<Vec<Stored<ToolEntry>>> {
         let rows = sqlx::query(SELECT_TOOLS)
             .fetch_all(self.store.pool())
             .await?;
@@ -550,7 +552,7 @@ impl Tools<'_> {
     ///
     /// # Errors
     /// The database's error.
-    pub(crate) async fn named(&self, names: &[String]) -> Result<Vec<ToolRecord>> {
+    pub(crate) async fn named(&self, names: &[String]) -> Result<Vec<Stored<ToolEntry>>> {
         let mut records = Vec::with_capacity(names.len());
         for chunk in names.chunks(IN_LIST_CHUNK) {
             let sql = format!(
@@ -640,7 +642,7 @@ impl Tools<'_> {
         version: i64,
         expected_revision: Revision,
         changed_by: &str,
-    ) -> Result<ToolRecord> {
+    ) -> Result<Stored<ToolEntry>> {
         let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         let hash: Option<String> = sqlx::query_scalar(
@@ -667,7 +669,7 @@ impl Tools<'_> {
     }
 
     /// Records the change of `name` in the feed, commits, and reads the tool back.
-    async fn commit_change(&self, mut tx: WriteTx, name: &str) -> Result<ToolRecord> {
+    async fn commit_change(&self, mut tx: WriteTx, name: &str) -> Result<Stored<ToolEntry>> {
         record_change(&mut tx, "tool", name, "upsert").await?;
         tx.commit().await?;
         self.get(name).await
@@ -683,7 +685,7 @@ impl Tools<'_> {
         enabled: bool,
         expected_revision: Revision,
         changed_by: &str,
-    ) -> Result<ToolRecord> {
+    ) -> Result<Stored<ToolEntry>> {
         let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
         sqlx::query(
@@ -708,7 +710,7 @@ impl Tools<'_> {
         availability: &Availability,
         expected_revision: Revision,
         changed_by: &str,
-    ) -> Result<ToolRecord> {
+    ) -> Result<Stored<ToolEntry>> {
         availability.validate()?;
         let mut tx = self.store.begin().await?;
         check_revision(&mut tx, Table::Tools, name, expected_revision).await?;
@@ -758,13 +760,13 @@ impl Tools<'_> {
     }
 }
 
-/// The error for a draft whose source differs from the stored tool's.
-fn source_mismatch(name: &str, stored: &str, draft: ToolSource) -> StoreError {
+/// The error for a def whose source differs from the stored tool's.
+fn source_mismatch(name: &str, stored: &str, written: ToolSource) -> StoreError {
     StoreError::invalid(
         "source",
         format!(
             "tool `{name}` is a {stored} tool; a {} definition cannot replace it",
-            draft.as_str()
+            written.as_str()
         ),
     )
 }

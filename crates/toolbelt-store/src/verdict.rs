@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::agents::AgentSpec;
 use crate::availability::{Condition, parse_hhmm};
 use crate::stored::Stored;
-use crate::tools::ToolRecord;
+use crate::tools::ToolEntry;
 
 /// Facts about the environment the conditions are checked against.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -190,7 +190,7 @@ impl Verdict {
 /// group when such a tag exists, else a tool (the grammar of [`toolbelt_core::Selection`]).
 pub fn availability(
     agent: &Stored<AgentSpec>,
-    tool: &ToolRecord,
+    tool: &ToolEntry,
     all_tags: &BTreeSet<String>,
     env: &Environment,
 ) -> Verdict {
@@ -201,12 +201,12 @@ pub fn availability(
     if tool.missing {
         reasons.push(Reason::Missing);
     }
-    let binding = agent.tools.iter().find(|b| b.tool == tool.name);
+    let binding = agent.tools.iter().find(|b| b.tool == tool.name());
     let pin = binding
         .and_then(|b| b.pinned_version)
-        .or_else(|| agent.pins.get(&tool.name).copied());
+        .or_else(|| agent.pins.get(tool.name()).copied());
     if binding.is_none()
-        && !selection_includes(&agent.selection, &tool.name, &tool.spec.tags, all_tags)
+        && !selection_includes(&agent.selection, tool.name(), &tool.spec.tags, all_tags)
     {
         reasons.push(Reason::NotSelected {
             selection: agent.selection.clone(),
@@ -274,7 +274,7 @@ pub fn availability(
         }
     }
     Verdict {
-        tool: tool.name.clone(),
+        tool: tool.name().to_owned(),
         agent: agent.name.clone(),
         version: pin.unwrap_or(tool.current_version),
         reasons,

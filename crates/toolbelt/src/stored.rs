@@ -5,7 +5,9 @@
 //! (agents, their tools, the tool factories of a live registry) is the host's work as well.
 //! Re-exported here under the names this module had before.
 
-pub use toolbelt_host::tool_file::{AgentToolDef, ToolFile, check_agent_tool, from_yaml};
+pub use toolbelt_host::tool_file::{
+    AgentToolDef, ToolFile, check_agent_tool, from_yaml, update_tool,
+};
 pub use toolbelt_host::{
     AgentFactory, AgentToolFactory, BuiltAgent, ToolReport, agent_tool_parameters,
     declarative_factory, environment,

@@ -9,3 +9,4 @@ mod routines;
 mod small_models;
 mod stored_agents;
 mod support;
+mod tool_file;

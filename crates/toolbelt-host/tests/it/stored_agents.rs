@@ -11,7 +11,7 @@ use toolbelt_agent::RunOptions;
 use toolbelt_agent::testing::ScriptedProvider;
 use toolbelt_core::{ApprovalPolicy, Decision, ToolContext, ToolPolicy, ToolSpec};
 use toolbelt_host::{AgentFactory, HostError, agent_tool_parameters};
-use toolbelt_store::{AgentSpec, Binding, RouterSettings, ToolDraft, ToolSource};
+use toolbelt_store::{AgentSpec, Binding, RouterSettings, ToolDef, ToolSource};
 use toolbelt_tools::declarative::Secrets;
 use toolbelt_tools::{BuiltinConfig, Workspace};
 
@@ -43,7 +43,11 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
     for (store, _dir) in stores("rules").await {
         let v1 = store
             .tools()
-            .create(&printer("greet", "Greet the user", "hello from v1"))
+            .create(
+                &printer("greet", "Greet the user", "hello from v1"),
+                "test",
+                None,
+            )
             .await
             .unwrap();
         store
@@ -51,6 +55,8 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
             .update(
                 &printer("greet", "Greet the user", "hello from v2"),
                 Revision::Exactly(v1.revision),
+                "test",
+                None,
             )
             .await
             .unwrap();
@@ -59,6 +65,8 @@ async fn pins_availability_options_and_approval_reach_the_model_request() {
             .create(
                 &printer("review", "Review a change", "looks fine")
                     .with_availability(only_kinds(&["reviewer"])),
+                "test",
+                None,
             )
             .await
             .unwrap();
@@ -136,7 +144,7 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
     for (store, _dir) in stores("agent_tool").await {
         store
             .tools()
-            .create(&printer("shout", "Print HELLO", "HELLO"))
+            .create(&printer("shout", "Print HELLO", "HELLO"), "test", None)
             .await
             .unwrap();
         let worker = AgentSpec::new("worker").with_tool(Binding::new("shout"));
@@ -147,9 +155,9 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
             .policy(ToolPolicy::read_only())
             .build()
             .unwrap();
-        let ask = ToolDraft::new(spec, ToolSource::Agent, "t")
+        let ask = ToolDef::new(spec, ToolSource::Agent)
             .with_definition(json!({"agent": {"agent": "worker"}}));
-        store.tools().create(&ask).await.unwrap();
+        store.tools().create(&ask, "t", None).await.unwrap();
 
         let script = ScriptedProvider::new()
             .then_call("shout", json!({}))
@@ -192,7 +200,7 @@ async fn stored_router_settings_choose_the_router() {
         ]) {
             store
                 .tools()
-                .create(&printer(name, what, ""))
+                .create(&printer(name, what, ""), "test", None)
                 .await
                 .unwrap();
         }
@@ -251,7 +259,7 @@ async fn a_small_models_unsure_router_offers_no_tools_and_a_large_ones_does() {
         ] {
             store
                 .tools()
-                .create(&printer(name, what, ""))
+                .create(&printer(name, what, ""), "test", None)
                 .await
                 .unwrap();
         }
@@ -325,11 +333,11 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
         assert_eq!(temperatures, [Some(0.25), Some(0.25), Some(0.75)]);
 
         let skill = |name: &str, about: &str| {
-            toolbelt_store::SkillDraft::new(name, about, "Do it step by step.")
+            toolbelt_store::SkillSpec::new(name, about, "Do it step by step.")
         };
         store
             .skills()
-            .put(&skill("release-notes", "Write release notes"))
+            .put(&skill("release-notes", "Write release notes"), "test")
             .await
             .unwrap();
         let names = |built: &toolbelt_host::BuiltAgent| -> Vec<String> {
@@ -347,7 +355,7 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
         );
         store
             .skills()
-            .put(&skill("code-review", "Review a change"))
+            .put(&skill("code-review", "Review a change"), "test")
             .await
             .unwrap();
         assert_eq!(
@@ -356,7 +364,7 @@ async fn a_definition_builds_its_provider_once_and_a_new_revision_again() {
         );
         store
             .skills()
-            .put(&skill("code-review", "Review a change carefully"))
+            .put(&skill("code-review", "Review a change carefully"), "test")
             .await
             .unwrap();
         let built = agents.build_named("writer").await.unwrap();

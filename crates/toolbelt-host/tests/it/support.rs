@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use toolbelt_core::{ToolPolicy, ToolSpec};
-use toolbelt_store::{Availability, Store, StoreOptions, ToolDraft, ToolSource};
+use toolbelt_store::{Availability, Store, StoreOptions, ToolDef, ToolSource};
 
 /// A fresh store on SQLite (in a temporary directory) and, when `TOOLBELT_TEST_PG_URL` is
 /// set, one in a Postgres schema of its own.
@@ -33,14 +33,14 @@ pub(crate) async fn drop_schema(store: &Store) {
 }
 
 /// A read-only command tool `name` that prints `text`, described as `description`.
-pub(crate) fn printer(name: &str, description: &str, text: &str) -> ToolDraft {
+pub(crate) fn printer(name: &str, description: &str, text: &str) -> ToolDef {
     let spec = ToolSpec::builder(name)
         .description(description)
         .parameters(json!({"type": "object", "properties": {}}))
         .policy(ToolPolicy::read_only())
         .build()
         .unwrap();
-    ToolDraft::new(spec, ToolSource::Declarative, "test")
+    ToolDef::new(spec, ToolSource::Declarative)
         .with_definition(json!({"command": {"argv": ["printf", "%s", text], "read_only": true}}))
 }
 

@@ -74,8 +74,8 @@ async fn a_name_taken_by_another_source_is_skipped_and_the_rest_imported() {
         .description("Compiled in")
         .build()
         .unwrap();
-    let draft = toolbelt_store::ToolDraft::new(spec, toolbelt_store::ToolSource::Compiled, "test");
-    store.tools().create(&draft).await.unwrap();
+    let def = toolbelt_store::ToolDef::new(spec, toolbelt_store::ToolSource::Compiled);
+    store.tools().create(&def, "test", None).await.unwrap();
     let report = apply(&store, &import(&data("petstore-3.0.json")), "test", false)
         .await
         .unwrap();

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolbelt_core::ToolSpec;
 use toolbelt_store::{
-    Availability, Revision, StoreError, ToolDraft, ToolRecord, ToolSource, ToolVersion,
+    Availability, Revision, StoreError, Stored, ToolDef, ToolEntry, ToolSource, ToolVersion,
 };
 use toolbelt_tools::declarative::Definition;
 use utoipa::ToSchema;
@@ -60,22 +60,24 @@ pub struct StoredTool {
     pub availability: Option<Value>,
 }
 
-impl From<ToolRecord> for StoredTool {
-    fn from(r: ToolRecord) -> Self {
+impl From<Stored<ToolEntry>> for StoredTool {
+    fn from(r: Stored<ToolEntry>) -> Self {
+        let entry = &r.value;
+        let def = &entry.def;
         Self {
-            name: r.name,
-            source: r.source.as_str().to_owned(),
-            current_version: r.current_version,
-            latest_version: r.latest_version,
-            enabled: r.enabled,
-            missing: r.missing,
+            name: def.name().to_owned(),
+            source: def.source.as_str().to_owned(),
+            current_version: entry.current_version,
+            latest_version: entry.latest_version,
+            enabled: entry.enabled,
+            missing: entry.missing,
             revision: r.revision,
-            changed_by: r.changed_by,
+            changed_by: r.changed_by.clone(),
             updated_at: r.updated_at,
-            spec: serde_json::to_value(&r.spec).unwrap_or(Value::Null),
-            definition: r.definition,
-            availability: (!r.availability.is_unrestricted())
-                .then(|| serde_json::to_value(&r.availability).unwrap_or(Value::Null)),
+            spec: serde_json::to_value(&def.spec).unwrap_or(Value::Null),
+            definition: def.definition.clone(),
+            availability: (!def.availability.is_unrestricted())
+                .then(|| serde_json::to_value(&def.availability).unwrap_or(Value::Null)),
         }
     }
 }
@@ -106,7 +108,15 @@ fn store_of(state: &AppState) -> Result<&std::sync::Arc<toolbelt_store::LiveRegi
         .ok_or_else(|| Problem::no_database("stored tools"))
 }
 
-fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
+/// What a tool body asks the store to write: the tool, why, and its rules (absent: the stored
+/// rules stay on an update, anyone may use a new tool).
+struct ToolWrite {
+    def: ToolDef,
+    note: Option<String>,
+    availability: Option<Availability>,
+}
+
+fn tool_write(body: ToolBody) -> Result<ToolWrite, Problem> {
     // The spec first: a definition is checked against the arguments the spec declares.
     if let Err(e) = jsonschema::meta::validate(&body.spec.parameters) {
         return Err(Problem::invalid_field(
@@ -127,14 +137,14 @@ fn draft(body: ToolBody, by: &str) -> Result<ToolDraft, Problem> {
     // Stored with the policy the tool runs with: a command without `read_only` is mutating and
     // needs approval whatever the spec said, and the stored spec says so.
     let spec = definition.effective_spec(body.spec);
-    let mut d = ToolDraft::new(spec, ToolSource::Declarative, by).with_definition(body.definition);
-    if let Some(note) = body.note {
-        d = d.with_note(note);
-    }
-    if let Some(availability) = body.availability {
-        d = d.with_availability(availability);
-    }
-    Ok(d)
+    let def = ToolDef::new(spec, ToolSource::Declarative)
+        .with_definition(body.definition)
+        .with_availability(body.availability.clone().unwrap_or_default());
+    Ok(ToolWrite {
+        def,
+        note: body.note,
+        availability: body.availability,
+    })
 }
 
 pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<i64>, Problem> {
@@ -176,22 +186,26 @@ fn with_etag(status: StatusCode, tool: StoredTool) -> Response {
     response
 }
 
-/// The draft a tool body describes, in either shape: the API's `{"spec", "definition"}`, or
+/// The write a tool body describes, in either shape: the API's `{"spec", "definition"}`, or
 /// the CLI's tool file (`name`, `description`, `parameters`, and `http`, `command` or `agent` at
 /// the top level), so a file written for `toolbelt tools add -f` can be posted as it is.
-async fn body_draft(state: &AppState, body: &Value, by: &str) -> Result<ToolDraft, Problem> {
+async fn body_write(state: &AppState, body: &Value) -> Result<ToolWrite, Problem> {
     let bytes = serde_json::to_vec(body).map_err(Problem::internal)?;
     if body.get("spec").is_some() || body.get("definition").is_some() {
-        return draft(crate::api::extract::parse_json::<ToolBody>(&bytes)?, by);
+        return tool_write(crate::api::extract::parse_json::<ToolBody>(&bytes)?);
     }
     let file: toolbelt_host::tool_file::ToolFile = crate::api::extract::parse_json(&bytes)?;
-    let draft = file.to_draft(by).map_err(file_problem)?;
+    let def = file.to_def().map_err(file_problem)?;
     if let Some(live) = state.live() {
-        toolbelt_host::tool_file::check_agent_tool(live.store(), &draft)
+        toolbelt_host::tool_file::check_agent_tool(live.store(), &def)
             .await
             .map_err(file_problem)?;
     }
-    Ok(draft)
+    Ok(ToolWrite {
+        def,
+        note: file.note,
+        availability: file.availability,
+    })
 }
 
 /// A tool file's error, its field (`http.url`) as the JSON pointer of the body (`/http/url`).
@@ -220,14 +234,14 @@ pub(crate) async fn create_tool(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let live = store_of(&state)?;
-    let draft = body_draft(&state, &body, &who.name).await?;
+    let write = body_write(&state, &body).await?;
     let record = live
         .store()
         .tools()
-        .create(&draft)
+        .create(&write.def, &who.name, write.note.as_deref())
         .await
         .map_err(Problem::from)?;
-    refresh(&state, &record.name).await;
+    refresh(&state, record.name()).await;
     Ok(with_etag(StatusCode::CREATED, record.into()))
 }
 
@@ -253,8 +267,8 @@ pub(crate) async fn update_tool(
         )
         .with_pointer("If-Match"));
     };
-    let draft = body_draft(&state, &body, &who.name).await?;
-    if draft.spec.name.as_str() != name {
+    let write = body_write(&state, &body).await?;
+    if write.def.name() != name {
         let pointer = if body.get("spec").is_some() {
             "/spec/name"
         } else {
@@ -265,13 +279,17 @@ pub(crate) async fn update_tool(
             format!("must be `{name}` (the tool in the URL); renaming is not supported"),
         ));
     }
-    let record = live
-        .store()
-        .tools()
-        .update(&draft, Revision::Exactly(revision))
-        .await
-        .map_err(Problem::from)?;
-    refresh(&state, &record.name).await;
+    let record = toolbelt_host::tool_file::update_tool(
+        live.store(),
+        &write.def,
+        write.availability.as_ref(),
+        Revision::Exactly(revision),
+        &who.name,
+        write.note.as_deref(),
+    )
+    .await
+    .map_err(Problem::from)?;
+    refresh(&state, record.name()).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 
@@ -378,7 +396,7 @@ pub(crate) async fn rollback(
         .rollback(&name, body.version, Revision::from(revision), &who.name)
         .await
         .map_err(Problem::from)?;
-    refresh(&state, &record.name).await;
+    refresh(&state, record.name()).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 
@@ -397,7 +415,7 @@ async fn set_enabled(
         .set_enabled(name, enabled, Revision::from(revision), &who.name)
         .await
         .map_err(Problem::from)?;
-    refresh(state, &record.name).await;
+    refresh(state, record.name()).await;
     Ok(with_etag(StatusCode::OK, record.into()))
 }
 

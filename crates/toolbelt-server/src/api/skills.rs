@@ -4,15 +4,16 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use toolbelt_store::{SkillChange, SkillDraft, SkillRecord};
+use toolbelt_store::{SkillChange, SkillSpec, Stored};
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiJson;
 use crate::problem::{ApiResult, Problem, ProblemDocument};
 use crate::state::AppState;
+use crate::tokens::Principal;
 
 /// A stored skill as listed: what routing sees, without the instructions.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -48,17 +49,20 @@ pub struct SkillView {
     pub updated_at_ms: i64,
 }
 
-impl From<SkillRecord> for SkillView {
-    fn from(r: SkillRecord) -> Self {
+impl From<Stored<SkillSpec>> for SkillView {
+    fn from(r: Stored<SkillSpec>) -> Self {
+        let content_hash = r.content_hash();
+        let (created_at_ms, updated_at_ms) = (r.created_at, r.updated_at);
+        let spec = r.into_value();
         Self {
-            name: r.name,
-            description: r.description,
-            instructions: r.instructions,
-            metadata: r.metadata,
-            files: r.files,
-            content_hash: r.content_hash,
-            created_at_ms: r.created_at,
-            updated_at_ms: r.updated_at,
+            name: spec.name,
+            description: spec.description,
+            instructions: spec.instructions,
+            metadata: spec.metadata,
+            files: spec.files,
+            content_hash,
+            created_at_ms,
+            updated_at_ms,
         }
     }
 }
@@ -85,10 +89,10 @@ pub(crate) async fn list_skills(
         records
             .into_iter()
             .map(|r| SkillSummary {
-                name: r.name,
-                description: r.description,
-                content_hash: r.content_hash,
+                content_hash: r.content_hash(),
                 updated_at_ms: r.updated_at,
+                name: r.value.name,
+                description: r.value.description,
             })
             .collect(),
     ))
@@ -133,14 +137,15 @@ pub struct SkillBody {
     security(("bearer" = [])))]
 pub(crate) async fn put_skill(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<SkillBody>,
 ) -> ApiResult<(StatusCode, Json<SkillView>)> {
-    let draft =
-        SkillDraft::new(name, body.description, body.instructions).with_metadata(body.metadata);
+    let spec =
+        SkillSpec::new(name, body.description, body.instructions).with_metadata(body.metadata);
     let (record, change) = store(&state)?
         .skills()
-        .put(&draft)
+        .put(&spec, &who.name)
         .await
         .map_err(Problem::from)?;
     let status = if change == SkillChange::Created {

@@ -3,7 +3,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolbelt_store::SkillDraft;
+use toolbelt_store::SkillSpec;
 
 use crate::support::{
     ADMIN, FakeModel, READER, RUNNER, TestServer, json_of, on_both, problem_of, text,
@@ -13,11 +13,11 @@ use crate::support::{
 async fn stored_skills_are_listed_shown_and_given_to_runs() {
     on_both(|db| async move {
         let store = db.open().await;
-        let pdf = SkillDraft::new("pdf-forms", "Fill in PDF forms", "PDF-FORM-STEPS")
+        let pdf = SkillSpec::new("pdf-forms", "Fill in PDF forms", "PDF-FORM-STEPS")
             .with_files(vec!["fields.py".into()]);
-        store.skills().put(&pdf).await.unwrap();
-        let csv = SkillDraft::new("csv-report", "Summarise CSV spreadsheets", "CSV-STEPS");
-        store.skills().put(&csv).await.unwrap();
+        store.skills().put(&pdf, "test").await.unwrap();
+        let csv = SkillSpec::new("csv-report", "Summarise CSV spreadsheets", "CSV-STEPS");
+        store.skills().put(&csv, "test").await.unwrap();
         store.close().await;
         let model = FakeModel::start(vec![text(&["Done."])]).await;
         let s = TestServer::start_stored(&db, Some(&model.url)).await;

@@ -8,24 +8,24 @@ use toolbelt_store::{
     AgentSpec, Availability, Binding, Condition, Environment, Reason, StoreError, availability,
 };
 
-use crate::support::{each_engine, http_draft};
+use crate::support::{each_engine, http_def};
 
 #[tokio::test]
 async fn an_agent_round_trips_with_bindings_and_pins() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         store
             .tools()
-            .update(&http_draft("search", "b"), Revision::from(1))
+            .update(&http_def("search", "b"), Revision::from(1), "tester", None)
             .await
             .unwrap();
         store
             .tools()
-            .create(&http_draft("fetch", "f"))
+            .create(&http_def("fetch", "f"), "tester", None)
             .await
             .unwrap();
         let mut draft = AgentSpec::new("researcher")
@@ -49,7 +49,7 @@ async fn a_bad_binding_writes_nothing() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         let draft = AgentSpec::new("a")
@@ -86,7 +86,7 @@ async fn bind_and_unbind_persist_and_bump_the_revision() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         let agent = store
@@ -190,7 +190,7 @@ async fn why_names_every_reason() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         let mut rules = Availability::default();
@@ -284,7 +284,7 @@ async fn why_names_every_reason() {
 #[tokio::test]
 async fn a_bad_time_window_is_refused() {
     each_engine(|store| async move {
-        store.tools().create(&http_draft("search", "a")).await.unwrap();
+        store.tools().create(&http_def("search", "a"), "tester", None).await.unwrap();
         let mut rules = Availability::default();
         rules.conditions = vec![Condition::TimeWindow { from: "9am".into(), to: "17:00".into() }];
         let err = store.tools().set_availability("search", &rules, Revision::Any, "me").await.unwrap_err();

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use toolbelt_store::{SCHEMA_VERSION, Store, StoreError, StoreOptions};
 
-use crate::support::{databases, http_draft};
+use crate::support::{databases, http_def};
 
 /// Not a test of its own: the child process of `a_write_survives_sigkill`.
 #[tokio::test]
@@ -20,7 +20,7 @@ async fn child_writes_one_tool() {
     let store = Store::open_with(&url, options).await.unwrap();
     store
         .tools()
-        .create(&http_draft("durable", "kept"))
+        .create(&http_def("durable", "kept"), "tester", None)
         .await
         .unwrap();
     println!("ok");

@@ -10,7 +10,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use toolbelt_core::{Executor, FnTool, ToolCall, ToolContext, ToolHandle, ToolSpec};
-use toolbelt_store::{LiveRegistry, Store, StoreError, StoreOptions, ToolDraft, ToolSource};
+use toolbelt_store::{LiveRegistry, Store, StoreError, StoreOptions, ToolDef, ToolSource};
 
 use crate::support::{databases, each_engine, spec};
 
@@ -37,14 +37,14 @@ fn reply_factory(
     })
 }
 
-fn reply_draft(name: &str, reply: &str) -> ToolDraft {
-    ToolDraft::new(spec(name, "replies"), ToolSource::Declarative, "tester")
+fn reply_def(name: &str, reply: &str) -> ToolDef {
+    ToolDef::new(spec(name, "replies"), ToolSource::Declarative)
         .with_definition(json!({"reply": reply}))
 }
 
 /// A tool whose definition the factory refuses.
-fn broken_draft() -> ToolDraft {
-    ToolDraft::new(spec("broken", "d"), ToolSource::Declarative, "t").with_definition(json!({}))
+fn broken_def() -> ToolDef {
+    ToolDef::new(spec("broken", "d"), ToolSource::Declarative).with_definition(json!({}))
 }
 
 async fn call(live: &LiveRegistry, name: &str) -> Result<String, String> {
@@ -73,7 +73,7 @@ async fn reconcile_installs_replaces_and_removes() {
             .unwrap();
         store
             .tools()
-            .create(&reply_draft("greet", "hello"))
+            .create(&reply_def("greet", "hello"), "tester", None)
             .await
             .unwrap();
         let live = LiveRegistry::builder(store.clone())
@@ -87,7 +87,12 @@ async fn reconcile_installs_replaces_and_removes() {
 
         store
             .tools()
-            .update(&reply_draft("greet", "hi again"), Revision::from(1))
+            .update(
+                &reply_def("greet", "hi again"),
+                Revision::from(1),
+                "tester",
+                None,
+            )
             .await
             .unwrap();
         let report = live.reconcile().await.unwrap();
@@ -107,7 +112,11 @@ async fn reconcile_installs_replaces_and_removes() {
         let pinned = live.tool_at("greet", 1).await.unwrap();
         assert_eq!(pinned.spec().description, "replies");
 
-        store.tools().create(&broken_draft()).await.unwrap();
+        store
+            .tools()
+            .create(&broken_def(), "tester", None)
+            .await
+            .unwrap();
         let report = live.reconcile().await.unwrap();
         assert_eq!(report.failed.len(), 1);
         assert!(!live.registry().contains("broken"));
@@ -122,11 +131,19 @@ async fn many_stored_tools_are_built_from_one_read_at_start_up() {
         for i in 0..40 {
             store
                 .tools()
-                .create(&reply_draft(&format!("t{i}"), &format!("r{i}")))
+                .create(
+                    &reply_def(&format!("t{i}"), &format!("r{i}")),
+                    "tester",
+                    None,
+                )
                 .await
                 .unwrap();
         }
-        store.tools().create(&broken_draft()).await.unwrap();
+        store
+            .tools()
+            .create(&broken_def(), "tester", None)
+            .await
+            .unwrap();
         store
             .tools()
             .set_enabled("t7", false, Revision::Any, "ops")
@@ -219,7 +236,7 @@ async fn a_second_process_sees_changes_within_a_second() {
         let created = Instant::now();
         store
             .tools()
-            .create(&reply_draft("late", "from the other process"))
+            .create(&reply_def("late", "from the other process"), "tester", None)
             .await
             .unwrap();
         assert_eq!(next().await, "called from the other process");
@@ -259,7 +276,7 @@ async fn refresh_rebuilds_only_the_named_tools() {
         for name in ["a", "b"] {
             store
                 .tools()
-                .create(&reply_draft(name, "v1"))
+                .create(&reply_def(name, "v1"), "tester", None)
                 .await
                 .unwrap();
         }
@@ -271,7 +288,7 @@ async fn refresh_rebuilds_only_the_named_tools() {
         for name in ["a", "b"] {
             store
                 .tools()
-                .update(&reply_draft(name, "v2"), Revision::from(1))
+                .update(&reply_def(name, "v2"), Revision::from(1), "tester", None)
                 .await
                 .unwrap();
         }
@@ -311,13 +328,13 @@ async fn the_watcher_follows_a_burst_of_changes_by_name() {
         for i in 0..30 {
             store
                 .tools()
-                .create(&reply_draft(&format!("t{i}"), "v1"))
+                .create(&reply_def(&format!("t{i}"), "v1"), "tester", None)
                 .await
                 .unwrap();
         }
         store
             .tools()
-            .update(&reply_draft("t3", "v2"), Revision::from(1))
+            .update(&reply_def("t3", "v2"), Revision::from(1), "tester", None)
             .await
             .unwrap();
         store

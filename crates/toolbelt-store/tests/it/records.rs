@@ -7,7 +7,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use toolbelt_store::{LogEntry, LogFilter, RunLogConfig, RunStatus, RunUpdate, StoreError, redact};
 
-use crate::support::{each_engine, http_draft};
+use crate::support::{each_engine, http_def};
 
 #[tokio::test]
 async fn a_run_moves_through_its_statuses() {
@@ -246,7 +246,7 @@ async fn mcp_servers_and_the_change_feed() {
         ));
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         store

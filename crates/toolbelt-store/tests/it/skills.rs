@@ -1,14 +1,15 @@
-//! Skills: upsert says what it did, reads return what was put, bad drafts name the field.
+//! Skills: upsert says what it did and bumps the revision, reads return what was put, bad skills
+//! name the field.
 
 use std::collections::BTreeMap;
 
 use pretty_assertions::assert_eq;
-use toolbelt_store::{Entity, SkillChange, SkillDraft, StoreError};
+use toolbelt_store::{Entity, SkillChange, SkillSpec, StoreError};
 
 use crate::support::each_engine;
 
-fn pdf() -> SkillDraft {
-    SkillDraft::new("pdf-forms", "Fill in PDF forms", "Use pdftk.")
+fn pdf() -> SkillSpec {
+    SkillSpec::new("pdf-forms", "Fill in PDF forms", "Use pdftk.")
         .with_metadata(BTreeMap::from([("license".to_owned(), "MIT".to_owned())]))
         .with_files(vec!["scripts/fill.py".to_owned()])
 }
@@ -16,7 +17,7 @@ fn pdf() -> SkillDraft {
 #[tokio::test]
 async fn put_creates_then_updates_only_changed_content() {
     each_engine(|store| async move {
-        let (created, change) = store.skills().put(&pdf()).await.unwrap();
+        let (created, change) = store.skills().put(&pdf(), "tester").await.unwrap();
         assert_eq!(change, SkillChange::Created);
         assert_eq!(
             (
@@ -31,15 +32,24 @@ async fn put_creates_then_updates_only_changed_content() {
             )
         );
         assert_eq!(created.metadata["license"], "MIT");
-        assert_eq!(created.content_hash.len(), 64);
-        let (same, change) = store.skills().put(&pdf()).await.unwrap();
+        assert_eq!(created.content_hash().len(), 64);
+        assert_eq!(
+            (created.revision, created.changed_by.as_str()),
+            (1, "tester")
+        );
+        let (same, change) = store.skills().put(&pdf(), "someone else").await.unwrap();
         assert_eq!((change, &same), (SkillChange::Unchanged, &created));
         let mut edited = pdf();
         edited.instructions = "Use qpdf.".to_owned();
-        let (updated, change) = store.skills().put(&edited).await.unwrap();
+        let (updated, change) = store.skills().put(&edited, "editor").await.unwrap();
         assert_eq!(change, SkillChange::Updated);
-        assert_ne!(updated.content_hash, created.content_hash);
+        assert_ne!(updated.content_hash(), created.content_hash());
         assert_eq!(updated.created_at, created.created_at);
+        assert_eq!(
+            (updated.revision, updated.changed_by.as_str()),
+            (2, "editor")
+        );
+        assert_eq!(updated.value, edited);
         assert_eq!(store.skills().get("pdf-forms").await.unwrap(), updated);
     })
     .await;
@@ -49,10 +59,13 @@ async fn put_creates_then_updates_only_changed_content() {
 async fn list_is_by_name_and_delete_removes() {
     each_engine(|store| async move {
         let before = store.changes().latest().await.unwrap();
-        store.skills().put(&pdf()).await.unwrap();
+        store.skills().put(&pdf(), "tester").await.unwrap();
         store
             .skills()
-            .put(&SkillDraft::new("csv-report", "Summarise CSV tables", ""))
+            .put(
+                &SkillSpec::new("csv-report", "Summarise CSV tables", ""),
+                "tester",
+            )
             .await
             .unwrap();
         let names: Vec<String> = store
@@ -61,7 +74,7 @@ async fn list_is_by_name_and_delete_removes() {
             .await
             .unwrap()
             .into_iter()
-            .map(|s| s.name)
+            .map(|s| s.into_value().name)
             .collect();
         assert_eq!(names, ["csv-report", "pdf-forms"]);
         store.skills().delete("pdf-forms").await.unwrap();
@@ -92,36 +105,36 @@ async fn list_is_by_name_and_delete_removes() {
 }
 
 #[tokio::test]
-async fn bad_drafts_name_the_field_and_write_nothing() {
+async fn bad_skills_name_the_field_and_write_nothing() {
     each_engine(|store| async move {
-        let long = "x".repeat(SkillDraft::MAX_DESCRIPTION + 1);
+        let long = "x".repeat(SkillSpec::MAX_DESCRIPTION + 1);
         let cases = [
-            (SkillDraft::new("PDF", "d", ""), "name"),
+            (SkillSpec::new("PDF", "d", ""), "name"),
             (
-                SkillDraft::new("a".repeat(SkillDraft::MAX_NAME + 1), "d", ""),
+                SkillSpec::new("a".repeat(SkillSpec::MAX_NAME + 1), "d", ""),
                 "name",
             ),
-            (SkillDraft::new("", "d", ""), "name"),
-            (SkillDraft::new("ok", " ", ""), "description"),
-            (SkillDraft::new("ok", long, ""), "description"),
+            (SkillSpec::new("", "d", ""), "name"),
+            (SkillSpec::new("ok", " ", ""), "description"),
+            (SkillSpec::new("ok", long, ""), "description"),
             (
-                SkillDraft::new("ok", "d", "").with_files(vec!["../x".into()]),
+                SkillSpec::new("ok", "d", "").with_files(vec!["../x".into()]),
                 "files[0]",
             ),
             (
-                SkillDraft::new("ok", "d", "").with_files(vec!["a".into(), "/etc/passwd".into()]),
+                SkillSpec::new("ok", "d", "").with_files(vec!["a".into(), "/etc/passwd".into()]),
                 "files[1]",
             ),
         ];
-        for (draft, field) in cases {
-            match store.skills().put(&draft).await {
-                Err(StoreError::Invalid { field: f, .. }) => assert_eq!(f, field, "{draft:?}"),
-                other => panic!("{draft:?}: expected invalid {field}, got {other:?}"),
+        for (spec, field) in cases {
+            match store.skills().put(&spec, "tester").await {
+                Err(StoreError::Invalid { field: f, .. }) => assert_eq!(f, field, "{spec:?}"),
+                other => panic!("{spec:?}: expected invalid {field}, got {other:?}"),
             }
         }
         let err = store
             .skills()
-            .put(&SkillDraft::new("PDF", "d", ""))
+            .put(&SkillSpec::new("PDF", "d", ""), "tester")
             .await
             .unwrap_err();
         assert_eq!(
@@ -130,11 +143,37 @@ async fn bad_drafts_name_the_field_and_write_nothing() {
         );
         assert!(store.skills().list().await.unwrap().is_empty());
         // The longest name and description are accepted.
-        let longest = SkillDraft::new("a".repeat(64), "é".repeat(1024), "");
+        let longest = SkillSpec::new("a".repeat(64), "é".repeat(1024), "");
         assert_eq!(
-            store.skills().put(&longest).await.unwrap().1,
+            store.skills().put(&longest, "tester").await.unwrap().1,
             SkillChange::Created
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_skill_stored_before_revisions_reads_as_revision_one_by_unknown() {
+    each_engine(|store| async move {
+        // A row as the columns before migration 106 held it: the new columns take their defaults.
+        let spec = SkillSpec::new("old-skill", "From before", "Steps.");
+        sqlx::query(
+            "INSERT INTO skills (name, description, instructions, metadata, files, content_hash, created_at, updated_at) VALUES ($1, $2, $3, '{}', '[]', $4, 5, 5)",
+        )
+        .bind(&spec.name)
+        .bind(&spec.description)
+        .bind(&spec.instructions)
+        .bind(spec.content_hash())
+        .execute(store.pool())
+        .await
+        .unwrap();
+        let old = store.skills().get("old-skill").await.unwrap();
+        assert_eq!(
+            (old.revision, old.changed_by.as_str(), &old.value),
+            (1, "unknown", &spec)
+        );
+        let (same, change) = store.skills().put(&spec, "tester").await.unwrap();
+        assert_eq!((change, same), (SkillChange::Unchanged, old));
     })
     .await;
 }

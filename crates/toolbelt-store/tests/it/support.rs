@@ -4,7 +4,7 @@ use std::future::Future;
 
 use serde_json::json;
 use toolbelt_core::ToolSpec;
-use toolbelt_store::{Store, StoreOptions, ToolDraft, ToolSource};
+use toolbelt_store::{Store, StoreOptions, ToolDef, ToolSource};
 
 /// A database a test may use, removed afterwards.
 pub(crate) struct TestDb {
@@ -102,7 +102,7 @@ pub(crate) fn spec(name: &str, description: &str) -> ToolSpec {
         .unwrap()
 }
 
-pub(crate) fn http_draft(name: &str, description: &str) -> ToolDraft {
-    ToolDraft::new(spec(name, description), ToolSource::Declarative, "tester")
+pub(crate) fn http_def(name: &str, description: &str) -> ToolDef {
+    ToolDef::new(spec(name, description), ToolSource::Declarative)
         .with_definition(json!({"http": {"method": "GET", "url": "http://127.0.0.1:1/{{q}}"}}))
 }

@@ -3,7 +3,7 @@
 use pretty_assertions::assert_eq;
 use toolbelt_store::ToolSource;
 
-use crate::support::{each_engine, http_draft, spec};
+use crate::support::{each_engine, http_def, spec};
 
 #[tokio::test]
 async fn sync_is_idempotent_versions_changes_and_marks_vanished_tools() {
@@ -46,7 +46,7 @@ async fn sync_leaves_a_declarative_tool_of_the_same_name_alone() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "mine"))
+            .create(&http_def("search", "mine"), "tester", None)
             .await
             .unwrap();
         let report = store

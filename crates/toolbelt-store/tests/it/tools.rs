@@ -2,16 +2,16 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolbelt_store::{Entity, Revision, StoreError, ToolDraft, ToolSource};
+use toolbelt_store::{Availability, Entity, Revision, StoreError, ToolDef, ToolSource};
 
-use crate::support::{each_engine, http_draft, spec};
+use crate::support::{each_engine, http_def, spec};
 
 #[tokio::test]
 async fn create_then_update_keeps_every_version() {
     each_engine(|store| async move {
         let v1 = store
             .tools()
-            .create(&http_draft("search", "first"))
+            .create(&http_def("search", "first"), "tester", None)
             .await
             .unwrap();
         assert_eq!(
@@ -21,8 +21,10 @@ async fn create_then_update_keeps_every_version() {
         let v2 = store
             .tools()
             .update(
-                &http_draft("search", "second"),
+                &http_def("search", "second"),
                 Revision::Exactly(v1.revision),
+                "tester",
+                None,
             )
             .await
             .unwrap();
@@ -45,12 +47,17 @@ async fn an_identical_update_writes_nothing() {
     each_engine(|store| async move {
         let v1 = store
             .tools()
-            .create(&http_draft("search", "same"))
+            .create(&http_def("search", "same"), "tester", None)
             .await
             .unwrap();
         let again = store
             .tools()
-            .update(&http_draft("search", "same"), Revision::from(1))
+            .update(
+                &http_def("search", "same"),
+                Revision::from(1),
+                "tester",
+                None,
+            )
             .await
             .unwrap();
         assert_eq!(again, v1);
@@ -63,17 +70,17 @@ async fn a_stale_revision_is_a_conflict() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         store
             .tools()
-            .update(&http_draft("search", "b"), Revision::from(1))
+            .update(&http_def("search", "b"), Revision::from(1), "tester", None)
             .await
             .unwrap();
         let err = store
             .tools()
-            .update(&http_draft("search", "c"), Revision::from(1))
+            .update(&http_def("search", "c"), Revision::from(1), "tester", None)
             .await
             .unwrap_err();
         assert!(
@@ -100,7 +107,7 @@ async fn concurrent_updates_from_one_revision_let_exactly_one_win() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         let mut tasks = tokio::task::JoinSet::new();
@@ -109,7 +116,12 @@ async fn concurrent_updates_from_one_revision_let_exactly_one_win() {
             tasks.spawn(async move {
                 store
                     .tools()
-                    .update(&http_draft("search", &format!("v{i}")), Revision::from(1))
+                    .update(
+                        &http_def("search", &format!("v{i}")),
+                        Revision::from(1),
+                        "tester",
+                        None,
+                    )
                     .await
             });
         }
@@ -130,12 +142,12 @@ async fn a_taken_name_is_refused() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         let err = store
             .tools()
-            .create(&http_draft("search", "b"))
+            .create(&http_def("search", "b"), "tester", None)
             .await
             .unwrap_err();
         assert_eq!(
@@ -149,9 +161,13 @@ async fn a_taken_name_is_refused() {
 #[tokio::test]
 async fn an_invalid_schema_is_refused_and_nothing_is_written() {
     each_engine(|store| async move {
-        let mut draft = http_draft("bad", "x");
-        draft.spec.parameters = json!({"type": "object", "properties": {"q": {"type": "strin"}}});
-        let err = store.tools().create(&draft).await.unwrap_err();
+        let mut def = http_def("bad", "x");
+        def.spec.parameters = json!({"type": "object", "properties": {"q": {"type": "strin"}}});
+        let err = store
+            .tools()
+            .create(&def, "tester", None)
+            .await
+            .unwrap_err();
         let StoreError::Invalid { field, reason } = &err else {
             panic!("{err:?}")
         };
@@ -161,9 +177,13 @@ async fn an_invalid_schema_is_refused_and_nothing_is_written() {
             store.tools().get("bad").await,
             Err(StoreError::NotFound { .. })
         ));
-        let mut draft = http_draft("bad", "x");
-        draft.definition = None;
-        let err = store.tools().create(&draft).await.unwrap_err();
+        let mut def = http_def("bad", "x");
+        def.definition = None;
+        let err = store
+            .tools()
+            .create(&def, "tester", None)
+            .await
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "invalid definition: a declarative tool needs a definition"
@@ -177,12 +197,17 @@ async fn rollback_makes_an_old_version_current_and_numbering_continues() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "one"))
+            .create(&http_def("search", "one"), "tester", None)
             .await
             .unwrap();
         store
             .tools()
-            .update(&http_draft("search", "two"), Revision::from(1))
+            .update(
+                &http_def("search", "two"),
+                Revision::from(1),
+                "tester",
+                None,
+            )
             .await
             .unwrap();
         let back = store
@@ -195,8 +220,10 @@ async fn rollback_makes_an_old_version_current_and_numbering_continues() {
         let next = store
             .tools()
             .update(
-                &http_draft("search", "three"),
+                &http_def("search", "three"),
                 Revision::Exactly(back.revision),
+                "tester",
+                None,
             )
             .await
             .unwrap();
@@ -216,7 +243,7 @@ async fn disable_enable_and_delete() {
     each_engine(|store| async move {
         store
             .tools()
-            .create(&http_draft("search", "a"))
+            .create(&http_def("search", "a"), "tester", None)
             .await
             .unwrap();
         let off = store
@@ -252,10 +279,10 @@ async fn disable_enable_and_delete() {
 async fn tool_names_of_adr_0007_round_trip() {
     each_engine(|store| async move {
         for name in ["github.issues/list", "my tool", "日本語"] {
-            let mut draft = http_draft("x", "d");
-            draft.spec = spec(name, "d");
-            store.tools().create(&draft).await.unwrap();
-            assert_eq!(store.tools().get(name).await.unwrap().name, name);
+            let mut def = http_def("x", "d");
+            def.spec = spec(name, "d");
+            store.tools().create(&def, "tester", None).await.unwrap();
+            assert_eq!(store.tools().get(name).await.unwrap().name(), name);
         }
         assert_eq!(store.tools().list().await.unwrap().len(), 3);
     })
@@ -267,34 +294,39 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
     each_engine(|store| async move {
         let v1 = store
             .tools()
-            .create(&http_draft("search", "first"))
+            .create(&http_def("search", "first"), "tester", None)
             .await
             .unwrap();
-        let mut availability = toolbelt_store::Availability::default();
+        let mut availability = Availability::default();
         availability.agent_kinds = vec!["researcher".to_owned()];
-        let draft = http_draft("search", "second")
-            .with_availability(availability.clone())
-            .with_note("faster");
+        // An update writes a version and leaves the tool's rules as they were.
+        let def = http_def("search", "second").with_availability(availability.clone());
         let updated = store
             .tools()
-            .update(&draft, Revision::Exactly(v1.revision))
+            .update(
+                &def,
+                Revision::Exactly(v1.revision),
+                "tester",
+                Some("faster"),
+            )
             .await
             .unwrap();
         assert_eq!(updated, store.tools().get("search").await.unwrap());
-        assert_eq!(updated.availability, availability);
+        assert_eq!(updated.availability, Availability::default());
         assert_eq!(
             store.tools().versions("search").await.unwrap()[1]
                 .note
                 .as_deref(),
             Some("faster")
         );
-        // Same spec, new availability: the revision moves, no version is written.
-        let same = http_draft("search", "second");
+        // New rules on the same version: the revision moves, no version is written.
         let again = store
             .tools()
-            .update(
-                &same.with_availability(toolbelt_store::Availability::default()),
+            .set_availability(
+                "search",
+                &availability,
                 Revision::Exactly(updated.revision),
+                "tester",
             )
             .await
             .unwrap();
@@ -302,12 +334,13 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
             (again.current_version, again.revision),
             (2, updated.revision + 1)
         );
+        assert_eq!(again.availability, availability);
         assert_eq!(again, store.tools().get("search").await.unwrap());
         // A tool of another source is not replaced, and nothing is written.
-        let compiled = ToolDraft::new(spec("search", "third"), ToolSource::Compiled, "tester");
+        let compiled = ToolDef::new(spec("search", "third"), ToolSource::Compiled);
         let err = store
             .tools()
-            .update(&compiled, Revision::Any)
+            .update(&compiled, Revision::Any, "tester", None)
             .await
             .unwrap_err();
         assert!(
@@ -319,7 +352,7 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
         assert!(matches!(
             store
                 .tools()
-                .update(&http_draft("nobody", "x"), Revision::Any)
+                .update(&http_def("nobody", "x"), Revision::Any, "tester", None)
                 .await,
             Err(StoreError::NotFound { .. })
         ));
@@ -331,7 +364,10 @@ async fn an_update_returns_what_a_read_gives_and_refuses_what_it_cannot_write() 
 async fn any_revision_writes_and_a_stale_one_names_the_entity_and_its_code() {
     each_engine(|store| async move {
         let tools = store.tools();
-        tools.create(&http_draft("search", "first")).await.unwrap();
+        tools
+            .create(&http_def("search", "first"), "tester", None)
+            .await
+            .unwrap();
         let any = tools
             .set_enabled("search", false, Revision::Any, "tester")
             .await

@@ -117,7 +117,8 @@ pub(crate) struct RmArgs {
     target: Target,
 }
 
-fn who() -> String {
+/// Who a change made from this command line is recorded as: `$USER`, else `cli`.
+pub(crate) fn who() -> String {
     std::env::var("USER").unwrap_or_else(|_| "cli".to_owned())
 }
 
@@ -324,7 +325,7 @@ async fn tool_lines(
             .any(|r| matches!(r, toolbelt_store::Reason::NotSelected { .. }));
         if selected {
             lines.push(ToolLine {
-                name: tool.name.clone(),
+                name: tool.name().to_owned(),
                 version: Some(verdict.version),
                 source: tool.source.as_str().to_owned(),
                 available: verdict.is_available(),

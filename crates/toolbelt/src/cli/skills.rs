@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde_json::json;
 use toolbelt_router::{Skill, SkillSet};
-use toolbelt_store::{SkillDraft, SkillRecord, Store};
+use toolbelt_store::{SkillSpec, Store, Stored};
 
 use super::db::DbArgs;
 
@@ -111,16 +111,17 @@ pub(crate) async fn stored_skills(store: &Store) -> anyhow::Result<SkillSet> {
     Ok(SkillSet::new(skills))
 }
 
-fn skill_of(record: SkillRecord) -> anyhow::Result<Skill> {
-    let mut skill = Skill::from_parts(&record.name, &record.description, &record.instructions)
-        .with_context(|| format!("stored skill `{}`", record.name))?;
-    skill.metadata = record.metadata;
-    skill.files = record.files.into_iter().map(PathBuf::from).collect();
+fn skill_of(record: Stored<SkillSpec>) -> anyhow::Result<Skill> {
+    let spec = record.into_value();
+    let mut skill = Skill::from_parts(&spec.name, &spec.description, &spec.instructions)
+        .with_context(|| format!("stored skill `{}`", spec.name))?;
+    skill.metadata = spec.metadata;
+    skill.files = spec.files.into_iter().map(PathBuf::from).collect();
     Ok(skill)
 }
 
 /// What the store keeps of `skill` (file paths with `/` on every platform).
-fn draft_of(skill: &Skill) -> SkillDraft {
+fn spec_of(skill: &Skill) -> SkillSpec {
     let files = skill
         .files
         .iter()
@@ -131,7 +132,7 @@ fn draft_of(skill: &Skill) -> SkillDraft {
                 .join("/")
         })
         .collect();
-    SkillDraft::new(&skill.name, &skill.description, &skill.instructions)
+    SkillSpec::new(&skill.name, &skill.description, &skill.instructions)
         .with_metadata(skill.metadata.clone())
         .with_files(files)
 }
@@ -216,10 +217,11 @@ pub(crate) async fn run(cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
                 );
             }
             let store = db.open().await?;
+            let by = super::agents::who();
             for skill in skills.iter() {
                 let (_, change) = store
                     .skills()
-                    .put(&draft_of(skill))
+                    .put(&spec_of(skill), &by)
                     .await
                     .with_context(|| format!("storing skill `{}`", skill.name))?;
                 writeln!(out, "{} {}", change.as_str(), skill.name)?;

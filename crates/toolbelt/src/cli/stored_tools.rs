@@ -8,9 +8,9 @@ use toolbelt_store::Revision;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
-use toolbelt::stored::{ToolFile, check_agent_tool, environment};
+use toolbelt::stored::{ToolFile, check_agent_tool, environment, update_tool};
 use toolbelt_server::api::manage::{StoredTool, VersionView};
-use toolbelt_store::{ToolDraft, ToolSource, availability};
+use toolbelt_store::{ToolSource, availability};
 use toolbelt_tools::declarative::Secrets;
 
 use super::remote::{Api, Backend, Call, Target};
@@ -141,20 +141,21 @@ fn stored(answer: Value) -> anyhow::Result<StoredTool> {
     serde_json::from_value(answer).context("the server's answer is not a stored tool")
 }
 
-/// The body of `POST /tools` / `PUT /tools/{name}` for a draft read from a file.
-fn tool_body(draft: &ToolDraft) -> anyhow::Result<Value> {
-    if draft.source != ToolSource::Declarative {
+/// The body of `POST /tools` / `PUT /tools/{name}` for the tool file `file`.
+fn tool_body(file: &ToolFile) -> anyhow::Result<Value> {
+    let def = file.to_def()?;
+    if def.source != ToolSource::Declarative {
         bail!(
             "`{}` is an agent tool: the API stores HTTP and command tools; store agent tools with \
              the database (--database-url instead of --server)",
-            draft.spec.name
+            def.spec.name
         );
     }
-    let mut body = json!({"spec": draft.spec, "definition": draft.definition});
-    if let Some(note) = &draft.note {
+    let mut body = json!({"spec": def.spec, "definition": def.definition});
+    if let Some(note) = &file.note {
         body["note"] = json!(note);
     }
-    if let Some(availability) = &draft.availability {
+    if let Some(availability) = &file.availability {
         body["availability"] = serde_json::to_value(availability)?;
     }
     Ok(body)
@@ -167,37 +168,49 @@ async fn remote_stored(api: &Api, name: &str) -> anyhow::Result<StoredTool> {
 pub(crate) async fn run(cmd: StoredToolsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         StoredToolsCommand::Add(args) => {
-            let draft = ToolFile::read(&args.file)?.to_draft(&who(args.by.as_ref()))?;
+            let file = ToolFile::read(&args.file)?;
+            let def = file.to_def()?;
             let tool = match args.target.connect().await? {
                 Backend::Local(store) => {
-                    check_agent_tool(&store, &draft).await?;
-                    store.tools().create(&draft).await?.into()
+                    check_agent_tool(&store, &def).await?;
+                    let by = who(args.by.as_ref());
+                    store
+                        .tools()
+                        .create(&def, &by, file.note.as_deref())
+                        .await?
+                        .into()
                 }
                 Backend::Remote(api) => stored(
-                    api.send(Call::post(&["tools"]).json(tool_body(&draft)?))
+                    api.send(Call::post(&["tools"]).json(tool_body(&file)?))
                         .await?,
                 )?,
             };
             println!("created {}", summary(&tool));
         }
         StoredToolsCommand::Update(args) => {
-            let draft = ToolFile::read(&args.file.file)?.to_draft(&who(args.file.by.as_ref()))?;
-            let name = draft.spec.name.as_str();
+            let file = ToolFile::read(&args.file.file)?;
+            let def = file.to_def()?;
+            let name = def.name();
             let tool = match args.file.target.connect().await? {
                 Backend::Local(store) => {
-                    check_agent_tool(&store, &draft).await?;
+                    check_agent_tool(&store, &def).await?;
                     let revision = match args.revision {
                         Some(revision) => revision,
                         None => store.tools().get(name).await?.revision,
                     };
-                    store
-                        .tools()
-                        .update(&draft, Revision::Exactly(revision))
-                        .await?
-                        .into()
+                    update_tool(
+                        &store,
+                        &def,
+                        file.availability.as_ref(),
+                        Revision::Exactly(revision),
+                        &who(args.file.by.as_ref()),
+                        file.note.as_deref(),
+                    )
+                    .await?
+                    .into()
                 }
                 Backend::Remote(api) => {
-                    let body = tool_body(&draft)?;
+                    let body = tool_body(&file)?;
                     let revision = match args.revision {
                         Some(revision) => revision,
                         None => remote_stored(&api, name).await?.revision,
@@ -357,7 +370,7 @@ async fn why(args: WhyArgs) -> anyhow::Result<ExitCode> {
         .list()
         .await?
         .into_iter()
-        .flat_map(|t| t.spec.tags)
+        .flat_map(|t| t.into_value().def.spec.tags)
         .collect();
     let verdict = availability(&agent, &tool, &tags, &env);
     if args.json {
@@ -365,10 +378,12 @@ async fn why(args: WhyArgs) -> anyhow::Result<ExitCode> {
     } else if verdict.is_available() {
         println!(
             "{} is available to {} (version {})",
-            tool.name, agent.name, verdict.version
+            tool.name(),
+            agent.name,
+            verdict.version
         );
     } else {
-        println!("{} is not available to {}:", tool.name, agent.name);
+        println!("{} is not available to {}:", tool.name(), agent.name);
         for reason in &verdict.reasons {
             println!("  - {reason}");
         }

@@ -6,21 +6,21 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolbelt::store::{AgentSpec, Availability, Binding, Store, ToolDraft, ToolSource};
+use toolbelt::store::{AgentSpec, Availability, Binding, Store, ToolDef, ToolSource};
 use toolbelt_core::{ToolPolicy, ToolSpec};
 use toolbelt_store::Revision;
 
 use crate::cli_db::{databases, schema};
 use crate::cli_run::{fake_openai, sse, toolbelt_run};
 
-fn printer(name: &str, words: &str) -> ToolDraft {
+fn printer(name: &str, words: &str) -> ToolDef {
     let spec = ToolSpec::builder(name)
         .description(format!("Run {name}"))
         .parameters(json!({"type": "object", "properties": {}}))
         .policy(ToolPolicy::read_only())
         .build()
         .unwrap();
-    ToolDraft::new(spec, ToolSource::Declarative, "test")
+    ToolDef::new(spec, ToolSource::Declarative)
         .with_definition(json!({"command": {"argv": ["printf", "%s", words], "read_only": true}}))
 }
 
@@ -32,7 +32,7 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
         let store = Store::open(&db.url).await.unwrap();
         let v1 = store
             .tools()
-            .create(&printer("greet", "hello from v1"))
+            .create(&printer("greet", "hello from v1"), "test", None)
             .await
             .unwrap();
         store
@@ -40,6 +40,8 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
             .update(
                 &printer("greet", "hello from v2"),
                 Revision::Exactly(v1.revision),
+                "test",
+                None,
             )
             .await
             .unwrap();
@@ -47,7 +49,11 @@ async fn a_stored_agent_runs_with_its_pins_rules_and_options() {
         reviewers.agent_kinds = vec!["reviewer".to_owned()];
         store
             .tools()
-            .create(&printer("review", "ok").with_availability(reviewers))
+            .create(
+                &printer("review", "ok").with_availability(reviewers),
+                "test",
+                None,
+            )
             .await
             .unwrap();
         let mut draft = AgentSpec::new("writer")

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolbelt::store::{
-    AgentSpec, Availability, Binding, Revision, RouterSettings, Store, ToolDraft, ToolSource,
+    AgentSpec, Availability, Binding, Revision, RouterSettings, Store, ToolDef, ToolSource,
 };
 use toolbelt_core::{ApprovalPolicy, Decision, Registry, ToolContext, ToolPolicy, ToolSpec};
 use toolbelt_mcp::{McpClient, McpServerConfig};
@@ -21,14 +21,14 @@ use toolbelt_server::{RunningServer, Server, ServerConfig};
 use crate::cli_db::{databases, schema};
 use crate::cli_run::{recording_openai, text, tool_call, toolbelt_run};
 
-fn printer(name: &str, description: &str, words: &str) -> ToolDraft {
+fn printer(name: &str, description: &str, words: &str) -> ToolDef {
     let spec = ToolSpec::builder(name)
         .description(description)
         .parameters(json!({"type": "object", "properties": {}}))
         .policy(ToolPolicy::read_only())
         .build()
         .unwrap();
-    ToolDraft::new(spec, ToolSource::Declarative, "test")
+    ToolDef::new(spec, ToolSource::Declarative)
         .with_definition(json!({"command": {"argv": ["printf", "%s", words], "read_only": true}}))
 }
 
@@ -38,7 +38,11 @@ fn printer(name: &str, description: &str, words: &str) -> ToolDraft {
 async fn store_writer(store: &Store, model_url: &str) {
     let v1 = store
         .tools()
-        .create(&printer("greet", "Greet the user warmly", "hello from v1"))
+        .create(
+            &printer("greet", "Greet the user warmly", "hello from v1"),
+            "test",
+            None,
+        )
         .await
         .unwrap();
     store
@@ -46,6 +50,8 @@ async fn store_writer(store: &Store, model_url: &str) {
         .update(
             &printer("greet", "Greet the user warmly", "hello from v2"),
             Revision::Exactly(v1.revision),
+            "test",
+            None,
         )
         .await
         .unwrap();
@@ -53,7 +59,11 @@ async fn store_writer(store: &Store, model_url: &str) {
     reviewers.agent_kinds = vec!["reviewer".to_owned()];
     store
         .tools()
-        .create(&printer("review", "Review a change", "ok").with_availability(reviewers))
+        .create(
+            &printer("review", "Review a change", "ok").with_availability(reviewers),
+            "test",
+            None,
+        )
         .await
         .unwrap();
     let mut draft = AgentSpec::new("writer")

@@ -11,10 +11,10 @@ use toolbelt_tools::declarative::Secrets;
 fn a_tool_files_read_only_effect_keeps_a_command_tool_read_only() {
     let policy_of = |effect: &str| {
         let yaml = format!("name: ls_tool\ndescription: List\n{effect}command:\n  argv: [ls]\n");
-        let draft = ToolFile::parse(&yaml).unwrap().to_draft("t").unwrap();
-        let definition = draft.definition.clone().unwrap();
+        let def = ToolFile::parse(&yaml).unwrap().to_def().unwrap();
+        let definition = def.definition.clone().unwrap();
         let tool = toolbelt_tools::declarative::Definition::from_value(&definition)
-            .and_then(|d| d.build(draft.spec, Secrets::default()))
+            .and_then(|d| d.build(def.spec, Secrets::default()))
             .unwrap();
         (
             definition["command"]["read_only"].clone(),

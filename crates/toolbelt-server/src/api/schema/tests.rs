@@ -98,7 +98,7 @@ fn stored_definitions_include_agent_tools() {
         json!({"name": "ask_helper", "description": "d", "agent": {"agent": "helper"}}),
     )
     .unwrap();
-    let definition = file.to_draft("test").unwrap().definition.unwrap();
+    let definition = file.to_def().unwrap().definition.unwrap();
     round_trip::<StoredDefinitionSchema>(&definition);
     let twin: StoredDefinitionSchema = serde_json::from_value(definition).unwrap();
     assert!(matches!(twin, StoredDefinitionSchema::Agent(_)), "{twin:?}");
