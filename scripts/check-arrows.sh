@@ -58,5 +58,17 @@ for crate in $members; do
   fi
   checked=$((checked + 1))
 done
-[ $fail -eq 0 ] && echo "arrows ok ($checked crates)"
+# Direct dependencies only: the server reaches the database through the host and the store,
+# so sqlx is in its tree, but the server itself names no SQL type.
+declare -A DIRECT=(
+  [toolbelt-server]='sqlx'
+)
+for crate in "${!DIRECT[@]}"; do
+  direct=$(cargo tree -p "$crate" -e normal --prefix none --depth 1)
+  hits=$(printf '%s\n' "$direct" | tail -n +2 | grep -E "^(${DIRECT[$crate]}) v" | sort -u || true)
+  if [ -n "$hits" ]; then
+    echo "arrow violated: $crate depends directly on:"; echo "$hits"; fail=1
+  fi
+done
+[ $fail -eq 0 ] && echo "arrows ok ($checked crates; direct rules for ${#DIRECT[@]})"
 exit $fail
