@@ -155,9 +155,14 @@ const PRINTED: &str = "Sure! Here is a short README.md for your folder:\n\n# My 
     This folder uses toolbelt.";
 
 fn writer(script: &ScriptedProvider, model: &str) -> AgentBuilder {
+    writer_with(script, model, file_write())
+}
+
+/// [`writer`] with `save` as the tool that writes.
+fn writer_with(script: &ScriptedProvider, model: &str, save: ToolHandle) -> AgentBuilder {
     Agent::builder(script.provider())
         .tool(file_read())
-        .tool(file_write())
+        .tool(save)
         .profile(toolbelt_llm::ModelProfiles::builtin().find(model))
         .executor(
             toolbelt_core::Executor::builder()
@@ -219,15 +224,7 @@ async fn a_writer_of_other_parameters_is_named_without_arguments() {
             json!({"file": "README.md", "text": "toolbelt"}),
         )
         .then_text("I saved README.md.");
-    Agent::builder(script.provider())
-        .tool(file_read())
-        .tool(save)
-        .profile(toolbelt_llm::ModelProfiles::builtin().find("qwen2.5-coder-1.5b-instruct"))
-        .executor(
-            toolbelt_core::Executor::builder()
-                .policy(toolbelt_core::ApprovalPolicy::allow_all())
-                .build(),
-        )
+    writer_with(&script, "qwen2.5-coder-1.5b-instruct", save)
         .build()
         .unwrap()
         .run("Write a short README.md for this folder that mentions the word toolbelt.")
