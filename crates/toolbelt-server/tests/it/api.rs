@@ -75,40 +75,31 @@ async fn a_configured_agent_reads_as_a_stored_one_and_validate_takes_that_shape(
             .await
             .unwrap();
     assert_eq!(ok.status().as_u16(), 204);
-    let unknown = problem_of(
-        validate(json!({"name": "writer", "selection": "utill"}))
-            .await
-            .unwrap(),
-        422,
-        "invalid_selection",
-    )
-    .await;
-    assert!(
-        unknown["detail"].as_str().unwrap().contains("utill"),
-        "{unknown}"
-    );
-    let zero = problem_of(
-        validate(json!({"name": "writer", "options": {"max_iterations": 0}}))
-            .await
-            .unwrap(),
-        422,
-        "invalid_field",
-    )
-    .await;
-    assert!(
-        zero["pointer"].as_str().unwrap().contains("max_iterations"),
-        "{zero}"
-    );
-    // The shape the configuration file had before: its fields are named.
-    let old = problem_of(
-        validate(json!({"id": "writer", "tools": "util"}))
-            .await
-            .unwrap(),
-        422,
-        "invalid_field",
-    )
-    .await;
-    assert!(old["detail"].as_str().unwrap().contains("id"), "{old}");
+    // What is wrong is named: the unknown group, the field, and a field of the configuration
+    // file's old shape.
+    for (body, code, key, needle) in [
+        (
+            json!({"name": "writer", "selection": "utill"}),
+            "invalid_selection",
+            "detail",
+            "utill",
+        ),
+        (
+            json!({"name": "writer", "options": {"max_iterations": 0}}),
+            "invalid_field",
+            "pointer",
+            "max_iterations",
+        ),
+        (
+            json!({"id": "writer", "tools": "util"}),
+            "invalid_field",
+            "detail",
+            "id",
+        ),
+    ] {
+        let problem = problem_of(validate(body).await.unwrap(), 422, code).await;
+        assert!(problem[key].as_str().unwrap().contains(needle), "{problem}");
+    }
 }
 
 #[tokio::test]
