@@ -202,15 +202,16 @@ impl ToolFile {
     }
 }
 
-/// Writes `def` as a new version of its stored tool, then, when `availability` is given and
-/// differs from the stored rules, replaces them: what an update from a tool file or a tool body
-/// does, where absent rules keep the stored ones. Two writes (the rules are not versioned): a
-/// change of both moves the revision by two.
+/// Writes `def` as a new version of its stored tool and, when `availability` is given and
+/// differs from the stored rules, replaces them in the same transaction: what an update from a
+/// tool file or a tool body does, where absent rules keep the stored ones
+/// ([`toolbelt_store::Tools::update_with_rules`]). One write: the revision moves by one, and a
+/// conflict writes neither the version nor the rules.
 ///
 /// # Errors
-/// [`StoreError::Invalid`] for a bad rule (checked before anything is written) or a bad def,
-/// [`StoreError::Conflict`] when the tool's revision is not `expected_revision` (or moved between
-/// the two writes), [`StoreError::NotFound`].
+/// [`StoreError::Invalid`] for a bad rule or def (checked before anything is written),
+/// [`StoreError::Conflict`] when the tool's revision is not `expected_revision`,
+/// [`StoreError::NotFound`].
 pub async fn update_tool(
     store: &Store,
     def: &ToolDef,
@@ -219,26 +220,10 @@ pub async fn update_tool(
     changed_by: &str,
     note: Option<&str>,
 ) -> Result<Stored<ToolEntry>, StoreError> {
-    if let Some(rules) = availability {
-        rules.validate()?;
-    }
-    let tools = store.tools();
-    let updated = tools
-        .update(def, expected_revision, changed_by, note)
-        .await?;
-    match availability {
-        Some(rules) if *rules != updated.availability => {
-            tools
-                .set_availability(
-                    def.name(),
-                    rules,
-                    Revision::Exactly(updated.revision),
-                    changed_by,
-                )
-                .await
-        }
-        _ => Ok(updated),
-    }
+    store
+        .tools()
+        .update_with_rules(def, availability, expected_revision, changed_by, note)
+        .await
 }
 
 /// Parses YAML or JSON text into `T` with JSON's data model, so that enums are written as maps

@@ -430,9 +430,9 @@ impl Tools<'_> {
     /// Writes `def` as a new version of an existing tool and makes it current.
     ///
     /// Only the version is written: `def.availability` is ignored and the stored rules stay
-    /// (they belong to the tool, not to a version; [`Tools::set_availability`] replaces them).
-    /// A def equal to the current version (same hash) writes nothing and returns the stored
-    /// tool.
+    /// (they belong to the tool, not to a version; [`Tools::update_with_rules`] and
+    /// [`Tools::set_availability`] replace them). A def equal to the current version (same
+    /// hash) writes nothing and returns the stored tool.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the tool's revision is not `expected_revision`,
@@ -444,7 +444,31 @@ impl Tools<'_> {
         changed_by: &str,
         note: Option<&str>,
     ) -> Result<Stored<ToolEntry>> {
+        self.update_with_rules(def, None, expected_revision, changed_by, note)
+            .await
+    }
+
+    /// [`Tools::update`], and when `rules` is given and differs from the stored rules, replaces
+    /// them in the same transaction: one write, the revision moves by one, and a conflict
+    /// leaves both the version and the rules as they were. A def equal to the current version
+    /// with new rules writes only the rules; with the same rules too it writes nothing.
+    ///
+    /// # Errors
+    /// [`StoreError::Invalid`] for a bad rule or def (checked before anything is written),
+    /// [`StoreError::Conflict`] when the tool's revision is not `expected_revision`,
+    /// [`StoreError::NotFound`].
+    pub async fn update_with_rules(
+        &self,
+        def: &ToolDef,
+        rules: Option<&Availability>,
+        expected_revision: Revision,
+        changed_by: &str,
+        note: Option<&str>,
+    ) -> Result<Stored<ToolEntry>> {
         validate_def(def)?;
+        if let Some(rules) = rules {
+            rules.validate()?;
+        }
         let name = def.name();
         let hash = def.hash();
         let at = now_ms();
@@ -454,10 +478,10 @@ impl Tools<'_> {
         // update instead of eight, and no read-back after the commit.
         let read = match self.store.engine() {
             Engine::Sqlite => {
-                "SELECT latest_version, current_hash, source, revision FROM tools WHERE name = $1"
+                "SELECT latest_version, current_hash, source, availability, revision FROM tools WHERE name = $1"
             }
             Engine::Postgres => {
-                "SELECT latest_version, current_hash, source, revision FROM tools WHERE name = $1 FOR UPDATE"
+                "SELECT latest_version, current_hash, source, availability, revision FROM tools WHERE name = $1 FOR UPDATE"
             }
         };
         let row = sqlx::query(read)
@@ -480,21 +504,37 @@ impl Tools<'_> {
         if source != def.source.as_str() {
             return Err(source_mismatch(name, &source, def.source));
         }
+        let stored_rules: Availability = decode_json(&row, "availability", Entity::Tool, name)?;
+        let new_rules = rules.filter(|rules| **rules != stored_rules);
         let current_hash: String = row.try_get("current_hash")?;
         if current_hash == hash {
-            tx.rollback().await?;
-            return self.get(name).await;
+            let Some(rules) = new_rules else {
+                tx.rollback().await?;
+                return self.get(name).await;
+            };
+            sqlx::query(
+                "UPDATE tools SET availability = $1, updated_at = $2, changed_by = $3, revision = revision + 1 WHERE name = $4",
+            )
+            .bind(to_json(rules, "availability")?)
+            .bind(at)
+            .bind(changed_by)
+            .bind(name)
+            .execute(&mut **tx)
+            .await?;
+            return self.commit_change(tx, name).await;
         }
         let version = row.try_get::<i64, _>("latest_version")? + 1;
         let author = Author { changed_by, note };
         insert_version(&mut tx, def, version, &hash, &author, at).await?;
+        let availability = to_json(new_rules.unwrap_or(&stored_rules), "availability")?;
         let row = sqlx::query(
-            "UPDATE tools SET current_version = $1, latest_version = $1, current_hash = $2, missing = 0, updated_at = $3, changed_by = $4, revision = revision + 1 WHERE name = $5 RETURNING enabled, availability, revision, created_at",
+            "UPDATE tools SET current_version = $1, latest_version = $1, current_hash = $2, missing = 0, updated_at = $3, changed_by = $4, availability = $5, revision = revision + 1 WHERE name = $6 RETURNING enabled, availability, revision, created_at",
         )
         .bind(version)
         .bind(hash.as_str())
         .bind(at)
         .bind(changed_by)
+        .bind(availability)
         .bind(name)
         .fetch_one(&mut **tx)
         .await?;
