@@ -16,6 +16,7 @@ use toolbelt_router::{Completer, RouteError};
 pub struct ProviderCompleter {
     provider: Provider,
     model: Option<String>,
+    max_tokens: Option<u32>,
 }
 
 impl ProviderCompleter {
@@ -24,6 +25,7 @@ impl ProviderCompleter {
         Self {
             provider,
             model: None,
+            max_tokens: None,
         }
     }
 
@@ -31,6 +33,14 @@ impl ProviderCompleter {
     #[must_use]
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Caps each answer at `tokens` (a router's answer is short; a model that keeps writing
+    /// is cut off instead of holding the request).
+    #[must_use]
+    pub fn with_max_tokens(mut self, tokens: u32) -> Self {
+        self.max_tokens = Some(tokens);
         self
     }
 }
@@ -45,6 +55,7 @@ impl Completer for ProviderCompleter {
             let mut request = ChatRequest::new(vec![Message::system(system), Message::user(user)]);
             request.model.clone_from(&self.model);
             request.temperature = Some(0.0);
+            request.max_tokens = self.max_tokens;
             let response = self
                 .provider
                 .chat(request)

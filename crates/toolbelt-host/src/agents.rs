@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolbelt_agent::Agent;
+use toolbelt_agent::{Agent, ProviderCompleter};
 use toolbelt_core::{Executor, Registry, ToolHandle, Toolset};
 use toolbelt_llm::{ModelProfiles, ToolChoice};
-use toolbelt_router::{AnyRouter, EmbeddingSlot, HybridRouter, LearnedUsage, SkillSet};
+use toolbelt_router::{AnyRouter, Completer, EmbeddingSlot, HybridRouter, LearnedUsage, SkillSet};
 use toolbelt_store::{
     AgentSpec, Condition, LiveRegistry, Reason, Store, StoreError, Stored, ToolEntry, ToolSource,
     availability, selection_includes,
@@ -19,7 +19,7 @@ use crate::environment::environment;
 use crate::error::HostError;
 use crate::factories::AgentToolFactory;
 use crate::provider::{ProviderFor, env_provider, provider_config};
-use crate::router::{for_profile, router_for};
+use crate::router::{RERANK_MAX_TOKENS, for_profile, router_for};
 use crate::skills::skill_set;
 
 /// Turns agent records into runnable agents over one process's tools.
@@ -290,16 +290,26 @@ impl AgentFactory {
         let small = !profile.tools_when_unsure;
         let default = matches!(settings.strategy.as_deref(), None | Some("hybrid"))
             && settings.max_tools.is_none()
-            && settings.always.is_empty();
+            && settings.always.is_empty()
+            && settings.llm_rerank.is_none();
         if default && !small {
             return Ok(Some(self.inner.shared.clone()));
         }
+        // The LLM tier asks the agent's own model (its provider is shared per revision).
+        let model = match settings.llm_rerank {
+            Some(_) => {
+                let (provider, _) = self.parts(record)?;
+                let completer = ProviderCompleter::new(provider).with_max_tokens(RERANK_MAX_TOKENS);
+                Some(Arc::new(completer) as Arc<dyn Completer>)
+            }
+            None => None,
+        };
         if small {
             let config = for_profile(self.inner.router.config().clone(), &profile, usize::MAX);
             let base = self.inner.router.clone().with_config(config);
-            return router_for(&record.name, settings, &base);
+            return router_for(&record.name, settings, &base, model);
         }
-        router_for(&record.name, settings, &self.inner.router)
+        router_for(&record.name, settings, &self.inner.router, model)
     }
 
     /// The secrets conditions and templates are checked against.

@@ -29,7 +29,7 @@ pub use learning::StoreRunLog;
 pub use mcp_servers::{McpServers, McpSupervision};
 pub use origin::tool_origin;
 pub use provider::{ProviderFor, provider_config, provider_config_from};
-pub use router::{WORKSPACE_TOOLS, for_profile, router_for};
+pub use router::{RERANK_MAX_TOKENS, WORKSPACE_TOOLS, for_profile, router_for};
 pub use skills::skill_of;
 
 const _: () = {

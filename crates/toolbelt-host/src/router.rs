@@ -1,7 +1,12 @@
 //! The router a stored agent's settings ask for.
 
+use std::sync::Arc;
+
 use toolbelt_llm::ModelProfile;
-use toolbelt_router::{AnyRouter, HybridConfig, HybridRouter, KeywordRouter, LowConfidence};
+use toolbelt_router::{
+    AnyRouter, Completer, HybridConfig, HybridRouter, KeywordRouter, LlmReranker, LowConfidence,
+    RerankRouter,
+};
 use toolbelt_store::RouterSettings;
 
 use crate::error::HostError;
@@ -12,15 +17,18 @@ use crate::error::HostError;
 /// No strategy means `hybrid`. `max_tools` caps how many tools one request gets (keyword,
 /// lexical, hybrid); `always` tools are sent whatever the ranking (hybrid, and `embedding`,
 /// which is the hybrid router: the embedding signal joins it where the host has an encoder).
+/// With `llm_rerank` set, `model` (the agent's own) reranks the top of the hybrid ranking
+/// ([`RerankRouter`]).
 ///
 /// # Errors
-/// [`HostError::InvalidAgent`] at `router.strategy` for an unknown strategy, or at
-/// `router.max_tools` for 0 (stored rows are checked on write; this guards rows written by
-/// other means).
+/// [`HostError::InvalidAgent`] at `router.strategy` for an unknown strategy, at
+/// `router.max_tools` for 0, or at `router.llm_rerank` for a strategy without a ranking or no
+/// model (stored rows are checked on write; this guards rows written by other means).
 pub fn router_for(
     agent: &str,
     settings: &RouterSettings,
     base: &HybridRouter,
+    model: Option<Arc<dyn Completer>>,
 ) -> Result<Option<AnyRouter>, HostError> {
     if settings.max_tools == Some(0) {
         return Err(HostError::invalid(
@@ -30,6 +38,13 @@ pub fn router_for(
         ));
     }
     let strategy = settings.strategy.as_deref().unwrap_or("hybrid");
+    if settings.llm_rerank.is_some() && !matches!(strategy, "hybrid" | "embedding") {
+        return Err(HostError::invalid(
+            agent,
+            "router.llm_rerank",
+            format!("reranks the hybrid ranking; strategy `{strategy}` has none"),
+        ));
+    }
     let router = match strategy {
         "none" => return Ok(None),
         "keyword" => AnyRouter::new(KeywordRouter::builtin()),
@@ -47,7 +62,17 @@ pub fn router_for(
             if let Some(n) = settings.max_tools {
                 config = config.with_k_range(defaults.min_k.min(n), defaults.max_k.min(n));
             }
-            AnyRouter::new(base.clone().with_config(config))
+            let hybrid = base.clone().with_config(config);
+            match settings.llm_rerank {
+                None => AnyRouter::new(hybrid),
+                Some(n) => {
+                    let model = model.ok_or_else(|| {
+                        HostError::invalid(agent, "router.llm_rerank", "no model to rerank with")
+                    })?;
+                    let reranker = LlmReranker::shared(model).with_top_n(n);
+                    AnyRouter::new(RerankRouter::new(hybrid, reranker))
+                }
+            }
         }
         other => {
             return Err(HostError::invalid(
@@ -59,6 +84,10 @@ pub fn router_for(
     };
     Ok(Some(router))
 }
+
+/// Tokens the LLM tier's answer may take: a list of names is short, and a model that keeps
+/// writing is cut off instead of holding the request.
+pub const RERANK_MAX_TOKENS: u32 = 96;
 
 /// The tools every workspace question gets for a small model (see [`for_profile`]).
 pub const WORKSPACE_TOOLS: [&str; 3] = ["file_search", "file_read", "list_dir"];

@@ -12,6 +12,7 @@ mod keyword;
 mod learn;
 mod lexical;
 mod llm;
+mod rerank;
 mod router;
 mod search_tools;
 mod skills;
@@ -38,6 +39,7 @@ pub use keyword::{KeywordGroup, KeywordRouter};
 pub use learn::{CallOutcome, LearnConfig, LearnedUsage, RunLog, UseRecord};
 pub use lexical::LexicalRouter;
 pub use llm::{Completer, LlmAnswer, LlmRouter};
+pub use rerank::{LlmReranker, RerankRouter, Reranked};
 pub use router::{AnyRouter, Router};
 pub use search_tools::SearchTools;
 pub use skills::{MAX_SKILL_DESCRIPTION, MAX_SKILL_NAME, Skill, SkillError, SkillSet};
@@ -55,6 +57,7 @@ const _: () = {
     assert_send_sync::<LexicalIndex>();
     assert_send_sync::<EmbeddingRouter>();
     assert_send_sync::<LlmRouter>();
+    assert_send_sync::<RerankRouter>();
     assert_send_sync::<SearchTools>();
     assert_send_sync::<SkillSet>();
     #[cfg(feature = "local-embed")]

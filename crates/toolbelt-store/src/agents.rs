@@ -54,7 +54,15 @@ pub struct RouterSettings {
     pub max_tools: Option<usize>,
     /// Tools always sent, whatever the router says.
     pub always: Vec<String>,
+    /// The LLM tier, off when absent: the agent's own model reads the top N (2 to 50) tools of
+    /// the hybrid ranking and its picks are sent first (one model call per request; strategy
+    /// `hybrid` or `embedding` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_rerank: Option<usize>,
 }
+
+/// The most tools [`RouterSettings::llm_rerank`] can show a model.
+pub(crate) const MAX_LLM_RERANK: usize = 50;
 
 const ROUTER_STRATEGIES: &[&str] = &["none", "keyword", "lexical", "embedding", "hybrid"];
 
@@ -304,6 +312,24 @@ fn check_spec(spec: &AgentSpec) -> Result<Checked> {
                 ROUTER_STRATEGIES.join(", ")
             ),
         ));
+    }
+    if let Some(n) = spec.router.llm_rerank {
+        if !(2..=MAX_LLM_RERANK).contains(&n) {
+            return Err(StoreError::invalid(
+                "router.llm_rerank",
+                format!("{n} tools: give 2 to {MAX_LLM_RERANK}"),
+            ));
+        }
+        if let Some(strategy) = spec.router.strategy.as_deref()
+            && !matches!(strategy, "hybrid" | "embedding")
+        {
+            return Err(StoreError::invalid(
+                "router.llm_rerank",
+                format!(
+                    "reranks the hybrid ranking; strategy `{strategy}` has none (use hybrid or embedding)"
+                ),
+            ));
+        }
     }
     let mut seen = std::collections::BTreeSet::new();
     for (i, binding) in spec.tools.iter().enumerate() {

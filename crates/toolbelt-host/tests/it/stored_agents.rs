@@ -248,6 +248,108 @@ async fn stored_router_settings_choose_the_router() {
     }
 }
 
+/// An agent with the LLM tier on asks its own model which of the top-ranked tools the request
+/// needs, before the run's first request, and the model's pick is sent with the hybrid
+/// router's best, within the agent's `max_tools`.
+#[tokio::test]
+async fn the_llm_tier_asks_the_agents_model_and_sends_its_pick_first() {
+    for (store, _dir) in stores("llm_rerank").await {
+        let names = ["weather", "stocks", "news", "translate"];
+        for (name, what) in names.iter().zip([
+            "Get the weather forecast for a city",
+            "Get a stock quote",
+            "Read the latest news headlines",
+            "Translate text between languages",
+        ]) {
+            store
+                .tools()
+                .create(&printer(name, what, ""), "test", None)
+                .await
+                .unwrap();
+        }
+        const INPUT: &str = "the weather forecast for Paris, and the news, translated into French";
+        // What the agent sends without the tier: two of the three tools the request names.
+        let mut draft = AgentSpec::new("plain");
+        for n in names {
+            draft = draft.with_tool(Binding::new(n));
+        }
+        draft.router.max_tools = Some(2);
+        store.agents().create(&draft, "unknown").await.unwrap();
+        let script = ScriptedProvider::new().then_text("ok");
+        let (_db, agents) = factory(&store, &script).await;
+        agents
+            .build_named("plain")
+            .await
+            .unwrap()
+            .agent
+            .run(INPUT)
+            .await
+            .unwrap();
+        let plain: Vec<String> = script.requests()[0]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        assert_eq!(plain.len(), 2, "{plain:?}");
+        let left_out = ["weather", "news", "translate"]
+            .into_iter()
+            .find(|n| !plain.iter().any(|p| p == n))
+            .unwrap();
+        // With the tier, the model picks the one left out.
+        draft.name = "reranked".to_owned();
+        draft.router.llm_rerank = Some(4);
+        store.agents().create(&draft, "unknown").await.unwrap();
+        let script = ScriptedProvider::new()
+            .then_text(format!(r#"{{"tools": ["{left_out}"]}}"#))
+            .then_text("ok");
+        let (_db, agents) = factory(&store, &script).await;
+        let built = agents.build_named("reranked").await.unwrap();
+        built.agent.run(INPUT).await.unwrap();
+        let requests = script.requests();
+        assert_eq!(requests.len(), 2);
+        let ask = &requests[0];
+        assert!(ask.tools.is_empty());
+        assert_eq!(
+            (ask.temperature, ask.max_tokens),
+            (Some(0.0), Some(toolbelt_host::RERANK_MAX_TOKENS))
+        );
+        let prompt = serde_json::to_string(&ask.messages).unwrap();
+        assert!(
+            prompt.contains("You choose the tools a request needs"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("translate: Translate text between languages"),
+            "{prompt}"
+        );
+        // Two tools at most, as without the tier: the pick and the hybrid router's best.
+        let sent: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert!(sent.contains(&left_out), "{sent:?}");
+        assert!(
+            sent.contains(&plain[0].as_str()) || sent.contains(&plain[1].as_str()),
+            "{sent:?}"
+        );
+        // Strategies without a ranking are refused on write, naming the field.
+        let mut lexical = AgentSpec::new("lexical_reranked");
+        lexical.router.strategy = Some("lexical".to_owned());
+        lexical.router.llm_rerank = Some(4);
+        let err = store
+            .agents()
+            .create(&lexical, "unknown")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("router.llm_rerank"), "{err}");
+        for n in [1, 51] {
+            let mut bad = AgentSpec::new("bad_rerank");
+            bad.router.llm_rerank = Some(n);
+            let err = store.agents().create(&bad, "unknown").await.unwrap_err();
+            assert!(err.to_string().contains("give 2 to 50"), "{err}");
+        }
+        drop_schema(&store).await;
+    }
+}
+
 /// A stored agent on a small local model gets what `toolbelt run` gives one: no tools when the
 /// router is unsure (it answers from what it knows), where a large model gets the best few.
 #[tokio::test]

@@ -15,6 +15,7 @@ mod multilingual;
 mod near_duplicates;
 #[cfg(feature = "openai-embeddings")]
 mod openai;
+mod rerank;
 mod search_tools;
 mod seed;
 mod skills;

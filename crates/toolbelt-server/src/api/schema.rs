@@ -432,6 +432,10 @@ pub struct RouterSettingsSchema {
     pub max_tools: Option<u64>,
     /// Tools always sent, whatever the router says.
     pub always: Vec<String>,
+    /// The LLM tier, off when absent: the agent's own model reranks the top N (2 to 50) tools
+    /// of the hybrid ranking, one model call per request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_rerank: Option<u64>,
 }
 
 /// A tool bound to an agent, optionally at a pinned version (`toolbelt_store::Binding`).

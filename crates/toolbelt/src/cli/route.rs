@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use toolbelt_core::Toolset;
 use toolbelt_router::{
     AnyRouter, CatalogOptions, ChineseMode, EmbeddingRouter, HybridConfig, HybridRouter,
-    KeywordRouter, LearnConfig, LearnedUsage, LexicalConfig, LexicalRouter, Lexicon, RouteDecision,
-    RouteOutcome, RouteRequest, SearchTools, TokenSavings, catalog_toolset, load_catalog_file,
+    KeywordRouter, LearnConfig, LearnedUsage, LexicalConfig, LexicalRouter, Lexicon, LlmReranker,
+    RerankRouter, RouteDecision, RouteOutcome, RouteRequest, SearchTools, TokenSavings,
+    catalog_toolset, load_catalog_file,
 };
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
@@ -159,6 +160,12 @@ pub(crate) struct RouteArgs {
     /// Also route to the tools of the MCP servers in this `mcpServers` JSON file.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
+    /// The LLM tier (off by default): a model reranks the top N tools of the hybrid ranking,
+    /// one call per request. The model is the one `toolbelt run` takes from the environment
+    /// (TOOLBELT_PROVIDER, TOOLBELT_MODEL, OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the API
+    /// key). Batch lines gain `rerank` (`picked`, `ms`, `failure`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(2..=50))]
+    llm_rerank: Option<u16>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -205,7 +212,10 @@ pub(crate) async fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
         toolset = toolset.with_tools(registry.list());
     }
     let learned = learned_usage(&args).await?;
-    let router = build_router(&args, builtin, learned)?;
+    let mut router = build_router(&args, builtin, learned)?;
+    if let Some(n) = args.llm_rerank {
+        router = with_llm_rerank(router, usize::from(n))?;
+    }
     match (&args.queries, &args.text) {
         (Some(_), Some(_)) => bail!("give either a request TEXT or --queries, not both"),
         (Some(queries), None) => batch(&args, &router, &toolset, queries).await,
@@ -245,6 +255,8 @@ fn load_toolset(catalog: Option<&Path>, strict: bool) -> anyhow::Result<(Toolset
 #[derive(Clone)]
 enum Built {
     Hybrid(Box<HybridRouter>),
+    /// The hybrid router with the LLM tier (`--llm-rerank`).
+    Reranked(Box<RerankRouter>),
     Embedding(EmbeddingRouter),
     Other(AnyRouter),
 }
@@ -253,8 +265,18 @@ impl Built {
     fn any(&self) -> AnyRouter {
         match self {
             Self::Hybrid(h) => AnyRouter::new(HybridRouter::clone(h)),
+            Self::Reranked(r) => AnyRouter::new(RerankRouter::clone(r)),
             Self::Embedding(e) => AnyRouter::new(e.clone()),
             Self::Other(r) => r.clone(),
+        }
+    }
+
+    /// The hybrid router, bare or under the LLM tier.
+    fn hybrid(&self) -> Option<&HybridRouter> {
+        match self {
+            Self::Hybrid(h) => Some(h),
+            Self::Reranked(r) => Some(r.base()),
+            Self::Embedding(_) | Self::Other(_) => None,
         }
     }
 
@@ -262,6 +284,11 @@ impl Built {
     async fn prepare(&self, toolset: &Toolset) -> anyhow::Result<()> {
         match self {
             Self::Hybrid(h) => h.prepare(toolset).await.context("embedding the tools")?,
+            Self::Reranked(r) => r
+                .base()
+                .prepare(toolset)
+                .await
+                .context("embedding the tools")?,
             Self::Embedding(e) => {
                 e.prepare(toolset).await.context("embedding the tools")?;
             }
@@ -269,6 +296,27 @@ impl Built {
         }
         Ok(())
     }
+}
+
+/// `router` under the LLM tier: a model from the environment reranks the top `n`.
+fn with_llm_rerank(router: Built, n: usize) -> anyhow::Result<Built> {
+    let Built::Hybrid(hybrid) = router else {
+        bail!("--llm-rerank reranks the hybrid router's ranking: leave --router at hybrid");
+    };
+    let provider = toolbelt_llm::ProviderConfig::from_env()
+        .and_then(toolbelt_llm::ProviderConfig::into_provider)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "--llm-rerank needs a model provider: {e} (set TOOLBELT_MODEL and OPENAI_BASE_URL \
+                 or ANTHROPIC_BASE_URL, with the API key, as for `toolbelt run`)"
+            )
+        })?;
+    let completer = toolbelt_agent::ProviderCompleter::new(provider)
+        .with_max_tokens(toolbelt_host::RERANK_MAX_TOKENS);
+    let reranker = LlmReranker::new(completer).with_top_n(n);
+    Ok(Built::Reranked(Box::new(RerankRouter::new(
+        *hybrid, reranker,
+    ))))
 }
 
 #[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
@@ -806,7 +854,8 @@ async fn batch(
     // One batch of query embeddings up front: the model's weights are read once per batch
     // instead of once per query.
     match router {
-        Built::Hybrid(h) => {
+        Built::Hybrid(_) | Built::Reranked(_) => {
+            let h = router.hybrid().context("a hybrid router")?;
             let requests: Vec<RouteRequest> = queries
                 .iter()
                 .map(|q| {
@@ -872,6 +921,7 @@ async fn rank_one(
     adaptive: bool,
 ) -> Value {
     let request = RouteRequest::new(q.input.clone(), toolset.clone()).with_recent(q.recent.clone());
+    let mut rerank = None;
     let tools: Vec<String> = match router {
         // The top-K ranking without the adaptive cut: what recall@K measures.
         Built::Hybrid(h) if !adaptive => h
@@ -881,6 +931,21 @@ async fn rank_one(
             .into_iter()
             .map(|t| t.name)
             .collect(),
+        // The same ranking with its top N reordered by the model.
+        Built::Reranked(r) if !adaptive => {
+            let n = r.reranker().top_n();
+            let ranked = r.base().rank_request(&request, k.max(n)).await.tools;
+            let started = std::time::Instant::now();
+            let reranked = r.reranker().rerank(&request, ranked).await;
+            rerank = Some(json!({
+                "picked": reranked.picked,
+                "ms": started.elapsed().as_millis(),
+                "failure": reranked.failure,
+            }));
+            let mut names: Vec<String> = reranked.tools.into_iter().map(|t| t.name).collect();
+            names.truncate(k);
+            names
+        }
         _ => {
             let mut names = any.route_or_fallback(&request).await.tool_names();
             if !adaptive {
@@ -890,7 +955,10 @@ async fn rank_one(
         }
     };
     let mut line = json!({"id": q.id, "tools": tools});
-    if let Built::Hybrid(h) = router
+    if let Some(rerank) = rerank {
+        line["rerank"] = rerank;
+    }
+    if let Some(h) = router.hybrid()
         && h.skills().is_some()
     {
         let skills: Vec<String> = h

@@ -345,3 +345,147 @@ async fn learn_from_store_ranks_the_tool_a_stored_run_used_for_a_like_request() 
         "a failed call teaches nothing: {learned:?}"
     );
 }
+
+/// `route` with the LLM tier's model taken from `env`.
+fn route_with(env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
+    command
+        .arg("route")
+        .args(args)
+        .env_remove("TOOLBELT_EMBED_MODEL_DIR")
+        .env_remove("TOOLBELT_MULTILINGUAL_MODEL_DIR")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TOOLBELT_MODEL")
+        .env_remove("TOOLBELT_PROVIDER")
+        .env("TOOLBELT_NO_EMBEDDER", "1");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (out.status.success(), text(out.stdout), text(out.stderr))
+}
+
+/// A chat completion whose answer is `content`.
+fn completion(content: &str) -> String {
+    serde_json::json!({"id": "c", "model": "m", "choices": [{"index": 0,
+        "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
+    .to_string()
+}
+
+#[test]
+fn llm_rerank_puts_the_models_pick_first_and_reports_it_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let queries = write(
+        &dir,
+        "q.jsonl",
+        "{\"id\": 1, \"query\": \"send an email to Bob about the meeting\"}\n{\"id\": 2, \"query\": \"what's the weather in Paris tomorrow\"}\n",
+    );
+    let args = [
+        "--catalog",
+        CATALOG,
+        "--queries",
+        &queries,
+        "--top-k",
+        "5",
+        "--format",
+        "jsonl",
+    ];
+    let (ok, plain, err) = route(&args);
+    assert!(ok, "{err}");
+    // The model answers with a list number: the fifth-ranked tool.
+    let (url, bodies, server) =
+        crate::cli_run::recording_openai(vec![completion("{\"tools\": [5]}"); 2]);
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "x"),
+        ("TOOLBELT_MODEL", "m"),
+    ];
+    let mut reranked_args = args.to_vec();
+    reranked_args.extend(["--llm-rerank", "5"]);
+    let (ok, reranked, err) = route_with(&env, &reranked_args);
+    assert!(ok, "{err}");
+    server.join().unwrap();
+    let lines = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    for (before, after) in lines(&plain).iter().zip(lines(&reranked)) {
+        let before: Vec<&str> = before["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert_eq!(before.len(), 5, "{before:?}");
+        let mut want = vec![before[4]];
+        want.extend(&before[..4]);
+        assert_eq!(after["tools"], serde_json::json!(want), "{after}");
+        assert_eq!(after["rerank"]["picked"], 1, "{after}");
+        assert!(after["rerank"]["failure"].is_null(), "{after}");
+        assert!(after["rerank"]["ms"].is_u64(), "{after}");
+    }
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    for body in &bodies {
+        assert_eq!(
+            (body["max_tokens"].clone(), body["temperature"].clone()),
+            (96.into(), 0.0.into())
+        );
+        assert!(body.get("tools").is_none(), "{body}");
+        let user = body["messages"][1]["content"].as_str().unwrap();
+        assert!(user.starts_with("Tools:\n1. "), "{user}");
+        assert!(user.contains("\n5. "), "{user}");
+        assert!(!user.contains("\n6. "), "{user}");
+    }
+}
+
+#[test]
+fn llm_rerank_names_what_it_lacks() {
+    let (ok, _, err) = route_with(
+        &[],
+        &["--catalog", CATALOG, "--llm-rerank", "5", "send an email"],
+    );
+    assert!(!ok);
+    assert!(err.contains("--llm-rerank needs a model provider"), "{err}");
+    let env = [
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("OPENAI_API_KEY", "x"),
+        ("TOOLBELT_MODEL", "m"),
+    ];
+    let (ok, _, err) = route_with(
+        &env,
+        &[
+            "--catalog",
+            CATALOG,
+            "--router",
+            "bm25",
+            "--llm-rerank",
+            "5",
+            "send an email",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("leave --router at hybrid"), "{err}");
+    let (ok, _, err) = route_with(
+        &env,
+        &["--catalog", CATALOG, "--llm-rerank", "1", "send an email"],
+    );
+    assert!(!ok);
+    assert!(err.contains("--llm-rerank"), "{err}");
+    // A model that cannot be reached keeps the hybrid decision and says why.
+    let (ok, out, err) = route_with(
+        &env,
+        &[
+            "--catalog",
+            CATALOG,
+            "--llm-rerank",
+            "5",
+            "send an email to Bob",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("llm rerank kept it"), "{out}");
+}

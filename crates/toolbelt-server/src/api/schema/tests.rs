@@ -62,7 +62,7 @@ fn agent_drafts_and_records_read_back() {
             "run_timeout_ms": 1, "tool_timeout_ms": 2, "temperature": 0.5, "max_tokens": 9,
             "approval": {"default": "ask", "tools": {"echo": "allow"}, "tags": {"web": "deny"}},
             "base_url": "http://127.0.0.1:1/v1", "api_key_env": "KEY"},
-        "router": {"strategy": "none", "max_tools": 4, "always": ["echo"]},
+        "router": {"strategy": "hybrid", "max_tools": 4, "always": ["echo"], "llm_rerank": 8},
         "selection": "file_ops", "pins": {"file_read": 2},
         "tools": ["echo", "pinned@2", {"tool": "other", "version": 1}, {"tool": "third"}]});
     // A draft's bindings come back in their object form: the twin reads both.
