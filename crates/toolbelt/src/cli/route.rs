@@ -163,7 +163,8 @@ pub(crate) struct RouteArgs {
     /// The LLM tier (off by default): a model reranks the top N tools of the hybrid ranking,
     /// one call per request. The model is the one `toolbelt run` takes from the environment
     /// (TOOLBELT_PROVIDER, TOOLBELT_MODEL, OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the API
-    /// key). Batch lines gain `rerank` (`picked`, `ms`, `failure`).
+    /// key). Batch mode asks about one query at a time, and its lines gain `rerank` (`picked`,
+    /// `ms`, `failure`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(2..=50))]
     llm_rerank: Option<u16>,
 }
@@ -874,7 +875,12 @@ async fn batch(
     .context("embedding the queries")?;
     // Ranking is CPU work: each window of queries is shared out over one task per core
     // (query i to task i mod n), and its lines are written in input order.
-    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    // With the LLM tier, one query at a time: a model server answers few requests at once, and
+    // each line's `rerank.ms` is then the call's own time, not time spent in its queue.
+    let workers = match router {
+        Built::Reranked(_) => 1,
+        _ => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+    };
     let adaptive = args.adaptive;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut queries = queries.into_iter().peekable();
