@@ -25,31 +25,7 @@ TOOLBELT_NO_EMBEDDER=1 TOOLBELT_LOG=warn valgrind --tool=callgrind --instr-atsta
 pid=$!
 until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.5; done
 if [ "${TOOLS:-0}" -gt 0 ]; then
-  python3 - "$port" "$TOOLS" <<'PY'
-import json, sys, time, urllib.request
-port, n = sys.argv[1], int(sys.argv[2])
-rows = [json.loads(l) for l in open("eval/catalog.jsonl")]
-try:
-    for l in open("target/eval/livemcpbench/catalog.jsonl"):
-        rows += [{"name": t["name"], "description": t.get("description", "")} for t in json.loads(l)["tools"]]
-except FileNotFoundError:
-    pass
-def post(path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
-                                 {"content-type": "application/json"})
-    return json.loads(urllib.request.urlopen(req).read())
-for i in range(n):
-    row = rows[i % len(rows)]
-    spec = {"name": f"{row['name'][:40]}_{i}", "description": row.get("description") or row["name"],
-            "tags": ["bench"], "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
-    post("/api/v1/tools", {"spec": spec, "definition": {"http": {"method": "GET", "url": f"https://example.invalid/{i}"}}})
-# The live registry takes the stored tools in from the change feed: wait until /route sees them.
-for _ in range(600):
-    if post("/api/v1/route", {"input": "warm up"})["toolset_size"] >= n:
-        break
-    time.sleep(0.5)
-print(f"stored {n} HTTP tools")
-PY
+  python3 bench/store-tools.py "$port" "$TOOLS" --wait
 fi
 python3 - "$port" "$n" "$pid" "$work" <<'PY'
 import http.client, json, subprocess, sys, re, glob, os, time

@@ -36,25 +36,7 @@ serve() {
 }
 serve
 if [ "${TOOLS:-0}" -gt 0 ]; then
-  python3 - "$port" "$TOOLS" <<'PY'
-import json, sys, urllib.request
-port, n = sys.argv[1], int(sys.argv[2])
-rows = [json.loads(l) for l in open("eval/catalog.jsonl")]
-try:
-    for l in open("target/eval/livemcpbench/catalog.jsonl"):
-        rows += [{"name": t["name"], "description": t.get("description", "")} for t in json.loads(l)["tools"]]
-except FileNotFoundError:
-    pass
-for i in range(n):
-    row = rows[i % len(rows)]
-    spec = {"name": f"{row['name'][:40]}_{i}", "description": row.get("description") or row["name"],
-            "tags": ["bench"], "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
-    body = json.dumps({"spec": spec, "definition": {"http": {"method": "GET", "url": f"https://example.invalid/{i}"}}})
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/tools", body.encode(),
-                                 {"content-type": "application/json"})
-    urllib.request.urlopen(req).read()
-print(f"stored {n} HTTP tools")
-PY
+  python3 bench/store-tools.py "$port" "$TOOLS"
   kill $pid; wait $pid 2>/dev/null || true
   serve
 fi

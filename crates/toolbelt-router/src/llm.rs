@@ -83,7 +83,7 @@ impl LlmAnswer {
 }
 
 /// Parses the first complete JSON value of `text`, ignoring what follows.
-fn first_object(text: &str) -> Result<Value, serde_json::Error> {
+pub(crate) fn first_object(text: &str) -> Result<Value, serde_json::Error> {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     match stream.next() {
         Some(result) => result,

@@ -295,11 +295,9 @@ fn mention(text: &str, name: &str) -> Option<usize> {
 /// The first JSON object in `text` (code fences and prose around it allowed).
 fn json_object(text: &str) -> Option<Value> {
     let start = text.find('{')?;
-    let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
-    match stream.next() {
-        Some(Ok(value)) if value.is_object() => Some(value),
-        _ => None,
-    }
+    crate::llm::first_object(&text[start..])
+        .ok()
+        .filter(Value::is_object)
 }
 
 /// A [`HybridRouter`] whose decisions an [`LlmReranker`] revises: the model's picks among the

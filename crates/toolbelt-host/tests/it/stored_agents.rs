@@ -186,24 +186,30 @@ async fn a_stored_agent_tool_runs_the_stored_agent_with_its_stored_tools() {
     }
 }
 
+/// Stores four command tools with distinct descriptions and returns their names.
+async fn store_four_tools(store: &toolbelt_store::Store) -> [&'static str; 4] {
+    let names = ["weather", "stocks", "news", "translate"];
+    for (name, what) in names.iter().zip([
+        "Get the weather forecast for a city",
+        "Get a stock quote",
+        "Read the latest news headlines",
+        "Translate text between languages",
+    ]) {
+        store
+            .tools()
+            .create(&printer(name, what, ""), "test", None)
+            .await
+            .unwrap();
+    }
+    names
+}
+
 /// A stored agent's router settings are applied: `max_tools` caps what one request offers,
 /// `always` tools are offered whatever the ranking, `none` offers everything.
 #[tokio::test]
 async fn stored_router_settings_choose_the_router() {
     for (store, _dir) in stores("routers").await {
-        let names = ["weather", "stocks", "news", "translate"];
-        for (name, what) in names.iter().zip([
-            "Get the weather forecast for a city",
-            "Get a stock quote",
-            "Read the latest news headlines",
-            "Translate text between languages",
-        ]) {
-            store
-                .tools()
-                .create(&printer(name, what, ""), "test", None)
-                .await
-                .unwrap();
-        }
+        let names = store_four_tools(&store).await;
         let mut offered = Vec::new();
         for (strategy, max_tools, always) in [
             ("none", None, vec![]),
@@ -254,19 +260,7 @@ async fn stored_router_settings_choose_the_router() {
 #[tokio::test]
 async fn the_llm_tier_asks_the_agents_model_and_sends_its_pick_first() {
     for (store, _dir) in stores("llm_rerank").await {
-        let names = ["weather", "stocks", "news", "translate"];
-        for (name, what) in names.iter().zip([
-            "Get the weather forecast for a city",
-            "Get a stock quote",
-            "Read the latest news headlines",
-            "Translate text between languages",
-        ]) {
-            store
-                .tools()
-                .create(&printer(name, what, ""), "test", None)
-                .await
-                .unwrap();
-        }
+        let names = store_four_tools(&store).await;
         const INPUT: &str = "the weather forecast for Paris, and the news, translated into French";
         // What the agent sends without the tier: two of the three tools the request names.
         let mut draft = AgentSpec::new("plain");

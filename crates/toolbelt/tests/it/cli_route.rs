@@ -8,16 +8,7 @@ use pretty_assertions::assert_eq;
 const CATALOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../eval/catalog.jsonl");
 
 fn route(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
-        .arg("route")
-        .args(args)
-        .env_remove("TOOLBELT_EMBED_MODEL_DIR")
-        .env_remove("TOOLBELT_MULTILINGUAL_MODEL_DIR")
-        .env("TOOLBELT_NO_EMBEDDER", "1")
-        .output()
-        .unwrap();
-    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    (out.status.success(), text(out.stdout), text(out.stderr))
+    route_with(&[], args)
 }
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
@@ -346,7 +337,7 @@ async fn learn_from_store_ranks_the_tool_a_stored_run_used_for_a_like_request() 
     );
 }
 
-/// `route` with the LLM tier's model taken from `env`.
+/// `toolbelt route` by words only (no encoder), with only `env` of the model variables set.
 fn route_with(env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
     command
