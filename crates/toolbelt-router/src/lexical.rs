@@ -17,8 +17,10 @@ use crate::tool_text::ToolText;
 #[derive(Debug, Clone)]
 struct State {
     index: LexicalIndex,
-    /// The tools indexed, in the order of the toolset they came from.
-    order: Vec<ToolHandle>,
+    /// The toolset indexed. A request over the same view of the same registry snapshot
+    /// (the usual case: a server hands every request of an agent one toolset) finds this
+    /// state without walking its tools.
+    toolset: Toolset,
     /// The learned examples indexed with them.
     learned: Option<SharedUsage>,
     /// What the value-fit signal reads of each tool's schema, by tool name.
@@ -57,18 +59,22 @@ fn same_usage(a: Option<&SharedUsage>, b: Option<&SharedUsage>) -> bool {
 impl State {
     fn matches(&self, toolset: &Toolset, learned: Option<&SharedUsage>) -> bool {
         same_usage(self.learned.as_ref(), learned)
-            && self.order.len() == toolset.len()
-            && self
-                .order
-                .iter()
-                .zip(toolset.iter())
-                .all(|(a, b)| a.ptr_eq(b))
+            && (self.toolset.same_view(toolset)
+                || self.toolset.len() == toolset.len()
+                    && self
+                        .toolset
+                        .iter()
+                        .zip(toolset.iter())
+                        .all(|(a, b)| a.ptr_eq(b)))
     }
 
     /// How many of `toolset`'s tools this state already holds as they are.
     fn overlap(&self, toolset: &Toolset) -> usize {
-        let old: FastMap<&str, &ToolHandle> =
-            self.order.iter().map(|t| (t.name().as_str(), t)).collect();
+        let old: FastMap<&str, &ToolHandle> = self
+            .toolset
+            .iter()
+            .map(|t| (t.name().as_str(), t))
+            .collect();
         toolset
             .iter()
             .filter(|t| old.get(t.name().as_str()).is_some_and(|o| o.ptr_eq(t)))
@@ -78,8 +84,11 @@ impl State {
     /// Brings the index in line with `toolset` (and `learned`), touching only tools that changed.
     fn sync(&mut self, toolset: &Toolset, learned: Option<&SharedUsage>) {
         let relearn = !same_usage(self.learned.as_ref(), learned);
-        let old: FastMap<&str, &ToolHandle> =
-            self.order.iter().map(|t| (t.name().as_str(), t)).collect();
+        let old: FastMap<&str, &ToolHandle> = self
+            .toolset
+            .iter()
+            .map(|t| (t.name().as_str(), t))
+            .collect();
         let stale: Vec<String> = self
             .index
             .names()
@@ -116,7 +125,7 @@ impl State {
             kept,
             "lexical index synced with toolset"
         );
-        self.order = toolset.iter().cloned().collect();
+        self.toolset = toolset.clone();
         self.learned = learned.cloned();
     }
 }
@@ -165,7 +174,7 @@ impl Shared {
             Some(base) => State::clone(&base),
             None => State {
                 index: LexicalIndex::new(self.config.clone()),
-                order: Vec::new(),
+                toolset: Toolset::empty(),
                 learned: None,
                 values: FastMap::default(),
             },

@@ -96,3 +96,33 @@ async fn concurrent_toolsets_never_share_an_index() {
     // Both indexes are kept side by side.
     assert!(router.is_prepared(&sets[0]) && router.is_prepared(&sets[1]));
 }
+
+/// A registry's view finds its index without a walk over its tools; a view of the same
+/// tools made another way finds it by walking them; a view taken after the registry
+/// changed a tool is not that index, and searching it sees the new text.
+#[test]
+fn an_index_is_found_by_its_view_and_a_changed_registry_is_indexed_again() {
+    let registry = toolbelt_core::Registry::new();
+    registry
+        .add_tools([
+            tool("send_email", "Send an email with attachments", "email"),
+            tool("convert_currency", "Convert money", "finance"),
+        ])
+        .unwrap();
+    let router = LexicalRouter::default();
+    let view = registry.all();
+    router.prepare(&view);
+    assert!(router.is_prepared(&registry.all()));
+    assert!(router.is_prepared(&Toolset::from_tools(view.iter().cloned())));
+    assert!(!router.is_prepared(&registry.select("email").unwrap()));
+
+    registry
+        .replace(tool("send_email", "Post a letter by snail mail", "post"))
+        .unwrap();
+    let changed = registry.all();
+    assert!(!router.is_prepared(&changed));
+    assert!(router.search(&changed, "attachments", 3).is_empty());
+    assert_eq!(router.search(&changed, "letter", 3)[0].name, "send_email");
+    // The old view still has its own index.
+    assert_eq!(router.search(&view, "attachments", 3)[0].name, "send_email");
+}
