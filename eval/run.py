@@ -2,13 +2,15 @@
 """Evaluates every offline router of `toolbelt route` on the eval set and prints a markdown table.
 
 Usage (from the repository root):
-    python3 eval/run.py [--set ours|livemcpbench|livemcpbench-zh] [--no-build] [--debug] [--bin PATH]
+    python3 eval/run.py [--set ours|livemcpbench|livemcpbench-zh|nestful|complexfuncbench|pooled] [--no-build] [--debug] [--bin PATH]
                         [--features jieba,local-embed] [--split all|dev|test] [--routers hybrid,bm25,...]
 
 `--set ours` (default) is our hand-written set in eval/; `--set livemcpbench` is
 LiveMCPBench's MCP catalog and tasks, prepared by `python3 eval/external.py`;
 `--set livemcpbench-zh` is the same catalog and needed tools with our Chinese
-translations of the tasks (eval/livemcpbench_zh.jsonl).
+translations of the tasks (eval/livemcpbench_zh.jsonl); `nestful`, `complexfuncbench` and
+`pooled` (the three public sets' requests over all their tools at once) are also prepared by
+`eval/external.py`.
 `--debug` uses the debug binary (same rankings; latency figures are then meaningless
 and are left out). `--bin PATH` runs that binary and builds nothing (e.g. a copy of a
 debug build, so that a rebuild does not change it mid-run); `--no-timings` leaves
@@ -47,6 +49,10 @@ SETS = {
                         os.path.join(TARGET, "eval", "livemcpbench", "queries.jsonl")),
     "nestful": (os.path.join(TARGET, "eval", "nestful", "catalog.jsonl"),
                 os.path.join(TARGET, "eval", "nestful", "queries.jsonl")),
+    "complexfuncbench": (os.path.join(TARGET, "eval", "complexfuncbench", "catalog.jsonl"),
+                         os.path.join(TARGET, "eval", "complexfuncbench", "queries.jsonl")),
+    "pooled": (os.path.join(TARGET, "eval", "pooled", "catalog.jsonl"),
+               os.path.join(TARGET, "eval", "pooled", "queries.jsonl")),
 }
 ZH_TRANSLATIONS = os.path.join(EVAL, "livemcpbench_zh.jsonl")
 # Rows per set: keyword groups are ours, written for our catalog; other sets run without them.
@@ -61,6 +67,12 @@ DEFAULT_ROUTERS = {
                 "hybrid (lexical only, scores)", "hybrid (lexical only)", "hybrid (scores, 2 views)",
                 "hybrid (z, 1 view, no value fit)", "hybrid (z, full+name views, no value fit)",
                 "hybrid (z, no value fit)", "hybrid"],
+    "complexfuncbench": ["bm25-plain", "embedding", "baseline RRF bm25-plain+embedding", "hybrid (old default)",
+                         "hybrid (lexical only)", "hybrid (z, 1 view, no value fit)",
+                         "hybrid (z, full+name views, no value fit)", "hybrid (z, no value fit)", "hybrid"],
+    "pooled": ["bm25-plain", "embedding", "baseline RRF bm25-plain+embedding", "hybrid (old default)",
+               "hybrid (lexical only)", "hybrid (z, 1 view, no value fit)",
+               "hybrid (z, full+name views, no value fit)", "hybrid (z, no value fit)", "hybrid"],
     "livemcpbench": ["bm25-plain", "embedding", "multilingual", "baseline RRF bm25-plain+embedding",
                      "hybrid (old default)", "hybrid (lexical only, scores)", "hybrid (lexical only)",
                      "hybrid (scores, 2 views)", "hybrid (z, 1 view, no value fit)",
