@@ -17,7 +17,6 @@ pub mod stats;
 pub mod tools;
 pub mod whoami;
 
-use axum::Json;
 use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -198,10 +197,30 @@ pub(crate) async fn method_not_allowed(
     )
 }
 
-/// Serves the OpenAPI document.
-pub(crate) fn openapi_json(doc: utoipa::openapi::OpenApi) -> axum::routing::MethodRouter<AppState> {
-    axum::routing::get(move || {
-        let doc = doc.clone();
-        async move { Json(doc) }
-    })
+/// Serves the OpenAPI document, serialized once at start-up: the route holds its bytes (shared
+/// by the copies axum makes of each route), not the document, which is megabytes of maps.
+pub(crate) fn openapi_json(
+    doc: &utoipa::openapi::OpenApi,
+) -> axum::routing::MethodRouter<AppState> {
+    match serde_json::to_vec(doc) {
+        Ok(json) => {
+            let body = axum::body::Bytes::from(json);
+            axum::routing::get(move || {
+                let body = body.clone();
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        body,
+                    )
+                }
+            })
+        }
+        Err(e) => {
+            let error = e.to_string();
+            axum::routing::get(move || {
+                let error = error.clone();
+                async move { Problem::internal(format!("the OpenAPI document: {error}")) }
+            })
+        }
+    }
 }

@@ -30,7 +30,7 @@ pub fn app(state: AppState) -> Router {
     let (api, doc) = api::routes(&state);
     let config = state.config().clone();
     let mut router = api
-        .route("/api/v1/openapi.json", api::openapi_json(doc.clone()))
+        .route("/api/v1/openapi.json", api::openapi_json(&doc))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(DefaultBodyLimit::max(config.body_limit_bytes))
@@ -50,7 +50,11 @@ pub fn app(state: AppState) -> Router {
     let mut router = router
         .layer(from_fn_with_state(state.clone(), record_http))
         .with_state(state)
-        .merge(SwaggerUi::new("/api/v1/docs").url("/api/v1/docs/openapi.json", doc));
+        // The docs page reads the one served document; it keeps no copy of its own.
+        .merge(
+            SwaggerUi::new("/api/v1/docs")
+                .config(utoipa_swagger_ui::Config::from("/api/v1/openapi.json")),
+        );
     if config.console {
         router = router.merge(toolbelt_console::router());
     }

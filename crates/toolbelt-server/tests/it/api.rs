@@ -383,6 +383,18 @@ async fn health_metrics_and_openapi_are_served() {
         .unwrap();
     assert_eq!(docs.status(), 200);
     assert!(docs.text().await.unwrap().contains("swagger"));
+    // The docs page reads the same served document.
+    let init = s
+        .http
+        .get(format!("{}/api/v1/docs/swagger-initializer.js", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(init.status(), 200);
+    assert!(
+        init.text().await.unwrap().contains("/api/v1/openapi.json"),
+        "the docs page does not point at /api/v1/openapi.json"
+    );
 }
 
 /// The `$ref` a JSON body of `op`'s `status` response (or request, with `status` "request")
