@@ -37,6 +37,10 @@ pub struct LexicalConfig {
     pub chinese: ChineseMode,
     /// Weight of concept terms relative to the word that produced them.
     pub concept_weight: f32,
+    /// Factor on [`LexicalConfig::concept_weight`] for the concepts of English words (their
+    /// synonyms, such as `remove` for `delete`); default 1. Chinese words' concepts keep the
+    /// full weight: they are what links a Chinese request to a tool described in English.
+    pub english_concept_factor: f32,
     /// Concepts shared by English and Chinese words.
     pub lexicon: Arc<Lexicon>,
 }
@@ -54,6 +58,7 @@ impl Default for LexicalConfig {
             example_weight: 0.25,
             chinese: ChineseMode::default(),
             concept_weight: 1.0,
+            english_concept_factor: 1.0,
             lexicon: Arc::new(Lexicon::builtin()),
         }
     }
@@ -93,6 +98,13 @@ impl LexicalConfig {
     #[must_use]
     pub fn with_concept_weight(mut self, weight: f32) -> Self {
         self.concept_weight = weight;
+        self
+    }
+
+    /// Sets the factor on the concept weight for English words' concepts (0 drops them).
+    #[must_use]
+    pub fn with_english_concept_factor(mut self, factor: f32) -> Self {
+        self.english_concept_factor = factor.max(0.0);
         self
     }
 }
@@ -166,7 +178,8 @@ impl LexicalIndex {
             config.chinese,
             Arc::clone(&config.lexicon),
             config.concept_weight,
-        );
+        )
+        .with_english_factor(config.english_concept_factor);
         Self {
             config,
             analyzer,

@@ -62,6 +62,8 @@ pub(crate) struct Analyzer {
     mode: ChineseMode,
     lexicon: Arc<Lexicon>,
     concept_weight: f32,
+    /// Factor on `concept_weight` for English words' concepts.
+    english_factor: f32,
 }
 
 impl Analyzer {
@@ -70,7 +72,13 @@ impl Analyzer {
             mode,
             lexicon,
             concept_weight,
+            english_factor: 1.0,
         }
+    }
+
+    pub(crate) fn with_english_factor(mut self, factor: f32) -> Self {
+        self.english_factor = factor;
+        self
     }
 
     /// Calls `sink(term, weight)` for every term of `text`, each scaled by `weight`.
@@ -164,7 +172,10 @@ impl Analyzer {
         }
         stem::stem(&mut buf.word);
         sink(&buf.word, weight);
-        let concept_weight = weight * self.concept_weight;
+        let concept_weight = weight * self.concept_weight * self.english_factor;
+        if concept_weight <= 0.0 {
+            return;
+        }
         for concept in self.lexicon.english(&buf.word) {
             sink(concept, concept_weight);
         }

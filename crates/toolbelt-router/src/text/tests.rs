@@ -50,3 +50,29 @@ fn builtin_lexicon_parses() {
         "invalid router configuration: lexicon line 2: expected `concept: word word ...`, found \"broken line\""
     );
 }
+
+#[test]
+fn the_english_factor_scales_english_concepts_and_leaves_chinese_ones() {
+    let weighted = |factor: f32, text: &str| {
+        let analyzer = Analyzer::new(ChineseMode::Ngrams, Arc::new(Lexicon::builtin()), 1.0)
+            .with_english_factor(factor);
+        let mut out = Vec::new();
+        analyzer.analyze(text, 2.0, &mut AnalyzeBuf::default(), &mut |t, w| {
+            out.push((t.to_owned(), w))
+        });
+        out
+    };
+    let half = weighted(0.5, "Remove the files");
+    assert!(half.contains(&("~delete".to_owned(), 1.0)), "{half:?}");
+    // The words themselves keep their weight.
+    assert!(
+        half.iter()
+            .filter(|(t, _)| !t.starts_with('~'))
+            .all(|(_, w)| *w == 2.0),
+        "{half:?}"
+    );
+    let none = weighted(0.0, "Remove the files");
+    assert!(none.iter().all(|(t, _)| !t.starts_with('~')), "{none:?}");
+    let zh = weighted(0.0, "删除文件");
+    assert!(zh.contains(&("~delete".to_owned(), 2.0)), "{zh:?}");
+}

@@ -157,6 +157,10 @@ pub(crate) struct RouteArgs {
     /// enum values against each tool's required parameters; 0 turns it off).
     #[arg(long, value_name = "W")]
     value_weight: Option<f32>,
+    /// Factor on the concept lexicon's weight for English words (their synonyms: `remove`
+    /// finds `delete`); 0 keeps only Chinese words' concepts. Default 1.
+    #[arg(long, value_name = "F")]
+    english_concept_factor: Option<f32>,
     /// Also route to the tools of the MCP servers in this `mcpServers` JSON file.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
@@ -442,9 +446,15 @@ fn build_router(
             args.chinese
         )
     })?;
-    let config = LexicalConfig::default()
+    let mut config = LexicalConfig::default()
         .with_chinese(chinese)
         .with_example_weight(args.learn_weight);
+    if let Some(factor) = args.english_concept_factor {
+        if !factor.is_finite() || factor < 0.0 {
+            bail!("--english-concept-factor {factor} must be a number of 0 or more");
+        }
+        config = config.with_english_concept_factor(factor);
+    }
     let groups = match &args.groups {
         Some(path) => Some(KeywordRouter::from_file(path)?),
         None if builtin || args.router == RouterName::Keyword => Some(KeywordRouter::builtin()),
