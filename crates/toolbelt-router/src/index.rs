@@ -37,9 +37,12 @@ pub struct LexicalConfig {
     pub chinese: ChineseMode,
     /// Weight of concept terms relative to the word that produced them.
     pub concept_weight: f32,
-    /// Factor on [`LexicalConfig::concept_weight`] for the concepts of English words (their
-    /// synonyms, such as `remove` for `delete`); default 1. Chinese words' concepts keep the
-    /// full weight: they are what links a Chinese request to a tool described in English.
+    /// Factor on [`LexicalConfig::concept_weight`] for the concepts of a request's English
+    /// words (their synonyms, such as `remove` for `delete`); tool texts keep every concept at
+    /// full weight, so a Chinese request still meets a tool described in English, and a
+    /// request's Chinese words keep theirs. Default 1. With MiniLM ranking beside BM25, 0
+    /// ranked better on the dev splits of three public sets, but English synonyms are what
+    /// lexical-only routing has (docs/ROUTING.md, "Public sets").
     pub english_concept_factor: f32,
     /// Concepts shared by English and Chinese words.
     pub lexicon: Arc<Lexicon>,
@@ -153,7 +156,10 @@ thread_local! {
 #[derive(Debug, Clone)]
 pub struct LexicalIndex {
     config: LexicalConfig,
+    /// Cuts tool texts: every concept at full weight.
     analyzer: Analyzer,
+    /// Cuts requests: English words' concepts scaled by `english_concept_factor`.
+    query_analyzer: Analyzer,
     vocab: FastMap<Box<str>, u32>,
     postings: Vec<Vec<Posting>>,
     docs: Vec<Option<Doc>>,
@@ -178,11 +184,14 @@ impl LexicalIndex {
             config.chinese,
             Arc::clone(&config.lexicon),
             config.concept_weight,
-        )
-        .with_english_factor(config.english_concept_factor);
+        );
+        let query_analyzer = analyzer
+            .clone()
+            .with_english_factor(config.english_concept_factor);
         Self {
             config,
             analyzer,
+            query_analyzer,
             vocab: FastMap::default(),
             postings: Vec::new(),
             docs: Vec::new(),
@@ -374,11 +383,12 @@ impl LexicalIndex {
             buf,
         } = s;
         terms.clear();
-        self.analyzer.analyze(query, 1.0, buf, &mut |term, w| {
-            if let Some(&id) = self.vocab.get(term) {
-                terms.push((id, w));
-            }
-        });
+        self.query_analyzer
+            .analyze(query, 1.0, buf, &mut |term, w| {
+                if let Some(&id) = self.vocab.get(term) {
+                    terms.push((id, w));
+                }
+            });
         if terms.is_empty() {
             return;
         }

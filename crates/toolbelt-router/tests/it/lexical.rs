@@ -126,3 +126,25 @@ fn an_index_is_found_by_its_view_and_a_changed_registry_is_indexed_again() {
     // The old view still has its own index.
     assert_eq!(router.search(&view, "attachments", 3)[0].name, "send_email");
 }
+
+/// The English factor weighs a request's English synonyms only: with it at 0, "erase" no longer
+/// finds a tool that says "delete", while a Chinese request still meets the English text.
+#[test]
+fn the_english_concept_factor_scales_request_synonyms_and_keeps_chinese_links() {
+    let tools = Toolset::from_tools([
+        tool("file_delete", "Delete a file from the disk", "file"),
+        tool("http_get", "Fetch a web page", "web"),
+    ]);
+    let with = LexicalRouter::new(
+        toolbelt_router::LexicalConfig::default().with_english_concept_factor(1.0),
+    );
+    let without = LexicalRouter::new(
+        toolbelt_router::LexicalConfig::default().with_english_concept_factor(0.0),
+    );
+    assert_eq!(
+        with.search(&tools, "erase the old logs", 2)[0].name,
+        "file_delete"
+    );
+    assert!(without.search(&tools, "erase the old logs", 2).is_empty());
+    assert_eq!(without.search(&tools, "删除文件", 2)[0].name, "file_delete");
+}

@@ -157,8 +157,9 @@ pub(crate) struct RouteArgs {
     /// enum values against each tool's required parameters; 0 turns it off).
     #[arg(long, value_name = "W")]
     value_weight: Option<f32>,
-    /// Factor on the concept lexicon's weight for English words (their synonyms: `remove`
-    /// finds `delete`); 0 keeps only Chinese words' concepts. Default 1.
+    /// Factor on the concept lexicon's weight for a request's English words (their synonyms:
+    /// `remove` finds `delete`); tool texts and Chinese words keep theirs. 0 drops them.
+    /// Default 1.
     #[arg(long, value_name = "F")]
     english_concept_factor: Option<f32>,
     /// Also route to the tools of the MCP servers in this `mcpServers` JSON file.
