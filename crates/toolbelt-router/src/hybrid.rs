@@ -155,6 +155,12 @@ pub struct HybridConfig {
     /// values the request names gains this much, in units of the fused score (its
     /// spread under [`Fusion::ZScore`], the best score otherwise). 0 turns it off.
     pub value_weight: f32,
+    /// The BM25 search's [`crate::LexicalConfig::english_concept_factor`] (the weight of a request's
+    /// English synonyms from the concept lexicon) when MiniLM ranks beside it; default 0.
+    /// MiniLM brings synonyms of its own, and at 0 the default ranked best on the dev splits
+    /// of three public sets (docs/ROUTING.md, "Public sets"). Without MiniLM the lexical
+    /// router's own factor holds. Read per request, so a MiniLM that arrives later counts.
+    pub minilm_english_concept_factor: f32,
 }
 
 impl Default for HybridConfig {
@@ -187,6 +193,7 @@ impl Default for HybridConfig {
             embedding_confidence: true,
             join_unsure_turns: true,
             value_weight: 0.5,
+            minilm_english_concept_factor: 0.0,
             workspace_tools: Vec::new(),
             named_file_tool: None,
         }
@@ -331,6 +338,13 @@ impl HybridConfig {
     #[must_use]
     pub fn with_value_weight(mut self, weight: f32) -> Self {
         self.value_weight = weight.max(0.0);
+        self
+    }
+
+    /// Sets [`HybridConfig::minilm_english_concept_factor`].
+    #[must_use]
+    pub fn with_minilm_english_concept_factor(mut self, factor: f32) -> Self {
+        self.minilm_english_concept_factor = factor.max(0.0);
         self
     }
 
@@ -755,7 +769,12 @@ impl HybridRouter {
         let cfg = &self.config;
         let masked = self.masked_words(input);
         let words = masked.as_deref().unwrap_or(input);
-        let lexical = self.lexical.search(toolset, words, n);
+        let lexical = if self.has_minilm() {
+            self.lexical
+                .search_scaled(toolset, words, n, cfg.minilm_english_concept_factor)
+        } else {
+            self.lexical.search(toolset, words, n)
+        };
         let mut lexical_ok = lexical
             .first()
             .is_some_and(|t| t.score >= cfg.min_lexical_score);

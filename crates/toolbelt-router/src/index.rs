@@ -156,10 +156,9 @@ thread_local! {
 #[derive(Debug, Clone)]
 pub struct LexicalIndex {
     config: LexicalConfig,
-    /// Cuts tool texts: every concept at full weight.
+    /// Cuts tool texts (every concept at full weight) and requests (English words' concepts
+    /// scaled by `english_concept_factor`, or the factor a search is given).
     analyzer: Analyzer,
-    /// Cuts requests: English words' concepts scaled by `english_concept_factor`.
-    query_analyzer: Analyzer,
     vocab: FastMap<Box<str>, u32>,
     postings: Vec<Vec<Posting>>,
     docs: Vec<Option<Doc>>,
@@ -185,13 +184,9 @@ impl LexicalIndex {
             Arc::clone(&config.lexicon),
             config.concept_weight,
         );
-        let query_analyzer = analyzer
-            .clone()
-            .with_english_factor(config.english_concept_factor);
         Self {
             config,
             analyzer,
-            query_analyzer,
             vocab: FastMap::default(),
             postings: Vec::new(),
             docs: Vec::new(),
@@ -348,8 +343,14 @@ impl LexicalIndex {
 
     /// The best `k` tools for `query`, best first; tools sharing no term with it are left out.
     pub fn search(&self, query: &str, k: usize) -> Vec<ScoredTool> {
+        self.search_scaled(query, k, self.config.english_concept_factor)
+    }
+
+    /// Like [`LexicalIndex::search`], with `english` as the factor on the concepts of the
+    /// query's English words instead of [`LexicalConfig::english_concept_factor`].
+    pub fn search_scaled(&self, query: &str, k: usize, english: f32) -> Vec<ScoredTool> {
         let mut hits = Vec::new();
-        self.search_ids(query, k, &mut hits);
+        self.search_ids_scaled(query, k, english, &mut hits);
         hits.into_iter()
             .filter_map(|(id, score)| {
                 self.name_of(id).map(|name| ScoredTool {
@@ -367,15 +368,26 @@ impl LexicalIndex {
 
     /// Like [`LexicalIndex::search`], writing `(doc id, score)` pairs into `out`.
     pub(crate) fn search_ids(&self, query: &str, k: usize, out: &mut Vec<(u32, f32)>) {
+        self.search_ids_scaled(query, k, self.config.english_concept_factor, out);
+    }
+
+    fn search_ids_scaled(&self, query: &str, k: usize, english: f32, out: &mut Vec<(u32, f32)>) {
         out.clear();
         if k == 0 || self.is_empty() {
             return;
         }
         let query = truncate(query, MAX_QUERY_BYTES);
-        SCRATCH.with_borrow_mut(|s| self.search_with(query, k, s, out));
+        SCRATCH.with_borrow_mut(|s| self.search_with(query, k, english, s, out));
     }
 
-    fn search_with(&self, query: &str, k: usize, s: &mut Scratch, out: &mut Vec<(u32, f32)>) {
+    fn search_with(
+        &self,
+        query: &str,
+        k: usize,
+        english: f32,
+        s: &mut Scratch,
+        out: &mut Vec<(u32, f32)>,
+    ) {
         let Scratch {
             scores,
             touched,
@@ -383,8 +395,8 @@ impl LexicalIndex {
             buf,
         } = s;
         terms.clear();
-        self.query_analyzer
-            .analyze(query, 1.0, buf, &mut |term, w| {
+        self.analyzer
+            .analyze_scaled(query, 1.0, english, buf, &mut |term, w| {
                 if let Some(&id) = self.vocab.get(term) {
                     terms.push((id, w));
                 }

@@ -285,6 +285,18 @@ impl LexicalRouter {
         self.synced(toolset).index.search(query, k)
     }
 
+    /// Like [`LexicalRouter::search`], with `english` as the factor on the query's English
+    /// words' concepts ([`LexicalIndex::search_scaled`]).
+    pub fn search_scaled(
+        &self,
+        toolset: &Toolset,
+        query: &str,
+        k: usize,
+        english: f32,
+    ) -> Vec<ScoredTool> {
+        self.synced(toolset).index.search_scaled(query, k, english)
+    }
+
     /// Runs `f` on the index, synced with `toolset`.
     pub fn with_index<T>(&self, toolset: &Toolset, f: impl FnOnce(&LexicalIndex) -> T) -> T {
         f(&self.synced(toolset).index)

@@ -62,8 +62,6 @@ pub(crate) struct Analyzer {
     mode: ChineseMode,
     lexicon: Arc<Lexicon>,
     concept_weight: f32,
-    /// Factor on `concept_weight` for English words' concepts.
-    english_factor: f32,
 }
 
 impl Analyzer {
@@ -72,13 +70,7 @@ impl Analyzer {
             mode,
             lexicon,
             concept_weight,
-            english_factor: 1.0,
         }
-    }
-
-    pub(crate) fn with_english_factor(mut self, factor: f32) -> Self {
-        self.english_factor = factor;
-        self
     }
 
     /// Calls `sink(term, weight)` for every term of `text`, each scaled by `weight`.
@@ -89,22 +81,34 @@ impl Analyzer {
         buf: &mut AnalyzeBuf,
         sink: &mut dyn FnMut(&str, f32),
     ) {
+        self.analyze_scaled(text, weight, 1.0, buf, sink);
+    }
+
+    /// Like [`Analyzer::analyze`], with `english` as the factor on English words' concepts.
+    pub(crate) fn analyze_scaled(
+        &self,
+        text: &str,
+        weight: f32,
+        english: f32,
+        buf: &mut AnalyzeBuf,
+        sink: &mut dyn FnMut(&str, f32),
+    ) {
         let mut start = None;
         let mut cjk = false;
         for (i, c) in text.char_indices() {
             let class = classify(c);
             match (start, class) {
                 (Some(s), Class::Sep) => {
-                    self.run(&text[s..i], cjk, weight, buf, sink);
+                    self.run(&text[s..i], cjk, weight, english, buf, sink);
                     start = None;
                 }
                 (Some(s), Class::Cjk) if !cjk => {
-                    self.run(&text[s..i], false, weight, buf, sink);
+                    self.run(&text[s..i], false, weight, english, buf, sink);
                     start = Some(i);
                     cjk = true;
                 }
                 (Some(s), Class::Word) if cjk => {
-                    self.run(&text[s..i], true, weight, buf, sink);
+                    self.run(&text[s..i], true, weight, english, buf, sink);
                     start = Some(i);
                     cjk = false;
                 }
@@ -116,7 +120,7 @@ impl Analyzer {
             }
         }
         if let Some(s) = start {
-            self.run(&text[s..], cjk, weight, buf, sink);
+            self.run(&text[s..], cjk, weight, english, buf, sink);
         }
     }
 
@@ -125,13 +129,14 @@ impl Analyzer {
         run: &str,
         cjk: bool,
         weight: f32,
+        english: f32,
         buf: &mut AnalyzeBuf,
         sink: &mut dyn FnMut(&str, f32),
     ) {
         if cjk {
             self.cjk_run(run, weight, buf, sink);
         } else {
-            self.word_run(run, weight, buf, sink);
+            self.word_run(run, weight, english, buf, sink);
         }
     }
 
@@ -140,6 +145,7 @@ impl Analyzer {
         &self,
         run: &str,
         weight: f32,
+        english: f32,
         buf: &mut AnalyzeBuf,
         sink: &mut dyn FnMut(&str, f32),
     ) {
@@ -148,18 +154,25 @@ impl Analyzer {
         let mut start = 0;
         for i in 1..=bytes.len() {
             if i == bytes.len() || camel_boundary(bytes, i) {
-                self.word(&run[start..i], weight, buf, sink);
+                self.word(&run[start..i], weight, english, buf, sink);
                 start = i;
                 parts += 1;
             }
         }
         if parts > 1 {
             // Keep the joined form too, so "github" finds "GitHub".
-            self.word(run, weight, buf, sink);
+            self.word(run, weight, english, buf, sink);
         }
     }
 
-    fn word(&self, word: &str, weight: f32, buf: &mut AnalyzeBuf, sink: &mut dyn FnMut(&str, f32)) {
+    fn word(
+        &self,
+        word: &str,
+        weight: f32,
+        english: f32,
+        buf: &mut AnalyzeBuf,
+        sink: &mut dyn FnMut(&str, f32),
+    ) {
         buf.word.clear();
         if word.is_ascii() {
             buf.word.push_str(word);
@@ -172,7 +185,7 @@ impl Analyzer {
         }
         stem::stem(&mut buf.word);
         sink(&buf.word, weight);
-        let concept_weight = weight * self.concept_weight * self.english_factor;
+        let concept_weight = weight * self.concept_weight * english;
         if concept_weight <= 0.0 {
             return;
         }

@@ -54,12 +54,10 @@ fn builtin_lexicon_parses() {
 #[test]
 fn the_english_factor_scales_english_concepts_and_leaves_chinese_ones() {
     let weighted = |factor: f32, text: &str| {
-        let analyzer = Analyzer::new(ChineseMode::Ngrams, Arc::new(Lexicon::builtin()), 1.0)
-            .with_english_factor(factor);
+        let analyzer = Analyzer::new(ChineseMode::Ngrams, Arc::new(Lexicon::builtin()), 1.0);
         let mut out = Vec::new();
-        analyzer.analyze(text, 2.0, &mut AnalyzeBuf::default(), &mut |t, w| {
-            out.push((t.to_owned(), w))
-        });
+        let mut sink = |t: &str, w: f32| out.push((t.to_owned(), w));
+        analyzer.analyze_scaled(text, 2.0, factor, &mut AnalyzeBuf::default(), &mut sink);
         out
     };
     let half = weighted(0.5, "Remove the files");

@@ -427,3 +427,49 @@ fn explicit_workspace_questions_get_the_file_tools_even_for_small_models() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// An embedder that sees every text the same: a MiniLM that adds no signal.
+struct Flat;
+
+impl Embedder for Flat {
+    fn model(&self) -> &str {
+        "flat"
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedderError>> {
+        let v = vec![vec![1.0, 0.0]; texts.len()];
+        Box::pin(async move { Ok(v) })
+    }
+}
+
+/// With MiniLM beside it, BM25 reads a request's English words without the lexicon's
+/// synonyms (MiniLM has its own); Chinese words keep their concepts, and without MiniLM the
+/// lexical router's own factor holds.
+#[test]
+fn with_minilm_bm25_reads_english_requests_without_lexicon_synonyms() {
+    let tools = toolbelt_core::Toolset::from_tools([
+        crate::tool("file_delete", "Delete a file from the disk", "file"),
+        crate::tool("http_get", "Fetch a web page", "web"),
+    ]);
+    let reason = |router: &HybridRouter, q: &str| block_on(router.rank(&tools, q, 2)).reason;
+    let minilm =
+        || HybridRouter::new(LexicalRouter::default()).with_embedding(EmbeddingRouter::new(Flat));
+    let erase = reason(&minilm(), "erase the old logs");
+    assert!(erase.contains("bm25 no match"), "{erase}");
+    let chinese = reason(&minilm(), "删除文件");
+    assert!(chinese.contains("bm25 best file_delete"), "{chinese}");
+    let with_synonyms =
+        minilm().with_config(HybridConfig::default().with_minilm_english_concept_factor(1.0));
+    let erase = reason(&with_synonyms, "erase the old logs");
+    assert!(erase.contains("bm25 best file_delete"), "{erase}");
+    let lexical_only = reason(
+        &HybridRouter::new(LexicalRouter::default()),
+        "erase the old logs",
+    );
+    assert!(
+        lexical_only.contains("bm25 best file_delete"),
+        "{lexical_only}"
+    );
+}

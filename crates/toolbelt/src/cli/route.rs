@@ -159,7 +159,7 @@ pub(crate) struct RouteArgs {
     value_weight: Option<f32>,
     /// Factor on the concept lexicon's weight for a request's English words (their synonyms:
     /// `remove` finds `delete`); tool texts and Chinese words keep theirs. 0 drops them.
-    /// Default 1.
+    /// Default 1, and 0 in the hybrid router when MiniLM ranks beside BM25.
     #[arg(long, value_name = "F")]
     english_concept_factor: Option<f32>,
     /// Also route to the tools of the MCP servers in this `mcpServers` JSON file.
@@ -546,6 +546,10 @@ fn build_router(
             let hybrid_config = HybridConfig::default()
                 .with_fusion(fusion.unwrap_or(defaults.fusion))
                 .with_value_weight(args.value_weight.unwrap_or(defaults.value_weight))
+                .with_minilm_english_concept_factor(
+                    args.english_concept_factor
+                        .unwrap_or(defaults.minilm_english_concept_factor),
+                )
                 .with_multilingual_weights(
                     args.multilingual_weight
                         .unwrap_or(defaults.multilingual_weight),
