@@ -156,7 +156,8 @@ pub struct HybridConfig {
     /// spread under [`Fusion::ZScore`], the best score otherwise). 0 turns it off.
     pub value_weight: f32,
     /// The BM25 search's [`crate::LexicalConfig::english_concept_factor`] (the weight of a request's
-    /// English synonyms from the concept lexicon) when MiniLM ranks beside it; default 0.
+    /// English synonyms from the concept lexicon) when the router has MiniLM (an English
+    /// embedding ranking, [`HybridRouter::with_embedding`] or its slot); default 0.
     /// MiniLM brings synonyms of its own, and at 0 the default ranked best on the dev splits
     /// of three public sets (docs/ROUTING.md, "Public sets"). Without MiniLM the lexical
     /// router's own factor holds. Read per request, so a MiniLM that arrives later counts.

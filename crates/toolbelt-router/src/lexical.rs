@@ -18,8 +18,9 @@ use crate::tool_text::ToolText;
 struct State {
     index: LexicalIndex,
     /// The toolset indexed. A request over the same view of the same registry snapshot
-    /// (the usual case: a server hands every request of an agent one toolset) finds this
-    /// state without walking its tools.
+    /// (`Registry::all` or `select` while the registry is unchanged, as `/route` without an
+    /// agent asks) finds this state without walking its tools; a toolset made another way
+    /// (`Toolset::from_tools`, as an agent's view is) is matched tool by tool.
     toolset: Toolset,
     /// The learned examples indexed with them.
     learned: Option<SharedUsage>,
