@@ -104,38 +104,32 @@ def livemcpbench():
     with zipfile.ZipFile(wheel) as z:
         servers = json.loads(z.read(LIVEMCP_TOOLS))
         tasks = json.loads(z.read(LIVEMCP_TASKS))
-    out = os.path.join(OUT, "livemcpbench")
-    os.makedirs(out, exist_ok=True)
-    family = {}
-    with open(os.path.join(out, "catalog.jsonl"), "w", encoding="utf-8") as f:
-        for server in servers:
-            tools = []
-            for t in server["tools"]:
-                tools.append({"name": t["name"], "description": t.get("description") or "",
-                              "inputSchema": schema_of(t.get("parameter"))})
-                family.setdefault(t["name"], server["server_name"])
-            f.write(json.dumps({"server": server["server_name"], "tools": tools}, ensure_ascii=False) + "\n")
-    n_queries = 0
+    family, lines, queries = {}, [], []
+    for server in servers:
+        tools = []
+        for t in server["tools"]:
+            tools.append({"name": t["name"], "description": t.get("description") or "",
+                          "inputSchema": schema_of(t.get("parameter"))})
+            family.setdefault(t["name"], server["server_name"])
+        lines.append({"server": server["server_name"], "tools": tools})
     dropped = 0
-    with open(os.path.join(out, "queries.jsonl"), "w", encoding="utf-8") as f:
-        for task in tasks:
-            lines = task["Annotator Metadata"]["Tools"].splitlines()
-            names = [re.sub(r"^\s*\d+[.)]\s*", "", l).strip() for l in lines if l.strip()]
-            needed = sorted({n for n in names if n in family})
-            dropped += len({n for n in names if n not in family})
-            if not needed:
-                continue
-            n_queries += 1
-            f.write(json.dumps({
+    for task in tasks:
+        names = [re.sub(r"^\s*\d+[.)]\s*", "", l).strip()
+                 for l in task["Annotator Metadata"]["Tools"].splitlines() if l.strip()]
+        needed = sorted({n for n in names if n in family})
+        dropped += len({n for n in names if n not in family})
+        if needed:
+            queries.append({
                 "id": task["task_id"], "query": task["Question"], "needed": needed,
                 "families": sorted({family[n] for n in needed}),
                 "lang": "en", "split": split_of(task["task_id"]), "category": task.get("category"),
-            }, ensure_ascii=False) + "\n")
+            })
+    out = write_set("livemcpbench", lines, queries)
     with open(os.path.join(out, "families.json"), "w", encoding="utf-8") as f:
         json.dump(family, f, ensure_ascii=False)
     tools = sum(len(s["tools"]) for s in servers)
-    print(f"livemcpbench: {len(servers)} servers, {tools} tools ({len(family)} names), "
-          f"{n_queries} tasks ({dropped} annotated tool names not in any server dropped) -> {out}")
+    print(f"livemcpbench: {tools} tools ({len(family)} names); "
+          f"{dropped} annotated tool names not in any server dropped")
 
 
 NESTFUL = ("nestful-wrapper", "0.1.7")
@@ -147,9 +141,10 @@ NESTFUL_PARTS = [
 ]
 
 
-def nestful_schema(spec):
-    """NESTFUL `query_parameters` (`{"name": {"type", "description", "required", "allowed_values"}}`)
-    -> a JSON Schema object."""
+def nestful_schema(spec, values_key="allowed_values"):
+    """NESTFUL-format `query_parameters` (`{"name": {"type", "description", "required",
+    "allowed_values"}}`) -> a JSON Schema object. ComplexFuncBench names the allowed values
+    `enum` (`values_key`); NESTFUL's own `enum` lists are not read, as before."""
     props, required = {}, []
     for name, p in (spec.get("query_parameters") or {}).items():
         prop = {}
@@ -158,24 +153,14 @@ def nestful_schema(spec):
                 prop["type"] = p["type"]
             if p.get("description"):
                 prop["description"] = p["description"]
-            if p.get("allowed_values"):
-                prop["enum"] = [str(v) for v in p["allowed_values"]]
+            if p.get(values_key):
+                prop["enum"] = [str(v) for v in p[values_key]]
             if p.get("required"):
                 required.append(name)
         props[name] = prop
     schema = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
-    return schema
-
-
-def parameters_schema(spec):
-    """NESTFUL-format `query_parameters` -> JSON Schema (ComplexFuncBench lists allowed values
-    under `enum`, NESTFUL under `allowed_values`)."""
-    schema = nestful_schema(spec)
-    for name, p in (spec.get("query_parameters") or {}).items():
-        if isinstance(p, dict) and p.get("enum") and "enum" not in schema["properties"][name]:
-            schema["properties"][name]["enum"] = [str(v) for v in p["enum"]]
     return schema
 
 
@@ -189,33 +174,47 @@ def write_set(name, tools, queries):
         for q in queries:
             f.write(json.dumps(q, ensure_ascii=False) + "\n")
     print(f"{name}: {len(tools)} catalog lines, {len(queries)} requests -> {out}")
+    return out
+
+
+def add_nestful_format(z, spec_path, data_path, family_of, category, id_prefix, into,
+                       values_key="allowed_values"):
+    """Adds the tools and requests of one NESTFUL-format part (a spec and a data file) to
+    `into` = (family, tools, queries): a name seen before keeps its first definition; the
+    needed tools of a request are the distinct names its annotated calls use."""
+    family, tools, queries = into
+    for t in json.loads(z.read(spec_path)):
+        if t["name"] in family:
+            continue
+        family[t["name"]] = family_of(t)
+        tools.append({"name": t["name"], "description": t.get("description") or "",
+                      "parameters": nestful_schema(t, values_key), "tags": [family[t["name"]]]})
+    for i, row in enumerate(json.loads(z.read(data_path))):
+        needed = sorted({c["name"] for c in row["output"] if c.get("name") in family})
+        if not needed:
+            continue
+        qid = f"{id_prefix}-{i}"
+        queries.append({"id": qid, "query": row["input"].strip(), "needed": needed,
+                        "families": sorted({family[n] for n in needed}),
+                        "lang": "en", "split": split_of(qid), "category": category})
 
 
 COMPLEXFUNCBENCH_SPEC = "data_v1/complexfuncbench/complexfuncbench-spec.json"
 COMPLEXFUNCBENCH_DATA = "data_v1/complexfuncbench/complexfuncbench-data.json"
 
 
+def api_area(spec):
+    """A Booking.com API's area: the path segment after `/api/v1/` (`hotels`, `flights`, ...)."""
+    path = (spec.get("endpoint") or "").split("/")
+    return path[3] if len(path) > 3 and path[1:3] == ["api", "v1"] else "other"
+
+
 def complexfuncbench():
-    wheel = fetch_wheel(*NESTFUL)
-    family, tools, queries = {}, [], []
-    with zipfile.ZipFile(wheel) as z:
-        for t in json.loads(z.read(COMPLEXFUNCBENCH_SPEC)):
-            if t["name"] in family:
-                continue
-            path = (t.get("endpoint") or "").split("/")
-            area = path[3] if len(path) > 3 and path[1:3] == ["api", "v1"] else "other"
-            family[t["name"]] = area
-            tools.append({"name": t["name"], "description": t.get("description") or "",
-                          "parameters": parameters_schema(t), "tags": [area]})
-        for i, row in enumerate(json.loads(z.read(COMPLEXFUNCBENCH_DATA))):
-            needed = sorted({c["name"] for c in row["output"] if c.get("name") in family})
-            if not needed:
-                continue
-            qid = f"cfb-{i}"
-            queries.append({"id": qid, "query": row["input"].strip(), "needed": needed,
-                            "families": sorted({family[n] for n in needed}),
-                            "lang": "en", "split": split_of(qid), "category": "complexfuncbench"})
-    write_set("complexfuncbench", tools, queries)
+    into = ({}, [], [])
+    with zipfile.ZipFile(fetch_wheel(*NESTFUL)) as z:
+        add_nestful_format(z, COMPLEXFUNCBENCH_SPEC, COMPLEXFUNCBENCH_DATA, api_area,
+                           "complexfuncbench", "cfb", into, values_key="enum")
+    write_set("complexfuncbench", *into[1:])
 
 
 def pooled():
@@ -243,33 +242,11 @@ def pooled():
 
 
 def nestful():
-    wheel = fetch_wheel(*NESTFUL)
-    out = os.path.join(OUT, "nestful")
-    os.makedirs(out, exist_ok=True)
-    family, tools, queries = {}, [], []
-    with zipfile.ZipFile(wheel) as z:
+    into = ({}, [], [])
+    with zipfile.ZipFile(fetch_wheel(*NESTFUL)) as z:
         for part, spec_path, data_path in NESTFUL_PARTS:
-            for t in json.loads(z.read(spec_path)):
-                if t["name"] in family:
-                    continue
-                family[t["name"]] = part
-                tools.append({"name": t["name"], "description": t.get("description") or "",
-                              "parameters": nestful_schema(t), "tags": [part]})
-            for i, row in enumerate(json.loads(z.read(data_path))):
-                needed = sorted({c["name"] for c in row["output"] if c.get("name") in family})
-                if not needed:
-                    continue
-                qid = f"{part}-{i}"
-                queries.append({"id": qid, "query": row["input"], "needed": needed,
-                                "families": sorted({family[n] for n in needed}),
-                                "lang": "en", "split": split_of(qid), "category": part})
-    with open(os.path.join(out, "catalog.jsonl"), "w", encoding="utf-8") as f:
-        for t in tools:
-            f.write(json.dumps(t, ensure_ascii=False) + "\n")
-    with open(os.path.join(out, "queries.jsonl"), "w", encoding="utf-8") as f:
-        for q in queries:
-            f.write(json.dumps(q, ensure_ascii=False) + "\n")
-    print(f"nestful: {len(tools)} tools, {len(queries)} requests -> {out}")
+            add_nestful_format(z, spec_path, data_path, lambda _t, part=part: part, part, part, into)
+    write_set("nestful", *into[1:])
 
 
 def main():
