@@ -155,7 +155,7 @@ pub struct HybridConfig {
     /// values the request names gains this much, in units of the fused score (its
     /// spread under [`Fusion::ZScore`], the best score otherwise). 0 turns it off.
     pub value_weight: f32,
-    /// The BM25 search's [`crate::LexicalConfig::english_concept_factor`] (the weight of a request's
+    /// The BM25 searches' [`crate::LexicalConfig::english_concept_factor`] (the weight of a request's
     /// English synonyms from the concept lexicon) when the router has MiniLM (an English
     /// embedding ranking, [`HybridRouter::with_embedding`] or its slot); default 0.
     /// MiniLM brings synonyms of its own, and at 0 the default ranked best on the dev splits
@@ -770,12 +770,7 @@ impl HybridRouter {
         let cfg = &self.config;
         let masked = self.masked_words(input);
         let words = masked.as_deref().unwrap_or(input);
-        let lexical = if self.has_minilm() {
-            self.lexical
-                .search_scaled(toolset, words, n, cfg.minilm_english_concept_factor)
-        } else {
-            self.lexical.search(toolset, words, n)
-        };
+        let lexical = self.bm25(toolset, words, n);
         let mut lexical_ok = lexical
             .first()
             .is_some_and(|t| t.score >= cfg.min_lexical_score);
@@ -888,7 +883,7 @@ impl HybridRouter {
         if text.trim().is_empty() {
             return Vec::new();
         }
-        let hits = self.lexical.search(toolset, &text, n);
+        let hits = self.bm25(toolset, &text, n);
         if hits
             .first()
             .is_some_and(|t| t.score >= self.config.min_lexical_score)
@@ -901,6 +896,17 @@ impl HybridRouter {
 
     /// Whether the MiniLM embedding ranks here (configured, or its slot filled): z-score
     /// fusion applies only then.
+    /// The BM25 ranking of `text`: with MiniLM beside it, a request's English words count
+    /// without the lexicon's synonyms ([`HybridConfig::minilm_english_concept_factor`]).
+    fn bm25(&self, toolset: &Toolset, text: &str, n: usize) -> Vec<ScoredTool> {
+        if self.has_minilm() {
+            let factor = self.config.minilm_english_concept_factor;
+            self.lexical.search_scaled(toolset, text, n, factor)
+        } else {
+            self.lexical.search(toolset, text, n)
+        }
+    }
+
     fn has_minilm(&self) -> bool {
         self.embedding.is_some()
             || self
