@@ -13,6 +13,7 @@ Only timing comes out of it: the variants have no right answers.
 
 Usage (from the repository root, after a release build and scripts/fetch-model.sh):
     python3 bench/route-scale.py [--bin target/release/toolbelt] [--runs 3] [--lexical]
+        [--route-args '--embedder-precision int8']
 
 Prints, per run, the wall time of the warm and cold batches and the per-request figure
 amortised over all 2,351 requests, start-up included. Stdlib only.
@@ -104,6 +105,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--lexical", action="store_true",
                     help="route by words only (--no-embedder): the <= 0.1 ms target")
+    ap.add_argument("--route-args", default="",
+                    help="more arguments for toolbelt route, e.g. '--embedder-precision int8'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cat, qs = os.path.join(tmp, "catalog.jsonl"), os.path.join(tmp, "requests.jsonl")
@@ -116,7 +119,7 @@ def main():
         warm, cold = [], []
         for r in range(args.runs):
             cache = os.path.join(tmp, f"vectors-{r}")
-            extra = ["--no-embedder"] if args.lexical else []
+            extra = (["--no-embedder"] if args.lexical else []) + args.route_args.split()
             c = run(args.bin, cat, qs, cache, extra)   # embeds every tool, then routes
             w = run(args.bin, cat, qs, cache, extra)   # tool vectors read back from disk
             cold.append(c)

@@ -48,6 +48,17 @@ pub enum EmbedError {
         /// The shape in the file.
         found: Vec<usize>,
     },
+    /// A model's configuration cannot be read, or describes a model this crate does not run.
+    #[error("model configuration {}: {message}", path.display())]
+    Config {
+        /// The configuration file.
+        path: PathBuf,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// The input cannot be run (a token id outside the vocabulary, a text too long).
+    #[error("{0}")]
+    Input(String),
     /// The forward pass failed.
     #[error("model {model} failed")]
     Model {

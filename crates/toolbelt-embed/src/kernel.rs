@@ -226,6 +226,218 @@ fn block<S: Simd, const R: usize>(
     }
 }
 
+/// A weight matrix (`k × cols`) stored in bfloat16 (the high half of each f32, rounded to
+/// nearest even): half the memory of [`Packed`], so a model that would not fit the CPU's
+/// last-level cache in f32 may fit in it, and a short query (few rows per weight read) is
+/// not held up by memory. Panels of 16 columns as in [`Packed`]; each `u32` holds two
+/// consecutive rows of one column (row `2j` in the low half, `2j + 1` in the high half;
+/// an odd `k` gets a zero row).
+#[derive(Debug, Clone)]
+pub(crate) struct PackedHalf {
+    k: usize,
+    cols: usize,
+    panels: Vec<u32>,
+}
+
+/// `x` rounded to bfloat16 (to nearest, ties to even), as the high 16 bits of a `u32`'s low half.
+fn bf16(x: f32) -> u32 {
+    let bits = x.to_bits();
+    (bits + 0x7fff + ((bits >> 16) & 1)) >> 16
+}
+
+impl PackedHalf {
+    /// Packs the row-major `w` (`k × cols`), rounding each weight to bfloat16.
+    ///
+    /// # Panics
+    /// When `w` does not hold `k × cols` values (a bug of the caller).
+    pub(crate) fn new(w: &[f32], k: usize, cols: usize) -> Self {
+        assert_eq!(w.len(), k * cols, "weights of {k} × {cols}");
+        let pairs = k.div_ceil(2);
+        let n = cols.div_ceil(PANEL);
+        let mut panels = vec![0u32; n * pairs * PANEL];
+        for (p, panel) in panels.chunks_exact_mut((pairs * PANEL).max(1)).enumerate() {
+            let c0 = p * PANEL;
+            let width = PANEL.min(cols - c0);
+            for (j, dst) in panel.chunks_exact_mut(PANEL).enumerate() {
+                for (c, d) in dst[..width].iter_mut().enumerate() {
+                    let lo = bf16(w[2 * j * cols + c0 + c]);
+                    let hi = if 2 * j + 1 < k {
+                        bf16(w[(2 * j + 1) * cols + c0 + c])
+                    } else {
+                        0
+                    };
+                    *d = lo | (hi << 16);
+                }
+            }
+        }
+        Self { k, cols, panels }
+    }
+
+    /// `a` (`rows × k`, row-major) times this matrix, as [`Packed::matmul`].
+    ///
+    /// # Panics
+    /// When `a` does not hold `rows × k` values (a bug of the caller).
+    pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
+        assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
+        let mut out = vec![0f32; rows * self.cols];
+        let threads = match threads {
+            Threads::All => rayon::current_num_threads(),
+            Threads::This => 1,
+        };
+        if rows <= PARALLEL_ROWS || threads < 2 || self.k == 0 || self.cols == 0 {
+            arch.dispatch(HalfProduct {
+                w: self,
+                a,
+                rows,
+                out: &mut out,
+            });
+            return out;
+        }
+        let per = rows.div_ceil(threads).next_multiple_of(WIDE_ROWS);
+        out.par_chunks_mut(per * self.cols)
+            .zip(a.par_chunks(per * self.k))
+            .for_each(|(out, a)| {
+                arch.dispatch(HalfProduct {
+                    w: self,
+                    a,
+                    rows: a.len() / self.k,
+                    out,
+                });
+            });
+        out
+    }
+}
+
+struct HalfProduct<'a> {
+    w: &'a PackedHalf,
+    a: &'a [f32],
+    rows: usize,
+    out: &'a mut [f32],
+}
+
+impl WithSimd for HalfProduct<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let Self { w, a, rows, out } = self;
+        let (k, cols) = (w.k, w.cols);
+        if k == 0 || cols == 0 {
+            return;
+        }
+        let wide = S::F32_LANES >= PANEL;
+        let per_pass = if wide { WIDE_ROWS } else { ROWS };
+        let kp = k.next_multiple_of(2);
+        if PANEL > 4 * S::F32_LANES {
+            return half_plain(a, w, out);
+        }
+        // As `Product`, with `k` padded to even: the interleaved rows get a zero row to
+        // pair with the panel's zero half.
+        let tile = TILE_ROWS.min(rows.next_multiple_of(per_pass));
+        let mut inter = vec![0f32; kp * tile];
+        let panels = w.panels.chunks_exact(kp / 2 * PANEL);
+        for t0 in (0..rows).step_by(tile) {
+            let t1 = (t0 + tile).min(rows);
+            for (pass, rows) in a[t0 * k..t1 * k].chunks(per_pass * k).enumerate() {
+                let n = rows.len() / k;
+                let inter = &mut inter[pass * per_pass * kp..][..n * kp];
+                for (r, row) in rows.chunks_exact(k).enumerate() {
+                    for (kk, &x) in row.iter().enumerate() {
+                        inter[kk * n + r] = x;
+                    }
+                    if kp > k {
+                        inter[k * n + r] = 0.0;
+                    }
+                }
+            }
+            for (p, panel) in panels.clone().enumerate() {
+                let c0 = p * PANEL;
+                let width = PANEL.min(cols - c0);
+                let mut r0 = t0;
+                while r0 < t1 {
+                    let n = (t1 - r0).min(per_pass);
+                    let inter = &inter[(r0 - t0) * kp..][..n * kp];
+                    let out = &mut out[r0 * cols + c0..];
+                    macro_rules! rows {
+                        ($($r:literal)*) => {
+                            match n {
+                                $($r => block_half::<S, $r>(simd, inter, panel, cols, width, out),)*
+                                _ => block_half::<S, WIDE_ROWS>(simd, inter, panel, cols, width, out),
+                            }
+                        };
+                    }
+                    rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+                    r0 += n;
+                }
+            }
+        }
+    }
+}
+
+/// [`block`] for a bfloat16 panel: each `u32` vector gives the panel's two rows as f32
+/// (the low halves shifted up, the high halves masked).
+#[inline(always)]
+fn block_half<S: Simd, const R: usize>(
+    simd: S,
+    inter: &[f32],
+    panel: &[u32],
+    cols: usize,
+    width: usize,
+    out: &mut [f32],
+) {
+    let (xs, _) = inter.as_chunks::<R>();
+    let mut acc = [[simd.splat_f32s(0.0); 4]; R];
+    let (shift, mask) = (simd.splat_u32s(16), simd.splat_u32s(0xffff_0000));
+    for (words, xs) in panel.chunks_exact(PANEL).zip(xs.chunks_exact(2)) {
+        let (vectors, _) = S::as_simd_u32s(words);
+        let mut lo = [simd.splat_f32s(0.0); 4];
+        let mut hi = [simd.splat_f32s(0.0); 4];
+        for ((lo, hi), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(vectors) {
+            *lo = simd.transmute_f32s_u32s(simd.wrapping_dyn_shl_u32s(v, shift));
+            *hi = simd.transmute_f32s_u32s(simd.and_u32s(v, mask));
+        }
+        let n = vectors.len();
+        for ((acc, &x0), &x1) in acc.iter_mut().zip(&xs[0]).zip(&xs[1]) {
+            let (s0, s1) = (simd.splat_f32s(x0), simd.splat_f32s(x1));
+            for ((sum, &l), &h) in acc[..n].iter_mut().zip(&lo[..n]).zip(&hi[..n]) {
+                *sum = simd.mul_add_e_f32s(s1, h, simd.mul_add_e_f32s(s0, l, *sum));
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        let mut sums = [0f32; PANEL];
+        let (dst, _) = S::as_mut_simd_f32s(&mut sums);
+        for (d, &sum) in dst.iter_mut().zip(acc) {
+            *d = sum;
+        }
+        out[r * cols..r * cols + width].copy_from_slice(&sums[..width]);
+    }
+}
+
+/// [`block_plain`] for bfloat16 weights.
+fn half_plain(a: &[f32], w: &PackedHalf, out: &mut [f32]) {
+    let (k, cols) = (w.k, w.cols);
+    let rows = a.len().checked_div(k).unwrap_or(0);
+    let pairs = k.div_ceil(2);
+    for (p, panel) in w.panels.chunks_exact(pairs * PANEL).enumerate() {
+        let c0 = p * PANEL;
+        let width = PANEL.min(cols - c0);
+        for r in 0..rows {
+            let row = &a[r * k..(r + 1) * k];
+            let mut sums = [0f32; PANEL];
+            for (j, words) in panel.chunks_exact(PANEL).enumerate() {
+                let x0 = row[2 * j];
+                let x1 = row.get(2 * j + 1).copied().unwrap_or(0.0);
+                for (sum, &v) in sums.iter_mut().zip(words) {
+                    let (lo, hi) = (f32::from_bits(v << 16), f32::from_bits(v & 0xffff_0000));
+                    *sum = x1.mul_add(hi, x0.mul_add(lo, *sum));
+                }
+            }
+            out[r * cols + c0..r * cols + c0 + width].copy_from_slice(&sums[..width]);
+        }
+    }
+}
+
 /// The product without SIMD vectors, for CPUs where `pulp` finds fewer than four lanes.
 fn block_plain(a: &[f32], w: &Packed, out: &mut [f32]) {
     let (k, cols) = (w.k, w.cols);
@@ -312,6 +524,42 @@ mod tests {
                 assert_eq!(other, &got[0], "({rows}×{k})·({k}×{cols}): paths differ");
             }
             let want = reference(&a, rows, &w, cols);
+            // The bfloat16 matrix: every path the same bits, and the textbook product of
+            // the rounded weights.
+            let half = PackedHalf::new(&w, k, cols);
+            let mut halves = vec![
+                half.matmul(Arch::new(), &a, rows, Threads::All),
+                half.matmul(Arch::new(), &a, rows, Threads::This),
+            ];
+            let half_product = |simd: &dyn Fn(HalfProduct<'_>)| {
+                let mut out = vec![0f32; rows * cols];
+                simd(HalfProduct {
+                    w: &half,
+                    a: &a,
+                    rows,
+                    out: &mut out,
+                });
+                out
+            };
+            #[cfg(target_arch = "x86_64")]
+            if let Some(v3) = pulp::x86::V3::try_new() {
+                halves.push(half_product(&|p| Simd::vectorize(v3, p)));
+            }
+            halves.push(half_product(&|p| pulp::Scalar::new().vectorize(p)));
+            for other in &halves[1..] {
+                assert_eq!(
+                    other, &halves[0],
+                    "bf16 ({rows}×{k})·({k}×{cols}): paths differ"
+                );
+            }
+            let rounded: Vec<f32> = w.iter().map(|&x| f32::from_bits(bf16(x) << 16)).collect();
+            let want_half = reference(&a, rows, &rounded, cols);
+            for (i, (g, e)) in halves[0].iter().zip(&want_half).enumerate() {
+                assert!(
+                    (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                    "bf16 ({rows}×{k})·({k}×{cols}) at {i}: {g} vs {e}"
+                );
+            }
             for got in got {
                 assert_eq!(got.len(), want.len());
                 for (i, (g, e)) in got.iter().zip(&want).enumerate() {

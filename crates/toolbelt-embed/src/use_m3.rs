@@ -7,6 +7,7 @@ use pulp::Arch;
 use rayon::prelude::*;
 
 use crate::kernel::{Packed, Threads};
+use crate::ops::{add, add_rows, layer_norm};
 
 use crate::error::EmbedError;
 use crate::sentencepiece::SentencePiece;
@@ -784,34 +785,6 @@ fn windows(x: &[f32], bounds: &[(usize, usize)], branch: &Branch) -> Vec<f32> {
         }
     }
     out
-}
-
-fn layer_norm(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32], eps: f32) {
-    for row in x.chunks_exact_mut(width) {
-        let mean = row.iter().sum::<f32>() / width as f32;
-        for v in row.iter_mut() {
-            *v -= mean;
-        }
-        let var = row.iter().map(|v| v * v).sum::<f32>() / width as f32;
-        let inv = 1.0 / (var + eps).sqrt();
-        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-            *v = *v * inv * g + b;
-        }
-    }
-}
-
-fn add_rows(x: &mut [f32], bias: &[f32]) {
-    for row in x.chunks_exact_mut(bias.len()) {
-        for (v, b) in row.iter_mut().zip(bias) {
-            *v += b;
-        }
-    }
-}
-
-fn add(x: &mut [f32], y: &[f32]) {
-    for (a, b) in x.iter_mut().zip(y) {
-        *a += b;
-    }
 }
 
 fn relu(x: &mut [f32]) {

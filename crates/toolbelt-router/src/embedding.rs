@@ -20,6 +20,8 @@ pub use local::{LocalEmbedError, LocalEmbedder};
 pub use multilingual::UseEmbedder;
 #[cfg(feature = "openai-embeddings")]
 pub use openai::OpenAiEmbedder;
+#[cfg(feature = "local-embed")]
+pub use toolbelt_embed::Precision as EmbedPrecision;
 
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;

@@ -29,9 +29,9 @@ pub use decision::{BoundedFallback, RouteDecision, RouteOutcome, RouteRequest, S
 pub use embedding::OpenAiEmbedder;
 #[cfg(feature = "multilingual-embed")]
 pub use embedding::UseEmbedder;
-pub use embedding::{Embedder, EmbedderError, EmbeddingRouter, ToolView};
 #[cfg(feature = "local-embed")]
-pub use embedding::{LocalEmbedError, LocalEmbedder};
+pub use embedding::{EmbedPrecision, LocalEmbedError, LocalEmbedder};
+pub use embedding::{Embedder, EmbedderError, EmbeddingRouter, ToolView};
 pub use error::RouteError;
 pub use hybrid::{EmbeddingSlot, Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
 pub use index::{Coverage, LexicalConfig, LexicalIndex};

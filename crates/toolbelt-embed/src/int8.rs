@@ -1,0 +1,413 @@
+//! 8-bit matrix products with AVX-512 VNNI: the one module of the workspace with `unsafe`
+//! (ADR 0072).
+//!
+//! The weights (`k × cols`) are quantised once per column (symmetric, 127 levels); each
+//! product quantises its input per row the same way and sums `u8 × i8` products in 32-bit
+//! integers with `vpdpbusd` (64 multiply-adds per instruction, four times AVX-512's f32
+//! fused multiply-adds, and a quarter of their memory). `pulp`, which the rest of the
+//! kernels use, has no wrapper for that instruction, so this module calls it through
+//! `std::arch` behind a run-time check of the CPU; the `unsafe` is that call and the
+//! unaligned loads and stores beside it, each with the reason it holds. CPUs without VNNI
+//! take the portable integer path, which computes the same integers.
+//!
+//! The sums are exact integers, so every path gives the same bits; the error against an
+//! f32 product is the quantisation's (docs/ROUTING.md has its effect on rankings).
+#![allow(unsafe_code)]
+
+use rayon::prelude::*;
+
+use crate::kernel::Threads;
+
+/// Columns per panel: one 512-bit vector of 32-bit sums.
+const PANEL: usize = 16;
+/// Rows per pass: sixteen sums in flight (of AVX-512's 32 registers).
+const PASS_ROWS: usize = 16;
+/// Rows multiplied by one panel before the next (the panel stays in the core's cache).
+const TILE_ROWS: usize = 64;
+/// Products with more rows than this use every rayon thread.
+const PARALLEL_ROWS: usize = 16;
+
+/// A weight matrix quantised to 8 bits per column, in panels of 16 columns; each panel
+/// holds, for every four consecutive rows `4q .. 4q + 3`, the 16 columns' four bytes side
+/// by side (what `vpdpbusd` multiplies with one 32-bit group of the input).
+#[derive(Debug, Clone)]
+pub(crate) struct PackedI8 {
+    k: usize,
+    cols: usize,
+    /// `k` rounded up to a multiple of four (the extra rows are zero).
+    k4: usize,
+    panels: Vec<i8>,
+    /// Per column: the weight of one step.
+    scale: Vec<f32>,
+    /// Per column (padded to whole panels): the sum of its quantised weights, to take
+    /// off the +128 the input bytes carry.
+    sums: Vec<i32>,
+}
+
+/// Whether this CPU runs [`PackedI8`]'s VNNI path.
+pub(crate) fn vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+impl PackedI8 {
+    /// Quantises the row-major `w` (`k × cols`).
+    ///
+    /// # Panics
+    /// When `w` does not hold `k × cols` values (a bug of the caller).
+    pub(crate) fn new(w: &[f32], k: usize, cols: usize) -> Self {
+        assert_eq!(w.len(), k * cols, "weights of {k} × {cols}");
+        let k4 = k.next_multiple_of(4);
+        let n = cols.div_ceil(PANEL);
+        let mut scale = vec![1f32; cols];
+        for (c, s) in scale.iter_mut().enumerate() {
+            let max = (0..k).map(|r| w[r * cols + c].abs()).fold(0f32, f32::max);
+            if max > 0.0 {
+                *s = max / 127.0;
+            }
+        }
+        let mut panels = vec![0i8; n * k4 * PANEL];
+        let mut sums = vec![0i32; n * PANEL];
+        for (p, panel) in panels.chunks_exact_mut((k4 * PANEL).max(1)).enumerate() {
+            for (q, group) in panel.chunks_exact_mut(4 * PANEL).enumerate() {
+                for c in 0..PANEL.min(cols - p * PANEL) {
+                    let col = p * PANEL + c;
+                    for b in 0..4 {
+                        let r = 4 * q + b;
+                        if r < k {
+                            let v = (w[r * cols + col] / scale[col])
+                                .round()
+                                .clamp(-127.0, 127.0);
+                            group[4 * c + b] = v as i8;
+                            sums[col] += v as i32;
+                        }
+                    }
+                }
+            }
+        }
+        Self {
+            k,
+            cols,
+            k4,
+            panels,
+            scale,
+            sums,
+        }
+    }
+
+    /// `a` (`rows × k`, row-major) times this matrix: `rows × cols` values, row-major.
+    /// Threads as [`crate::kernel::Packed::matmul`].
+    ///
+    /// # Panics
+    /// When `a` does not hold `rows × k` values (a bug of the caller).
+    pub(crate) fn matmul(&self, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
+        self.matmul_on(a, rows, threads, vnni())
+    }
+
+    /// [`PackedI8::matmul`] on the VNNI path or the portable one.
+    fn matmul_on(&self, a: &[f32], rows: usize, threads: Threads, vnni: bool) -> Vec<f32> {
+        assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
+        let mut out = vec![0f32; rows * self.cols];
+        if self.k == 0 || self.cols == 0 || rows == 0 {
+            return out;
+        }
+        let threads = match threads {
+            Threads::All => rayon::current_num_threads(),
+            Threads::This => 1,
+        };
+        if rows <= PARALLEL_ROWS || threads < 2 {
+            self.product(a, &mut out, vnni);
+            return out;
+        }
+        let per = rows.div_ceil(threads).next_multiple_of(PASS_ROWS);
+        out.par_chunks_mut(per * self.cols)
+            .zip(a.par_chunks(per * self.k))
+            .for_each(|(out, a)| self.product(a, out, vnni));
+        out
+    }
+
+    /// The product of the rows of `a` into `out`, a tile of rows at a time.
+    fn product(&self, a: &[f32], out: &mut [f32], vnni: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if vnni {
+            // SAFETY: `vnni` is true only when `vnni()` found AVX-512F, AVX-512BW and
+            // AVX-512 VNNI on this CPU, the features `product_vnni` is compiled for.
+            unsafe { product_vnni(self, a, out) };
+            return;
+        }
+        self.product_portable(a, out);
+    }
+
+    /// [`PackedI8::product`] without SIMD: the same integers, so the same bits.
+    fn product_portable(&self, a: &[f32], out: &mut [f32]) {
+        let (k, k4, cols) = (self.k, self.k4, self.cols);
+        let rows = a.len() / k;
+        let groups = k4 / 4;
+        // Per row: its step, and its bytes (+128, so unsigned) four to a 32-bit group,
+        // interleaved by pass: group `q` of the pass's rows side by side.
+        let mut steps = vec![0f32; rows];
+        let mut packed = vec![0u32; rows.next_multiple_of(PASS_ROWS) * groups];
+        for (pass, chunk) in a.chunks(PASS_ROWS * k).enumerate() {
+            let n = chunk.len() / k;
+            let dst = &mut packed[pass * PASS_ROWS * groups..][..n * groups];
+            for (r, row) in chunk.chunks_exact(k).enumerate() {
+                let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+                let step = if max > 0.0 { max / 127.0 } else { 1.0 };
+                steps[pass * PASS_ROWS + r] = step;
+                let inv = 1.0 / step;
+                for q in 0..groups {
+                    let mut word = 0u32;
+                    for b in 0..4 {
+                        let byte = row.get(4 * q + b).map_or(128, |&v| quantise(v, inv));
+                        let byte = u32::from(byte);
+                        word |= byte << (8 * b);
+                    }
+                    dst[q * n + r] = word;
+                }
+            }
+        }
+        let mut sums = [[0i32; PANEL]; PASS_ROWS];
+        for t0 in (0..rows).step_by(TILE_ROWS) {
+            let t1 = (t0 + TILE_ROWS).min(rows);
+            for (p, panel) in self.panels.chunks_exact(k4 * PANEL).enumerate() {
+                let c0 = p * PANEL;
+                let width = PANEL.min(cols - c0);
+                for r0 in (t0..t1).step_by(PASS_ROWS) {
+                    let n = (t1 - r0).min(PASS_ROWS);
+                    let input = &packed[r0 * groups..][..n * groups];
+                    block(input, n, panel, &mut sums);
+                    for (r, row) in sums[..n].iter().enumerate() {
+                        let step = steps[r0 + r];
+                        let dst = &mut out[(r0 + r) * cols + c0..][..width];
+                        for (c, d) in dst.iter_mut().enumerate() {
+                            let exact = row[c] - 128 * self.sums[c0 + c];
+                            *d = exact as f32 * (self.scale[c0 + c] * step);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The 32-bit sums of `n` rows (`input`: each group's `n` words side by side) against one
+/// panel, into `sums[..n]`.
+fn block(input: &[u32], n: usize, panel: &[i8], sums: &mut [[i32; PANEL]; PASS_ROWS]) {
+    for (r, sum) in sums[..n].iter_mut().enumerate() {
+        *sum = [0; PANEL];
+        for (q, group) in panel.chunks_exact(4 * PANEL).enumerate() {
+            let word = input[q * n + r];
+            for (c, s) in sum.iter_mut().enumerate() {
+                for b in 0..4 {
+                    let x = ((word >> (8 * b)) & 0xff) as i32;
+                    *s += x * i32::from(group[4 * c + b]);
+                }
+            }
+        }
+    }
+}
+
+/// [`PackedI8::product`] with AVX-512: each row quantised in vectors, the sums of a pass
+/// of rows kept in registers over a panel, and turned back into f32 there.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn product_vnni(m: &PackedI8, a: &[f32], out: &mut [f32]) {
+    use std::arch::x86_64::{
+        __m512i, _mm512_cvtepi32_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_mul_ps,
+        _mm512_set1_epi32, _mm512_set1_ps, _mm512_storeu_ps, _mm512_sub_epi32,
+    };
+    let (k, k4, cols) = (m.k, m.k4, m.cols);
+    let rows = a.len() / k;
+    // Each row's bytes (+128, so unsigned), `k4` apart; the padding bytes meet zero weights.
+    let mut bytes = vec![128u8; rows * k4];
+    let mut steps = vec![0f32; rows];
+    for ((row, dst), step) in a
+        .chunks_exact(k)
+        .zip(bytes.chunks_exact_mut(k4))
+        .zip(&mut steps)
+    {
+        *step = quantise_row(row, &mut dst[..k]);
+    }
+    // Each pass's 32-bit groups interleaved (group `q` of its `n` rows side by side), so the
+    // inner loop reads them from one advancing address.
+    let groups = k4 / 4;
+    let mut words = vec![0u32; rows.next_multiple_of(PASS_ROWS) * groups];
+    for (pass, chunk) in bytes.chunks(PASS_ROWS * k4).enumerate() {
+        let n = chunk.len() / k4;
+        let dst = &mut words[pass * PASS_ROWS * groups..][..n * groups];
+        for (r, row) in chunk.chunks_exact(k4).enumerate() {
+            for (q, b) in row.as_chunks::<4>().0.iter().enumerate() {
+                dst[q * n + r] = u32::from_le_bytes(*b);
+            }
+        }
+    }
+    // Per panel: 128 × each column's weight sum, and each column's step.
+    let (mut comp, mut scale) = ([0i32; PANEL], [0f32; PANEL]);
+    let mut sums = [0f32; PANEL];
+    for (p, panel) in m.panels.chunks_exact(k4 * PANEL).enumerate() {
+        let c0 = p * PANEL;
+        let width = PANEL.min(cols - c0);
+        for c in 0..PANEL {
+            comp[c] = 128 * m.sums[c0 + c];
+            scale[c] = m.scale.get(c0 + c).copied().unwrap_or(0.0);
+        }
+        // SAFETY: `comp` and `scale` are 16 values, 64 bytes, the width of the loads.
+        let (comp, scale) = unsafe {
+            (
+                _mm512_loadu_si512(comp.as_ptr().cast::<__m512i>()),
+                _mm512_loadu_ps(scale.as_ptr()),
+            )
+        };
+        let mut r0 = 0;
+        while r0 < rows {
+            let n = (rows - r0).min(PASS_ROWS);
+            let input = &words[r0 * groups..][..n * groups];
+            let mut acc = [_mm512_set1_epi32(0); PASS_ROWS];
+            macro_rules! rows {
+                ($($r:literal)*) => {
+                    match n {
+                        $($r => pass::<$r>(input, panel, &mut acc),)*
+                        _ => pass::<PASS_ROWS>(input, panel, &mut acc),
+                    }
+                };
+            }
+            rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+            for (r, &acc) in acc[..n].iter().enumerate() {
+                let v = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, comp)),
+                    _mm512_mul_ps(scale, _mm512_set1_ps(steps[r0 + r])),
+                );
+                // SAFETY: `sums` is 16 f32s, 64 bytes, the width of the store.
+                unsafe { _mm512_storeu_ps(sums.as_mut_ptr(), v) };
+                out[(r0 + r) * cols + c0..][..width].copy_from_slice(&sums[..width]);
+            }
+            r0 += n;
+        }
+    }
+}
+
+/// The sums of `R` rows (`input`: each group's `R` words side by side) against one panel,
+/// into `acc[..R]`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn pass<const R: usize>(
+    input: &[u32],
+    panel: &[i8],
+    acc: &mut [std::arch::x86_64::__m512i; PASS_ROWS],
+) {
+    use std::arch::x86_64::{__m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_set1_epi32};
+    let mut sums = [acc[0]; R];
+    for (group, words) in panel.chunks_exact(4 * PANEL).zip(input.as_chunks::<R>().0) {
+        // SAFETY: `group` is 64 bytes (`chunks_exact`), the width of the unaligned load.
+        let w = unsafe { _mm512_loadu_si512(group.as_ptr().cast::<__m512i>()) };
+        for (sum, &word) in sums.iter_mut().zip(words) {
+            *sum = _mm512_dpbusd_epi32(*sum, _mm512_set1_epi32(word as i32), w);
+        }
+    }
+    acc[..R].copy_from_slice(&sums);
+}
+
+/// Quantises `row` into `dst` (+128) with AVX-512; returns the step. Rounds half to even,
+/// as [`quantise`] does.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn quantise_row(row: &[f32], dst: &mut [u8]) -> f32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_storeu_si128, _mm512_abs_ps, _mm512_add_epi32, _mm512_cvtepi32_epi8,
+        _mm512_cvtps_epi32, _mm512_loadu_ps, _mm512_max_epi32, _mm512_max_ps, _mm512_min_epi32,
+        _mm512_mul_ps, _mm512_reduce_max_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps,
+    };
+    let (chunks, tail) = row.as_chunks::<16>();
+    let mut max = _mm512_setzero_ps();
+    for chunk in chunks {
+        // SAFETY: `chunk` is 16 f32s, the width of the unaligned load.
+        max = _mm512_max_ps(
+            max,
+            _mm512_abs_ps(unsafe { _mm512_loadu_ps(chunk.as_ptr()) }),
+        );
+    }
+    let max = tail
+        .iter()
+        .fold(_mm512_reduce_max_ps(max), |m, v| m.max(v.abs()));
+    let step = if max > 0.0 { max / 127.0 } else { 1.0 };
+    let inv = 1.0 / step;
+    let (lo, hi, bias, vinv) = (
+        _mm512_set1_epi32(-127),
+        _mm512_set1_epi32(127),
+        _mm512_set1_epi32(128),
+        _mm512_set1_ps(inv),
+    );
+    let (out, out_tail) = dst.as_chunks_mut::<16>();
+    for (chunk, out) in chunks.iter().zip(out) {
+        // SAFETY: `chunk` is 16 f32s, the width of the unaligned load.
+        let x = unsafe { _mm512_loadu_ps(chunk.as_ptr()) };
+        // Rounds to nearest even (the default rounding mode).
+        let q = _mm512_cvtps_epi32(_mm512_mul_ps(x, vinv));
+        let q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), bias);
+        // SAFETY: `out` is 16 bytes, the width of the unaligned store.
+        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast::<__m128i>(), _mm512_cvtepi32_epi8(q)) };
+    }
+    for (x, d) in tail.iter().zip(out_tail) {
+        *d = quantise(*x, inv);
+    }
+    step
+}
+
+/// One value's byte: `x / step` rounded half to even, within ±127, plus 128.
+fn quantise(x: f32, inv: f32) -> u8 {
+    ((x * inv).round_ties_even().clamp(-127.0, 127.0) as i32 + 128) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_path_gives_the_same_bits_and_stays_near_the_f32_product() {
+        let mut x = 0x9e37_79b9_u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        };
+        for (rows, k, cols) in [
+            (1, 7, 5),
+            (2, 4, 0),
+            (3, 33, 70),
+            (16, 64, 48),
+            (17, 40, 33),
+            (37, 384, 40),
+            (130, 48, 20),
+        ] {
+            let a: Vec<f32> = (0..rows * k).map(|_| next()).collect();
+            let w: Vec<f32> = (0..k * cols).map(|_| next()).collect();
+            let m = PackedI8::new(&w, k, cols);
+            let portable = m.matmul_on(&a, rows, Threads::This, false);
+            assert_eq!(m.matmul_on(&a, rows, Threads::All, false), portable);
+            if vnni() {
+                assert_eq!(m.matmul_on(&a, rows, Threads::This, true), portable);
+                assert_eq!(m.matmul_on(&a, rows, Threads::All, true), portable);
+            }
+            for r in 0..rows {
+                for c in 0..cols {
+                    let exact: f32 = (0..k).map(|i| a[r * k + i] * w[i * cols + c]).sum();
+                    let got = portable[r * cols + c];
+                    // Two 8-bit roundings per term: within 2% of the terms' scale.
+                    assert!(
+                        (got - exact).abs() <= 0.02 * (k as f32).sqrt() + 1e-3,
+                        "({rows}×{k})·({k}×{cols}) at {r},{c}: {got} vs {exact}"
+                    );
+                }
+            }
+        }
+    }
+}

