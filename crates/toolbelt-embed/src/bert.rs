@@ -7,10 +7,10 @@ use candle_core::{DType, Device, Tensor};
 use pulp::Arch;
 use rayon::prelude::*;
 
-use crate::error::EmbedError;
+use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
 use crate::kernel::{Packed, PackedHalf, Threads};
-use crate::ops::{add, add_rows, exp_shifted, gelu, layer_norm};
+use crate::ops::{add, add_rows, exp_shifted, gelu, layer_norm, token_groups};
 
 /// Tokens run through the matrix products at once.
 const TOKEN_BUDGET: usize = 1024;
@@ -204,14 +204,7 @@ impl BertEncoder {
     /// As [`BertEncoder::from_dir`].
     pub fn from_dir_with(dir: impl AsRef<Path>, precision: Precision) -> Result<Self, EmbedError> {
         let dir = dir.as_ref();
-        let file = |name: &str| {
-            let path = dir.join(name);
-            if path.is_file() {
-                Ok(path)
-            } else {
-                Err(EmbedError::MissingFile { path })
-            }
-        };
+        let file = |name: &str| model_file(dir, name);
         let (config, weights) = (file("config.json")?, file("model.safetensors")?);
         let (shape, eps) = read_config(&config)?;
         let tensors = candle_core::safetensors::load(&weights, &Device::Cpu).map_err(|source| {
@@ -351,24 +344,8 @@ impl BertEncoder {
             }
         }
         let threads = rayon::current_num_threads();
-        let total: usize = texts.iter().map(Vec::len).sum();
-        let budget = if threads > 1 && texts.len() > 1 {
-            TOKEN_BUDGET.min(total.div_ceil(threads))
-        } else {
-            TOKEN_BUDGET
-        };
-        let mut groups = Vec::new();
-        let mut start = 0;
-        while start < texts.len() {
-            let mut end = start + 1;
-            let mut tokens = texts[start].len();
-            while end < texts.len() && tokens + texts[end].len() <= budget {
-                tokens += texts[end].len();
-                end += 1;
-            }
-            groups.push(start..end);
-            start = end;
-        }
+        let lengths: Vec<usize> = texts.iter().map(Vec::len).collect();
+        let groups = token_groups(&lengths, TOKEN_BUDGET, threads);
         if groups.len() > 1 && threads > 1 {
             let vectors: Vec<Vec<Vec<f32>>> = groups
                 .into_par_iter()

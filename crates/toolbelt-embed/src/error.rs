@@ -69,3 +69,13 @@ pub enum EmbedError {
         source: candle_core::Error,
     },
 }
+
+/// `dir/name`, or [`EmbedError::MissingFile`] naming it when it is not a file.
+pub(crate) fn model_file(dir: &std::path::Path, name: &str) -> Result<PathBuf, EmbedError> {
+    let path = dir.join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(EmbedError::MissingFile { path })
+    }
+}

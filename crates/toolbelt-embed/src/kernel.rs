@@ -83,34 +83,70 @@ impl Packed {
     /// # Panics
     /// When `a` does not hold `rows × k` values (a bug of the caller).
     pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
-        assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
-        let mut out = vec![0f32; rows * self.cols];
-        let threads = match threads {
-            Threads::All => rayon::current_num_threads(),
-            Threads::This => 1,
-        };
-        if rows <= PARALLEL_ROWS || threads < 2 || self.k == 0 || self.cols == 0 {
-            arch.dispatch(Product {
-                w: self,
-                a,
-                rows,
-                out: &mut out,
-            });
-            return out;
-        }
-        let per = rows.div_ceil(threads).next_multiple_of(WIDE_ROWS);
-        out.par_chunks_mut(per * self.cols)
-            .zip(a.par_chunks(per * self.k))
-            .for_each(|(out, a)| {
-                arch.dispatch(Product {
-                    w: self,
-                    a,
-                    rows: a.len() / self.k,
-                    out,
-                });
-            });
-        out
+        matmul(self, arch, a, rows, threads)
     }
+}
+
+/// What a product needs of a packed matrix: its shape, its panels, and how to multiply one
+/// panel by a pass of interleaved rows.
+trait Panels: Sync {
+    /// Rows of the matrix each panel row holds (1; 2 for bfloat16 pairs).
+    const STEP: usize;
+    /// What a panel is made of.
+    type Word: Copy + Sync;
+    /// `k` and `cols`.
+    fn shape(&self) -> (usize, usize);
+    /// The panels, `k.next_multiple_of(STEP) / STEP × PANEL` words each.
+    fn panels(&self) -> &[Self::Word];
+    /// `R` rows (interleaved in `inter`, `k` padded to a multiple of `STEP`) times one
+    /// panel; writes the first `width` columns of each row of `out` (rows `cols` apart).
+    fn block<S: Simd, const R: usize>(
+        simd: S,
+        inter: &[f32],
+        panel: &[Self::Word],
+        cols: usize,
+        width: usize,
+        out: &mut [f32],
+    );
+    /// The product without SIMD vectors (fewer than four lanes).
+    fn plain(&self, a: &[f32], out: &mut [f32]);
+}
+
+/// `a` (`rows × k`, row-major) times `w`: `rows × cols` values, row-major. With
+/// [`Threads::All`], products of more than [`PARALLEL_ROWS`] rows are split by rows over
+/// rayon's threads; with [`Threads::This`] the product stays on the calling thread.
+///
+/// # Panics
+/// When `a` does not hold `rows × k` values (a bug of the caller).
+fn matmul<W: Panels>(w: &W, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
+    let (k, cols) = w.shape();
+    assert_eq!(a.len(), rows * k, "input of {rows} × {k}");
+    let mut out = vec![0f32; rows * cols];
+    let threads = match threads {
+        Threads::All => rayon::current_num_threads(),
+        Threads::This => 1,
+    };
+    if rows <= PARALLEL_ROWS || threads < 2 || k == 0 || cols == 0 {
+        arch.dispatch(Product {
+            w,
+            a,
+            rows,
+            out: &mut out,
+        });
+        return out;
+    }
+    let per = rows.div_ceil(threads).next_multiple_of(WIDE_ROWS);
+    out.par_chunks_mut(per * cols)
+        .zip(a.par_chunks(per * k))
+        .for_each(|(out, a)| {
+            arch.dispatch(Product {
+                w,
+                a,
+                rows: a.len() / k,
+                out,
+            });
+        });
+    out
 }
 
 /// Where a product runs.
@@ -122,20 +158,20 @@ pub(crate) enum Threads {
     This,
 }
 
-struct Product<'a> {
-    w: &'a Packed,
+struct Product<'a, W> {
+    w: &'a W,
     a: &'a [f32],
     rows: usize,
     out: &'a mut [f32],
 }
 
-impl WithSimd for Product<'_> {
+impl<W: Panels> WithSimd for Product<'_, W> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
         let Self { w, a, rows, out } = self;
-        let (k, cols) = (w.k, w.cols);
+        let (k, cols) = w.shape();
         if k == 0 || cols == 0 {
             // Nothing to sum: `out` holds its zeros.
             return;
@@ -148,23 +184,28 @@ impl WithSimd for Product<'_> {
         if PANEL > 4 * S::F32_LANES {
             // Fewer than four lanes (the portable path): more vectors per panel row than
             // the accumulators of `block` hold; sum column by column instead.
-            return block_plain(a, w, out);
+            return w.plain(a, out);
         }
-        // A tile of rows at a time, each pass of `per_pass` rows interleaved (`k` groups
-        // of one value per row) so the inner loop reads them from one advancing
-        // address; then each panel of the weights against every pass of the tile,
-        // so the panel is read from memory once per tile and from cache after.
+        // A tile of rows at a time, each pass of `per_pass` rows interleaved (`kp` groups
+        // of one value per row; `k` padded with zero rows to whole panel rows) so the inner
+        // loop reads them from one advancing address; then each panel of the weights
+        // against every pass of the tile, so the panel is read from memory once per tile
+        // and from cache after.
+        let kp = k.next_multiple_of(W::STEP);
         let tile = TILE_ROWS.min(rows.next_multiple_of(per_pass));
-        let mut inter = vec![0f32; k * tile];
-        let panels = w.panels.chunks_exact(k * PANEL);
+        let mut inter = vec![0f32; kp * tile];
+        let panels = w.panels().chunks_exact(kp / W::STEP * PANEL);
         for t0 in (0..rows).step_by(tile) {
             let t1 = (t0 + tile).min(rows);
             for (pass, rows) in a[t0 * k..t1 * k].chunks(per_pass * k).enumerate() {
                 let n = rows.len() / k;
-                let inter = &mut inter[pass * per_pass * k..][..n * k];
+                let inter = &mut inter[pass * per_pass * kp..][..n * kp];
                 for (r, row) in rows.chunks_exact(k).enumerate() {
                     for (kk, &x) in row.iter().enumerate() {
                         inter[kk * n + r] = x;
+                    }
+                    for kk in k..kp {
+                        inter[kk * n + r] = 0.0;
                     }
                 }
             }
@@ -174,13 +215,13 @@ impl WithSimd for Product<'_> {
                 let mut r0 = t0;
                 while r0 < t1 {
                     let n = (t1 - r0).min(per_pass);
-                    let inter = &inter[(r0 - t0) * k..][..n * k];
+                    let inter = &inter[(r0 - t0) * kp..][..n * kp];
                     let out = &mut out[r0 * cols + c0..];
                     macro_rules! rows {
                         ($($r:literal)*) => {
                             match n {
-                                $($r => block::<S, $r>(simd, inter, panel, cols, width, out),)*
-                                _ => block::<S, WIDE_ROWS>(simd, inter, panel, cols, width, out),
+                                $($r => W::block::<S, $r>(simd, inter, panel, cols, width, out),)*
+                                _ => W::block::<S, WIDE_ROWS>(simd, inter, panel, cols, width, out),
                             }
                         };
                     }
@@ -189,6 +230,64 @@ impl WithSimd for Product<'_> {
                 }
             }
         }
+    }
+}
+
+impl Panels for Packed {
+    const STEP: usize = 1;
+    type Word = f32;
+
+    fn shape(&self) -> (usize, usize) {
+        (self.k, self.cols)
+    }
+
+    fn panels(&self) -> &[f32] {
+        &self.panels
+    }
+
+    #[inline(always)]
+    fn block<S: Simd, const R: usize>(
+        simd: S,
+        inter: &[f32],
+        panel: &[f32],
+        cols: usize,
+        width: usize,
+        out: &mut [f32],
+    ) {
+        block::<S, R>(simd, inter, panel, cols, width, out);
+    }
+
+    fn plain(&self, a: &[f32], out: &mut [f32]) {
+        block_plain(a, self, out);
+    }
+}
+
+impl Panels for PackedHalf {
+    const STEP: usize = 2;
+    type Word = u32;
+
+    fn shape(&self) -> (usize, usize) {
+        (self.k, self.cols)
+    }
+
+    fn panels(&self) -> &[u32] {
+        &self.panels
+    }
+
+    #[inline(always)]
+    fn block<S: Simd, const R: usize>(
+        simd: S,
+        inter: &[f32],
+        panel: &[u32],
+        cols: usize,
+        width: usize,
+        out: &mut [f32],
+    ) {
+        block_half::<S, R>(simd, inter, panel, cols, width, out);
+    }
+
+    fn plain(&self, a: &[f32], out: &mut [f32]) {
+        half_plain(a, self, out);
     }
 }
 
@@ -278,99 +377,7 @@ impl PackedHalf {
     /// # Panics
     /// When `a` does not hold `rows × k` values (a bug of the caller).
     pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
-        assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
-        let mut out = vec![0f32; rows * self.cols];
-        let threads = match threads {
-            Threads::All => rayon::current_num_threads(),
-            Threads::This => 1,
-        };
-        if rows <= PARALLEL_ROWS || threads < 2 || self.k == 0 || self.cols == 0 {
-            arch.dispatch(HalfProduct {
-                w: self,
-                a,
-                rows,
-                out: &mut out,
-            });
-            return out;
-        }
-        let per = rows.div_ceil(threads).next_multiple_of(WIDE_ROWS);
-        out.par_chunks_mut(per * self.cols)
-            .zip(a.par_chunks(per * self.k))
-            .for_each(|(out, a)| {
-                arch.dispatch(HalfProduct {
-                    w: self,
-                    a,
-                    rows: a.len() / self.k,
-                    out,
-                });
-            });
-        out
-    }
-}
-
-struct HalfProduct<'a> {
-    w: &'a PackedHalf,
-    a: &'a [f32],
-    rows: usize,
-    out: &'a mut [f32],
-}
-
-impl WithSimd for HalfProduct<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, simd: S) {
-        let Self { w, a, rows, out } = self;
-        let (k, cols) = (w.k, w.cols);
-        if k == 0 || cols == 0 {
-            return;
-        }
-        let wide = S::F32_LANES >= PANEL;
-        let per_pass = if wide { WIDE_ROWS } else { ROWS };
-        let kp = k.next_multiple_of(2);
-        if PANEL > 4 * S::F32_LANES {
-            return half_plain(a, w, out);
-        }
-        // As `Product`, with `k` padded to even: the interleaved rows get a zero row to
-        // pair with the panel's zero half.
-        let tile = TILE_ROWS.min(rows.next_multiple_of(per_pass));
-        let mut inter = vec![0f32; kp * tile];
-        let panels = w.panels.chunks_exact(kp / 2 * PANEL);
-        for t0 in (0..rows).step_by(tile) {
-            let t1 = (t0 + tile).min(rows);
-            for (pass, rows) in a[t0 * k..t1 * k].chunks(per_pass * k).enumerate() {
-                let n = rows.len() / k;
-                let inter = &mut inter[pass * per_pass * kp..][..n * kp];
-                for (r, row) in rows.chunks_exact(k).enumerate() {
-                    for (kk, &x) in row.iter().enumerate() {
-                        inter[kk * n + r] = x;
-                    }
-                    if kp > k {
-                        inter[k * n + r] = 0.0;
-                    }
-                }
-            }
-            for (p, panel) in panels.clone().enumerate() {
-                let c0 = p * PANEL;
-                let width = PANEL.min(cols - c0);
-                let mut r0 = t0;
-                while r0 < t1 {
-                    let n = (t1 - r0).min(per_pass);
-                    let inter = &inter[(r0 - t0) * kp..][..n * kp];
-                    let out = &mut out[r0 * cols + c0..];
-                    macro_rules! rows {
-                        ($($r:literal)*) => {
-                            match n {
-                                $($r => block_half::<S, $r>(simd, inter, panel, cols, width, out),)*
-                                _ => block_half::<S, WIDE_ROWS>(simd, inter, panel, cols, width, out),
-                            }
-                        };
-                    }
-                    rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
-                    r0 += n;
-                }
-            }
-        }
+        matmul(self, arch, a, rows, threads)
     }
 }
 
@@ -503,7 +510,7 @@ mod tests {
                 packed.matmul(Arch::new(), &a, rows, Threads::All),
                 packed.matmul(Arch::new(), &a, rows, Threads::This),
             ];
-            let product = |simd: &dyn Fn(Product<'_>)| {
+            let product = |simd: &dyn Fn(Product<'_, Packed>)| {
                 let mut out = vec![0f32; rows * cols];
                 simd(Product {
                     w: &packed,
@@ -531,9 +538,9 @@ mod tests {
                 half.matmul(Arch::new(), &a, rows, Threads::All),
                 half.matmul(Arch::new(), &a, rows, Threads::This),
             ];
-            let half_product = |simd: &dyn Fn(HalfProduct<'_>)| {
+            let half_product = |simd: &dyn Fn(Product<'_, PackedHalf>)| {
                 let mut out = vec![0f32; rows * cols];
-                simd(HalfProduct {
+                simd(Product {
                     w: &half,
                     a: &a,
                     rows,

@@ -1,5 +1,32 @@
 //! Row-wise steps the encoders share.
 
+use std::ops::Range;
+
+/// Consecutive groups of texts (by index) of at most `budget` tokens each (a longer text is
+/// a group of its own); with several threads and texts, small enough that each thread gets
+/// one. `lengths` are the texts' token counts.
+pub(crate) fn token_groups(lengths: &[usize], budget: usize, threads: usize) -> Vec<Range<usize>> {
+    let total: usize = lengths.iter().sum();
+    let budget = if threads > 1 && lengths.len() > 1 {
+        budget.min(total.div_ceil(threads))
+    } else {
+        budget
+    };
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < lengths.len() {
+        let mut end = start + 1;
+        let mut tokens = lengths[start];
+        while end < lengths.len() && tokens + lengths[end] <= budget {
+            tokens += lengths[end];
+            end += 1;
+        }
+        groups.push(start..end);
+        start = end;
+    }
+    groups
+}
+
 /// Normalises each row of `width` values to mean 0 and variance 1, then scales by `gamma`
 /// and shifts by `beta`.
 pub(crate) fn layer_norm(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32], eps: f32) {

@@ -7,9 +7,9 @@ use pulp::Arch;
 use rayon::prelude::*;
 
 use crate::kernel::{Packed, Threads};
-use crate::ops::{add, add_rows, layer_norm};
+use crate::ops::{add, add_rows, layer_norm, token_groups};
 
-use crate::error::EmbedError;
+use crate::error::{EmbedError, model_file};
 use crate::sentencepiece::SentencePiece;
 
 /// Dimensions of a piece embedding and of the output vector.
@@ -436,14 +436,7 @@ impl UseEncoder {
     /// that could not be read or does not fit the architecture.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
         let dir = dir.as_ref();
-        let file = |name: &str| {
-            let path = dir.join(name);
-            if path.is_file() {
-                Ok(path)
-            } else {
-                Err(EmbedError::MissingFile { path })
-            }
-        };
+        let file = |name: &str| model_file(dir, name);
         let (weights, sp_path) = (file("weights.npz")?, file("sp.model")?);
         let sp = SentencePiece::from_file(&sp_path)?;
         let mut names: Vec<String> = (1..=BLOCKS).map(|i| format!("q{i}")).collect();
@@ -573,24 +566,8 @@ impl UseEncoder {
         // Groups of texts of at most TOKEN_BUDGET pieces; with several threads, small
         // enough that each thread gets one, and each group runs on one thread (every
         // step of a group in parallel, not only its matrix products).
-        let total: usize = ids.iter().map(Vec::len).sum();
-        let budget = if threads > 1 && ids.len() > 1 {
-            TOKEN_BUDGET.min(total.div_ceil(threads))
-        } else {
-            TOKEN_BUDGET
-        };
-        let mut groups = Vec::new();
-        let mut start = 0;
-        while start < ids.len() {
-            let mut end = start + 1;
-            let mut tokens = ids[start].len();
-            while end < ids.len() && tokens + ids[end].len() <= budget {
-                tokens += ids[end].len();
-                end += 1;
-            }
-            groups.push(start..end);
-            start = end;
-        }
+        let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+        let groups = token_groups(&lengths, TOKEN_BUDGET, threads);
         let model = |source| EmbedError::Model {
             model: self.id.clone(),
             source,
