@@ -143,6 +143,8 @@ impl PackedI8 {
             unsafe { product_vnni(self, a, out) };
             return;
         }
+        // (Other architectures have no VNNI path.)
+        let _ = vnni;
         self.product_portable(a, out);
     }
 
