@@ -464,6 +464,18 @@ fn block_plain(a: &[f32], w: &Packed, out: &mut [f32]) {
     }
 }
 
+/// Pseudo-random values in [-1, 1] (xorshift from `seed`), for the products' tests.
+#[cfg(test)]
+pub(crate) fn values(seed: u32) -> impl FnMut() -> f32 {
+    let mut x = seed;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        (x % 2001) as f32 / 1000.0 - 1.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,13 +493,7 @@ mod tests {
 
     #[test]
     fn matches_the_textbook_product_for_every_row_count_and_ragged_columns() {
-        let mut x = 0x2545_f491_u32;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x % 2001) as f32 / 1000.0 - 1.0
-        };
+        let mut next = values(0x2545_f491);
         for (rows, k, cols) in [
             (1, 7, 5),
             (3, 0, 5),
