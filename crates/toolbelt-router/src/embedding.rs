@@ -210,6 +210,11 @@ impl EmbeddingRouter {
         self
     }
 
+    /// The embedder's model id (what its vectors are cached under).
+    pub fn model(&self) -> &str {
+        self.embedder.model()
+    }
+
     /// The minimum similarity for a confident decision.
     pub fn min_similarity(&self) -> f32 {
         self.min_similarity

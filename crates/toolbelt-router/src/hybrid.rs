@@ -147,7 +147,10 @@ pub struct HybridConfig {
     /// With [`HybridConfig::workspace_tools`]: the tool offered first for a question for facts
     /// that names a file (`data/settings.json`), default none. `for_profile` sets `file_read`:
     /// offered `file_search` first for "What theme is set in data/settings.json?", the 1.5B
-    /// model listed files until the loop guard stopped it.
+    /// model listed files until the loop guard stopped it. A request to change a file it
+    /// names gets this tool too, second, in place of the lowest-ranked other beyond `max_k`:
+    /// a file is read before it is edited (MiniLM ranked `http_get` and `git_write` above
+    /// `file_read` for "In config.txt, change the port from 8080 to 9090.").
     pub named_file_tool: Option<String>,
     /// Weight of the value fit (default 0.5): among the best [`HybridConfig::candidates`],
     /// a tool whose required parameters ask for a kind of value the request lacks (a
@@ -1189,15 +1192,34 @@ impl HybridRouter {
                 score: 0.0,
             }));
         }
-        if let Some(first) = &cfg.named_file_tool
-            && reads
-            && crate::keyword::names_a_file(&request.input)
-            && let Some(at) = tools.iter().position(|t| &t.name == first)
-            && at > 0
-        {
-            let tool = tools.remove(at);
-            tools.insert(0, tool);
-            reason.push_str(&format!("; the request names a file: {first} first"));
+        let Some(named) = &cfg.named_file_tool else {
+            return;
+        };
+        if !crate::keyword::names_a_file(&request.input) {
+            return;
+        }
+        if reads {
+            if let Some(at) = tools.iter().position(|t| &t.name == named)
+                && at > 0
+            {
+                let tool = tools.remove(at);
+                tools.insert(0, tool);
+                reason.push_str(&format!("; the request names a file: {named} first"));
+            }
+        } else if toolset.contains(named) && !tools.iter().any(|t| &t.name == named) {
+            // The best-ranked tool stays first; the file's reader comes second.
+            tools.truncate(cfg.max_k.max(2) - 1);
+            let at = tools.len().min(1);
+            tools.insert(
+                at,
+                ScoredTool {
+                    name: named.clone(),
+                    score: 0.0,
+                },
+            );
+            reason.push_str(&format!(
+                "; the request changes a file it names: sent {named}"
+            ));
         }
     }
 

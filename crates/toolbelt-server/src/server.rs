@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::Registry;
-use toolbelt_host::{Database, EncoderLoad};
+use toolbelt_host::{Database, EncoderLoad, EncoderRole};
 use toolbelt_store::WatchHandle;
 
 use crate::config::{ConfigError, ServerConfig};
@@ -25,7 +25,7 @@ impl Server {
             config,
             tools: Tools::None,
             instance: None,
-            encoder: None,
+            encoders: Vec::new(),
             routines: true,
         }
     }
@@ -37,7 +37,7 @@ pub struct ServerBuilder {
     config: ServerConfig,
     tools: Tools,
     instance: Option<String>,
-    encoder: Option<EncoderLoad>,
+    encoders: Vec<(EncoderRole, EncoderLoad)>,
     routines: bool,
 }
 
@@ -54,7 +54,10 @@ impl std::fmt::Debug for ServerBuilder {
             .field("config", &self.config)
             .field("database", &matches!(self.tools, Tools::Database(_)))
             .field("instance", &self.instance)
-            .field("encoder", &self.encoder.is_some())
+            .field(
+                "encoders",
+                &self.encoders.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
+            )
             .field("routines", &self.routines)
             .finish()
     }
@@ -118,11 +121,11 @@ impl ServerBuilder {
         self
     }
 
-    /// Loads the encoder with `load` once the server has started, and from then on routes
-    /// with it too ([`toolbelt_host::Host::start_encoder`]); until then, and without one, by
-    /// words.
-    pub fn encoder(mut self, load: EncoderLoad) -> Self {
-        self.encoder = Some(load);
+    /// Loads an encoder for `role` with `load` once the server has started, and from then on
+    /// routes with it too ([`toolbelt_host::Host::start_encoder`]); until then, and without
+    /// any, by words. A role given twice keeps the first encoder that loads.
+    pub fn encoder(mut self, role: EncoderRole, load: EncoderLoad) -> Self {
+        self.encoders.push((role, load));
         self
     }
 
@@ -180,8 +183,8 @@ impl ServerBuilder {
         // The MCP servers stored in the database: connected now, followed as they change,
         // stopped with the host.
         state.host().start_mcp_servers();
-        if let Some(load) = self.encoder {
-            state.host().start_encoder(load);
+        for (role, load) in self.encoders {
+            state.host().start_encoder(role, load);
         }
         let stop = CancellationToken::new();
         let signal = stop.clone();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolbelt_core::{BoxFuture, Registry};
-use toolbelt_host::{AgentFactory, Host};
+use toolbelt_host::{AgentFactory, EncoderRole, Host};
 use toolbelt_router::{Embedder, EmbedderError, EmbeddingRouter};
 
 /// Embeds every text as the same vector.
@@ -28,32 +28,56 @@ fn host() -> Host {
 }
 
 #[tokio::test]
-async fn a_loaded_encoder_fills_the_routers_slot() {
+async fn a_loaded_encoder_fills_the_slot_of_its_role() {
     let host = host();
-    host.start_encoder(Box::pin(async { Ok(EmbeddingRouter::new(Flat)) }));
+    host.start_encoder(
+        EncoderRole::English,
+        Box::pin(async { Ok(EmbeddingRouter::new(Flat)) }),
+    );
+    let slot = host.agents().encoder_slot(EncoderRole::English);
     for _ in 0..200 {
-        if host.agents().encoder_slot().get().is_some() {
+        if slot.get().is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(host.agents().encoder_slot().get().is_some());
+    assert_eq!(slot.get().map(EmbeddingRouter::model), Some("flat-v1"));
+    assert!(
+        host.agents()
+            .encoder_slot(EncoderRole::Multilingual)
+            .get()
+            .is_none(),
+        "the other role's slot stays empty"
+    );
     host.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_failed_load_leaves_the_slot_empty() {
     let host = host();
-    host.start_encoder(Box::pin(async { Err("no model here".into()) }));
+    host.start_encoder(
+        EncoderRole::Multilingual,
+        Box::pin(async { Err("no model here".into()) }),
+    );
     host.shutdown().await;
-    assert!(host.agents().encoder_slot().get().is_none());
+    assert!(
+        host.agents()
+            .encoder_slot(EncoderRole::Multilingual)
+            .get()
+            .is_none()
+    );
 }
 
 #[tokio::test]
 async fn shutdown_ends_a_load_that_never_finishes() {
     let host = host();
-    host.start_encoder(Box::pin(std::future::pending()));
+    host.start_encoder(EncoderRole::English, Box::pin(std::future::pending()));
     let stopped = tokio::time::timeout(Duration::from_secs(5), host.shutdown()).await;
     assert!(stopped.is_ok(), "shutdown waited for the load");
-    assert!(host.agents().encoder_slot().get().is_none());
+    assert!(
+        host.agents()
+            .encoder_slot(EncoderRole::English)
+            .get()
+            .is_none()
+    );
 }

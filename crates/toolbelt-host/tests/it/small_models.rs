@@ -83,3 +83,61 @@ fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Ranks the tools of these names first, and every request like them: an encoder that is
+/// sure of the wrong tools. (A tool's text starts `name in words: `; a request has no `: `.)
+struct Favours(&'static [&'static str]);
+
+impl toolbelt_router::Embedder for Favours {
+    fn model(&self) -> &str {
+        "favours-v1"
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> toolbelt_core::BoxFuture<'a, Result<Vec<Vec<f32>>, toolbelt_router::EmbedderError>> {
+        Box::pin(async move {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let favoured = self.0.iter().any(|n| t.starts_with(&format!("{n}: ")));
+                    if favoured || !t.contains(": ") {
+                        vec![1.0, 0.0]
+                    } else {
+                        vec![0.0, 1.0]
+                    }
+                })
+                .collect())
+        })
+    }
+}
+
+/// With MiniLM, "In config.txt, change the port from 8080 to 9090." ranked `http_get` and
+/// `git_write` above `file_read`, and the small model was offered `file_edit` with no tool to
+/// read the file first. A request to change a file it names gets `file_read` second, however
+/// wrong the ranking (here an encoder sure of `http_get` and `git_write`).
+#[test]
+fn a_request_to_change_a_named_file_gets_file_read_second() {
+    let tools = Toolset::from_tools(toolbelt_tools::builtin_tools().unwrap());
+    let profile = ModelProfiles::builtin().find("qwen2.5-coder-1.5b-instruct");
+    let config = toolbelt_host::for_profile(HybridConfig::default(), &profile, tools.len());
+    let embedding = toolbelt_router::EmbeddingRouter::new(Favours(&["http get", "git write"]));
+    let router = AnyRouter::new(
+        HybridRouter::standard()
+            .with_config(config)
+            .with_embedding(embedding),
+    );
+    let mut wrong = Vec::new();
+    for input in [
+        "In config.txt, change the port from 8080 to 9090.",
+        "In data/settings.json, set retries to 10.",
+        "把 notes.md 里的秘密单词从 marmalade 改成 honey。",
+    ] {
+        let d = route(&router, &tools, input);
+        let names = d.tool_names();
+        if names.len() > 3 || names.get(1).map(String::as_str) != Some("file_read") {
+            wrong.push(format!("{input}: {names:?} ({})", d.reason));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

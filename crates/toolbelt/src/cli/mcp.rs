@@ -342,7 +342,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .and_then(McpClient::why_unavailable)
         });
     let server = if args.routed {
-        let router = Arc::new(search_router()?);
+        let router = Arc::new(search_router().await?);
         let limit = usize::from(args.search_limit);
         server.with_search(move |tools| {
             SearchTools::hybrid(router.clone(), tools.clone())
@@ -539,17 +539,23 @@ async fn require_run(
     }
 }
 
-/// The router behind `--routed`'s `search_tools`: words, concepts and keyword groups, plus the
-/// multilingual encoder when its model is in a default place (`scripts/fetch-model.sh`).
-fn search_router() -> anyhow::Result<HybridRouter> {
-    let router = HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin());
+/// The router behind `--routed`'s `search_tools`: words, concepts and keyword groups, plus
+/// MiniLM (non-CJK input) and the multilingual encoder (CJK input) when their models are in a
+/// default place (`scripts/fetch-model.sh`), as in `toolbelt serve`.
+async fn search_router() -> anyhow::Result<HybridRouter> {
+    #[allow(unused_mut)]
+    let mut router =
+        HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin());
+    #[cfg(feature = "local-embed")]
+    if let Some(dir) = super::models::minilm_dir(None, false) {
+        router = router.with_embedding(super::models::minilm_routing(dir).await?);
+    }
     #[cfg(feature = "multilingual-embed")]
     if let Some(dir) = super::models::use_model_dir(None, false) {
         let embedder = super::models::load_use(&dir)
             .with_context(|| format!("multilingual model {}", dir.display()))?;
-        return Ok(
-            router.with_multilingual_embedding(toolbelt_router::EmbeddingRouter::new(embedder))
-        );
+        router =
+            router.with_multilingual_embedding(toolbelt_router::EmbeddingRouter::new(embedder));
     }
     Ok(router)
 }

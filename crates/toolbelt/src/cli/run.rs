@@ -201,12 +201,8 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("setting up the model provider"),
     };
     let preset = find_preset(args.agent.as_deref())?;
-    // The encoder loads on the blocking pool while the tools and MCP servers are set up.
-    let multilingual = if args.no_router || args.no_embedder {
-        None
-    } else {
-        multilingual_embedding()
-    };
+    // The encoders load on the blocking pool while the tools and MCP servers are set up.
+    let encoders = Encoders::start(args.no_router || args.no_embedder);
     let registry = Arc::new(Registry::discovered().context("loading the built-in tools")?);
     // Held for the run: dropping the clients stops the MCP servers.
     let _mcp_clients = match &args.mcp_config {
@@ -226,11 +222,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             let search = SearchTools::new(LexicalRouter::default(), tools.clone()).into_handle()?;
             tools = tools.with_tools([search]);
         }
-        let multilingual = match multilingual {
-            Some(task) => task.await.ok().flatten(),
-            None => None,
-        };
-        Some(hybrid_router(&profile, tools.len(), multilingual))
+        let rankings = encoders.wait().await;
+        route_note(args.no_embedder, &rankings);
+        Some(hybrid_router(&profile, tools.len(), rankings))
     };
     let policy = if args.yes {
         ApprovalPolicy::allow_all()
@@ -384,11 +378,7 @@ async fn run_stored(
         Err(e) => return Err(e).context("reading the provider settings"),
     };
     let model = config.model_or_default().to_owned();
-    let multilingual = if args.no_embedder {
-        None
-    } else {
-        multilingual_embedding()
-    };
+    let encoders = Encoders::start(args.no_embedder);
     let compiled = toolbelt_core::discovered_tools().context("loading the built-in tools")?;
     let db = toolbelt_host::load(
         store.clone(),
@@ -428,10 +418,15 @@ async fn run_stored(
             },
         ))
         .build();
-    if let Some(task) = multilingual
-        && let Some(router) = task.await.ok().flatten()
-    {
-        let _ = factory.encoder_slot().fill(router);
+    let (english, multilingual) = encoders.wait().await;
+    route_note(args.no_embedder, &(english.clone(), multilingual.clone()));
+    for (role, router) in [
+        (toolbelt_host::EncoderRole::English, english),
+        (toolbelt_host::EncoderRole::Multilingual, multilingual),
+    ] {
+        if let Some(router) = router {
+            let _ = factory.encoder_slot(role).fill(router);
+        }
     }
     let built = factory.build(&record).await?;
     drive(
@@ -524,24 +519,82 @@ fn model_profile(file: Option<&std::path::Path>, model: &str) -> anyhow::Result<
     Ok(profiles.find(model))
 }
 
-/// The multilingual encoder's ranking, loading, when its model is in a default place; a
-/// model that fails to load is reported and routing goes on by words.
-fn multilingual_embedding() -> Option<tokio::task::JoinHandle<Option<EmbeddingRouter>>> {
-    #[cfg(feature = "multilingual-embed")]
-    {
-        let encoder = super::models::shared_use()?;
-        Some(tokio::spawn(async move {
-            match encoder.routing_embedding().await {
-                Ok(router) => Some(router),
-                Err(e) => {
-                    eprintln!("note: routing by words: {e:#}");
-                    None
-                }
-            }
-        }))
+/// The embedding rankings of the default router, loading on the blocking pool while the
+/// tools are set up: MiniLM (input that is not mostly CJK) and USE-multilingual (CJK input),
+/// each when its model is in a default place. A model that fails to load is reported and
+/// routing goes on without it.
+struct Encoders {
+    english: Option<tokio::task::JoinHandle<Option<EmbeddingRouter>>>,
+    multilingual: Option<tokio::task::JoinHandle<Option<EmbeddingRouter>>>,
+}
+
+impl Encoders {
+    /// Starts loading the models found (none when `off`).
+    fn start(off: bool) -> Self {
+        if off {
+            return Self {
+                english: None,
+                multilingual: None,
+            };
+        }
+        #[cfg(feature = "local-embed")]
+        let english = super::models::minilm_dir(None, false).map(|dir| {
+            tokio::spawn(async move {
+                super::models::minilm_routing(dir)
+                    .await
+                    .inspect_err(|e| eprintln!("note: routing without MiniLM: {e:#}"))
+                    .ok()
+            })
+        });
+        #[cfg(not(feature = "local-embed"))]
+        let english = None;
+        #[cfg(feature = "multilingual-embed")]
+        let multilingual = super::models::shared_use().map(|encoder| {
+            tokio::spawn(async move {
+                encoder
+                    .routing_embedding()
+                    .await
+                    .inspect_err(|e| eprintln!("note: routing without USE-multilingual: {e:#}"))
+                    .ok()
+            })
+        });
+        #[cfg(not(feature = "multilingual-embed"))]
+        let multilingual = None;
+        Self {
+            english,
+            multilingual,
+        }
     }
-    #[cfg(not(feature = "multilingual-embed"))]
-    None
+
+    /// The rankings that loaded, `(english, multilingual)`, once both loads have ended.
+    async fn wait(self) -> (Option<EmbeddingRouter>, Option<EmbeddingRouter>) {
+        let english = match self.english {
+            Some(task) => task.await.ok().flatten(),
+            None => None,
+        };
+        let multilingual = match self.multilingual {
+            Some(task) => task.await.ok().flatten(),
+            None => None,
+        };
+        (english, multilingual)
+    }
+}
+
+/// Says on stderr how the run routes, once, when it ranks by words alone although
+/// embeddings were asked for (a model missing or failing to load) or with `--verbose`.
+fn route_note(
+    off: bool,
+    (english, multilingual): &(Option<EmbeddingRouter>, Option<EmbeddingRouter>),
+) {
+    if off {
+        return;
+    }
+    if english.is_none() && multilingual.is_none() || super::models::verbose() {
+        eprintln!(
+            "{}",
+            super::models::router_line(english.is_some(), multilingual.is_some())
+        );
+    }
 }
 
 /// The hybrid router for the model's profile (`toolbelt_host::for_profile`: at most
@@ -550,11 +603,14 @@ fn multilingual_embedding() -> Option<tokio::task::JoinHandle<Option<EmbeddingRo
 fn hybrid_router(
     profile: &ModelProfile,
     toolset: usize,
-    multilingual: Option<EmbeddingRouter>,
+    (english, multilingual): (Option<EmbeddingRouter>, Option<EmbeddingRouter>),
 ) -> AnyRouter {
     let config = HybridConfig::default().with_pinned(vec![SearchTools::NAME.to_owned()]);
     let config = toolbelt_host::for_profile(config, profile, toolset);
     let mut router = HybridRouter::standard().with_config(config);
+    if let Some(english) = english {
+        router = router.with_embedding(english);
+    }
     if let Some(multilingual) = multilingual {
         router = router.with_multilingual_embedding(multilingual);
     }

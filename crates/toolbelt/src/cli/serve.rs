@@ -56,10 +56,11 @@ pub(crate) struct ServeArgs {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`; needs the `otel` feature).
     #[arg(long, value_name = "URL")]
     otel_endpoint: Option<String>,
-    /// Route by words only, even when the multilingual model is present (by default
-    /// `/route` and the agents add its ranking once it has loaded: a fraction of a second
-    /// after start-up with its weights cached, about a second the first time; until then
-    /// they route by words).
+    /// Route by words only, even when the embedding models are present (by default `/route`
+    /// and the agents add MiniLM's ranking for input that is not mostly CJK and
+    /// USE-multilingual's for CJK input, each once it has loaded and embedded the tools: a
+    /// fraction of a second after start-up with vectors and weights cached, a few seconds
+    /// the first time; until then they route by words).
     #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
     no_embedder: bool,
     /// Learning from use (opt-in): the router also indexes each tool with the requests of
@@ -183,17 +184,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // builds every agent (stored or configured); the routine loop, learning and the stored
     // MCP servers run until it shuts down.
     let builder = Server::builder(config).database(db);
-    // The router's encoder slot is filled once the encoder has loaded (by words until then).
-    #[cfg(feature = "multilingual-embed")]
-    let builder = match (!args.no_embedder)
-        .then(super::models::shared_use)
-        .flatten()
-    {
-        Some(encoder) => builder.encoder(Box::pin(async move {
-            encoder.routing_embedding().await.map_err(Into::into)
-        })),
-        None => builder,
-    };
+    // The router's encoder slots are filled once each encoder has loaded and embedded the
+    // tools (by words until then): MiniLM for input that is not mostly CJK, USE-multilingual
+    // for CJK input (docs/ROUTING.md, "The default router").
+    let (builder, router_line) = with_encoders(builder, args.no_embedder);
     let server = builder.start().await?;
     let state = server.state();
     let config = state.config();
@@ -212,6 +206,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "try: curl -s{auth} -H 'content-type: application/json' -d '{{\"input\": \"list the files here\"}}' http://{addr}/api/v1/route"
     );
     println!("docs: http://{addr}/api/v1/docs/");
+    println!("{router_line}");
     if !config.outbound_hosts.is_empty() || !config.outbound_nets.is_empty() {
         println!(
             "HTTP tools may reach these internal hosts: {}",
@@ -254,4 +249,51 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
+}
+
+/// Gives the server the encoders found in the default places (none with `no_embedder`) and
+/// the start-up line that says how it routes.
+fn with_encoders(
+    builder: toolbelt_server::ServerBuilder,
+    no_embedder: bool,
+) -> (toolbelt_server::ServerBuilder, String) {
+    if no_embedder {
+        return (
+            builder,
+            "router: by words (BM25 + keyword groups): --no-embedder".into(),
+        );
+    }
+    #[cfg(feature = "local-embed")]
+    let (builder, english) = match super::models::minilm_dir(None, false) {
+        Some(dir) => (
+            builder.encoder(
+                toolbelt_host::EncoderRole::English,
+                Box::pin(
+                    async move { super::models::minilm_routing(dir).await.map_err(Into::into) },
+                ),
+            ),
+            true,
+        ),
+        None => (builder, false),
+    };
+    #[cfg(not(feature = "local-embed"))]
+    let english = false;
+    #[cfg(feature = "multilingual-embed")]
+    let (builder, multilingual) = match super::models::shared_use() {
+        Some(encoder) => (
+            builder.encoder(
+                toolbelt_host::EncoderRole::Multilingual,
+                Box::pin(async move { encoder.routing_embedding().await.map_err(Into::into) }),
+            ),
+            true,
+        ),
+        None => (builder, false),
+    };
+    #[cfg(not(feature = "multilingual-embed"))]
+    let multilingual = false;
+    let mut line = super::models::router_line(english, multilingual);
+    if english || multilingual {
+        line.push_str(" (by words until the models have loaded)");
+    }
+    (builder, line)
 }

