@@ -7,6 +7,8 @@ mod local;
 mod multilingual;
 #[cfg(feature = "openai-embeddings")]
 mod openai;
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+mod passes;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};

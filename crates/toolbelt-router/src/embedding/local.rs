@@ -7,6 +7,7 @@ use tokenizers::Tokenizer;
 use toolbelt_core::BoxFuture;
 use toolbelt_embed::{BertEncoder, EmbedError, Precision};
 
+use super::passes::{Pass, Passes};
 use super::{Embedder, EmbedderError};
 
 /// Tokens per text kept by default (MiniLM sentence models were trained on ≤ 256).
@@ -77,6 +78,11 @@ pub enum LocalEmbedError {
 /// Through [`Embedder::embed`] inside a Tokio runtime it runs on the blocking pool
 /// (`spawn_blocking`), so the async workers go on serving; outside one it runs in the
 /// calling thread. Clones share the loaded model.
+///
+/// Inside a runtime, calls that arrive while the encoder is busy are embedded together in
+/// its next pass (the weights are read once for all of them), so concurrent requests, a
+/// server's `/route` under load, share the work; a call that finds the encoder idle starts
+/// at once. Clones share their passes until one is given other settings (`with_…`).
 #[derive(Clone)]
 pub struct LocalEmbedder {
     /// The loaded model, shared by clones (a clone runs inference off the async workers).
@@ -86,6 +92,8 @@ pub struct LocalEmbedder {
     max_tokens: usize,
     batch_size: usize,
     multilingual: bool,
+    /// Calls waiting for the next pass (shared by clones with the same settings).
+    passes: Arc<Passes>,
 }
 
 /// What `from_dir` loads: read-only afterwards.
@@ -175,6 +183,7 @@ impl LocalEmbedder {
             max_tokens,
             batch_size: DEFAULT_BATCH,
             multilingual: false,
+            passes: Arc::default(),
         })
     }
 
@@ -182,6 +191,7 @@ impl LocalEmbedder {
     #[must_use]
     pub fn with_max_tokens(mut self, n: usize) -> Self {
         self.max_tokens = n.clamp(2, self.loaded.model.max_positions().max(2));
+        self.passes = Arc::default();
         self
     }
 
@@ -190,6 +200,7 @@ impl LocalEmbedder {
     #[must_use]
     pub fn with_batch_size(mut self, n: usize) -> Self {
         self.batch_size = n.max(1);
+        self.passes = Arc::default();
         self
     }
 
@@ -197,6 +208,7 @@ impl LocalEmbedder {
     #[must_use]
     pub fn with_multilingual(mut self, multilingual: bool) -> Self {
         self.multilingual = multilingual;
+        self.passes = Arc::default();
         self
     }
 
@@ -258,13 +270,14 @@ impl Embedder for LocalEmbedder {
                 return self.embed_blocking(texts).map_err(to_embedder_error);
             }
             let this = self.clone();
-            let texts = texts.to_vec();
-            tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
+            let pass: Arc<Pass> = Arc::new(move |texts: &[String]| {
+                this.embed_blocking(texts)
+                    .map_err(|e| super::error_chain(&e))
+            });
+            self.passes
+                .embed(texts, pass)
                 .await
-                .map_err(|e| {
-                    EmbedderError::new("local embedder", format!("the embedding task failed: {e}"))
-                })?
-                .map_err(to_embedder_error)
+                .map_err(|message| EmbedderError::new("local embedder", message))
         })
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use toolbelt_core::BoxFuture;
 use toolbelt_embed::{EmbedError, UseEncoder};
 
+use super::passes::{Pass, Passes};
 use super::{Embedder, EmbedderError};
 
 /// Embeds texts in-process with USE-multilingual v3 (16 languages, Chinese,
@@ -24,72 +25,7 @@ use super::{Embedder, EmbedderError};
 #[derive(Clone, Debug)]
 pub struct UseEmbedder {
     encoder: Arc<UseEncoder>,
-    batch: Arc<std::sync::Mutex<Batch>>,
-}
-
-/// Texts waiting for the encoder's next pass, and whether a pass is under way.
-#[derive(Debug, Default)]
-struct Batch {
-    running: bool,
-    waiting: Vec<Waiting>,
-}
-
-/// One call's texts and where its vectors go.
-#[derive(Debug)]
-struct Waiting {
-    texts: Vec<String>,
-    reply: tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>, String>>,
-}
-
-/// Embeds the waiting calls' texts, pass after pass, until none wait (on a blocking thread).
-fn drain(encoder: &UseEncoder, batch: &std::sync::Mutex<Batch>) {
-    /// Should a pass panic, the calls waiting are dropped (their callers get an error) and
-    /// the next call starts a pass again.
-    struct Reset<'a>(&'a std::sync::Mutex<Batch>);
-    impl Drop for Reset<'_> {
-        fn drop(&mut self) {
-            if std::thread::panicking() {
-                let mut state = self
-                    .0
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                state.waiting.clear();
-                state.running = false;
-            }
-        }
-    }
-    let _reset = Reset(batch);
-    loop {
-        let waiting = {
-            let mut state = batch
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if state.waiting.is_empty() {
-                state.running = false;
-                return;
-            }
-            std::mem::take(&mut state.waiting)
-        };
-        let texts: Vec<String> = waiting
-            .iter()
-            .flat_map(|w| w.texts.iter().cloned())
-            .collect();
-        match encoder.embed(&texts) {
-            Ok(vectors) => {
-                let mut vectors = vectors.into_iter();
-                for w in waiting {
-                    let mine: Vec<Vec<f32>> = vectors.by_ref().take(w.texts.len()).collect();
-                    let _ = w.reply.send(Ok(mine));
-                }
-            }
-            Err(e) => {
-                let message = super::error_chain(&e);
-                for w in waiting {
-                    let _ = w.reply.send(Err(message.clone()));
-                }
-            }
-        }
-    }
+    passes: Arc<Passes>,
 }
 
 impl UseEmbedder {
@@ -117,7 +53,7 @@ impl UseEmbedder {
     fn new(encoder: UseEncoder) -> Self {
         Self {
             encoder: Arc::new(encoder),
-            batch: Arc::default(),
+            passes: Arc::default(),
         }
     }
 
@@ -142,27 +78,14 @@ impl Embedder for UseEmbedder {
             if tokio::runtime::Handle::try_current().is_err() {
                 return self.encoder.embed(texts).map_err(to_embedder_error);
             }
-            let (reply, vectors) = tokio::sync::oneshot::channel();
-            let start = {
-                let mut state = self
-                    .batch
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                state.waiting.push(Waiting {
-                    texts: texts.to_vec(),
-                    reply,
-                });
-                !std::mem::replace(&mut state.running, true)
-            };
-            if start {
-                let (encoder, batch) = (Arc::clone(&self.encoder), Arc::clone(&self.batch));
-                tokio::task::spawn_blocking(move || drain(&encoder, &batch));
-            }
-            let backend = |message: String| EmbedderError::new("multilingual embedder", message);
-            vectors
+            let encoder = Arc::clone(&self.encoder);
+            let pass: Arc<Pass> = Arc::new(move |texts: &[String]| {
+                encoder.embed(texts).map_err(|e| super::error_chain(&e))
+            });
+            self.passes
+                .embed(texts, pass)
                 .await
-                .map_err(|_| backend("the embedding task ended without an answer".to_owned()))?
-                .map_err(backend)
+                .map_err(|message| EmbedderError::new("multilingual embedder", message))
         })
     }
 }

@@ -112,3 +112,16 @@ fn an_english_model_leaves_chinese_text_unembedded() {
         .unwrap();
     assert_eq!(v[0].len(), 384);
 }
+
+#[test]
+fn concurrent_calls_share_passes_and_each_gets_its_own_vectors() {
+    let Some(model) = model() else { return };
+    let texts = texts(&[
+        "read the file",
+        "what is the weather in Paris",
+        "list the open pull requests",
+        "send an email to Bob about the meeting on Tuesday",
+        "删除文件",
+    ]);
+    crate::concurrent_calls_get_their_own_vectors(&model, &texts);
+}

@@ -110,6 +110,56 @@ pub(crate) fn request(input: &str, toolset: &Toolset) -> RouteRequest {
 }
 
 /// Runs a future to completion on a fresh current-thread runtime.
+/// 48 calls of one text each, at once on a multi-threaded runtime (calls arriving while a pass
+/// runs join the next), get the vectors each text gets alone outside a runtime (an empty one
+/// for a text the model does not read).
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
+pub(crate) fn concurrent_calls_get_their_own_vectors<E>(model: &E, texts: &[String])
+where
+    E: toolbelt_router::Embedder + Clone,
+{
+    // One at a time, outside a runtime: the encoder in this thread.
+    let alone: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| {
+            block_on(model.embed(std::slice::from_ref(t)))
+                .unwrap()
+                .remove(0)
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .build()
+        .unwrap();
+    let together: Vec<Vec<f32>> = rt.block_on(async {
+        let tasks: Vec<_> = (0..48)
+            .map(|i| {
+                let (model, text) = (model.clone(), texts[i % texts.len()].clone());
+                tokio::spawn(async move { model.embed(&[text]).await.unwrap().remove(0) })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for task in tasks {
+            out.push(task.await.unwrap());
+        }
+        out
+    });
+    for (i, v) in together.iter().enumerate() {
+        let expected = &alone[i % texts.len()];
+        if expected.is_empty() {
+            // A text the model does not read keeps its empty vector among the others.
+            assert!(v.is_empty(), "call {i} got a vector for an unread text");
+            continue;
+        }
+        let cosine: f32 = v.iter().zip(expected).map(|(a, b)| a * b).sum();
+        assert!(
+            cosine > 0.9999,
+            "call {i} ({}) got another text's vector: {cosine}",
+            texts[i % texts.len()]
+        );
+    }
+}
+
 pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -91,7 +91,6 @@ fn prepare_embeds_every_tool_once() {
 
 #[test]
 fn concurrent_calls_share_passes_and_each_gets_its_own_vectors() {
-    use toolbelt_router::Embedder;
     let Some(model) = model() else { return };
     let texts: Vec<String> = [
         "read the file",
@@ -104,40 +103,5 @@ fn concurrent_calls_share_passes_and_each_gets_its_own_vectors() {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
-    // One at a time, outside a runtime: the encoder in this thread.
-    let alone: Vec<Vec<f32>> = texts
-        .iter()
-        .map(|t| {
-            block_on(model.embed(std::slice::from_ref(t)))
-                .unwrap()
-                .remove(0)
-        })
-        .collect();
-    // All at once on a multi-threaded runtime: calls arriving while a pass runs join the next.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .build()
-        .unwrap();
-    let together: Vec<Vec<f32>> = rt.block_on(async {
-        let tasks: Vec<_> = (0..48)
-            .map(|i| {
-                let (model, text) = (model.clone(), texts[i % texts.len()].clone());
-                tokio::spawn(async move { model.embed(&[text]).await.unwrap().remove(0) })
-            })
-            .collect();
-        let mut out = Vec::new();
-        for task in tasks {
-            out.push(task.await.unwrap());
-        }
-        out
-    });
-    for (i, v) in together.iter().enumerate() {
-        let expected = &alone[i % texts.len()];
-        let cosine: f32 = v.iter().zip(expected).map(|(a, b)| a * b).sum();
-        assert!(
-            cosine > 0.9999,
-            "call {i} ({}) got another text's vector: {cosine}",
-            texts[i % texts.len()]
-        );
-    }
+    crate::concurrent_calls_get_their_own_vectors(&model, &texts);
 }
