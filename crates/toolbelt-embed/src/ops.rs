@@ -43,6 +43,95 @@ pub(crate) fn layer_norm(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32
     }
 }
 
+/// Each row of `x` (rows of `gamma.len()` values) plus `bias` and the same row of
+/// `residual` (when given), normalised to mean 0 and variance 1, then scaled by `gamma` and
+/// shifted by `beta`: a linear layer's bias, the residual sum and the layer norm after it
+/// in one pass over the activations, in SIMD lanes as `pulp` finds them. The mean and the
+/// variance are two passes over the row (as [`layer_norm`]), each summed in lanes.
+pub(crate) fn add_norm(
+    x: &mut [f32],
+    bias: Option<&[f32]>,
+    residual: Option<&[f32]>,
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+) {
+    pulp::Arch::new().dispatch(AddNorm {
+        x,
+        bias,
+        residual,
+        gamma,
+        beta,
+        eps,
+    });
+}
+
+struct AddNorm<'a> {
+    x: &'a mut [f32],
+    bias: Option<&'a [f32]>,
+    residual: Option<&'a [f32]>,
+    gamma: &'a [f32],
+    beta: &'a [f32],
+    eps: f32,
+}
+
+impl pulp::WithSimd for AddNorm<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        let width = self.gamma.len();
+        if width == 0 {
+            return;
+        }
+        let inv_width = 1.0 / width as f32;
+        let (bias, bias_tail) = self.bias.map_or((&[][..], &[][..]), S::as_simd_f32s);
+        let (gamma, gamma_tail) = S::as_simd_f32s(self.gamma);
+        let (beta, beta_tail) = S::as_simd_f32s(self.beta);
+        for (r, row) in self.x.chunks_exact_mut(width).enumerate() {
+            let (residual, residual_tail) = self.residual.map_or((&[][..], &[][..]), |y| {
+                S::as_simd_f32s(&y[r * width..(r + 1) * width])
+            });
+            let (head, tail) = S::as_mut_simd_f32s(row);
+            // The row takes its bias and residual; their sum.
+            let mut sum = simd.splat_f32s(0.0);
+            for (i, v) in head.iter_mut().enumerate() {
+                if let Some(&b) = bias.get(i) {
+                    *v = simd.add_f32s(*v, b);
+                }
+                if let Some(&y) = residual.get(i) {
+                    *v = simd.add_f32s(*v, y);
+                }
+                sum = simd.add_f32s(sum, *v);
+            }
+            let mut tail_sum = 0f32;
+            for (i, v) in tail.iter_mut().enumerate() {
+                *v += bias_tail.get(i).copied().unwrap_or(0.0);
+                *v += residual_tail.get(i).copied().unwrap_or(0.0);
+                tail_sum += *v;
+            }
+            let mean = (simd.reduce_sum_f32s(sum) + tail_sum) * inv_width;
+            let lanes_mean = simd.splat_f32s(mean);
+            let mut squares = simd.splat_f32s(0.0);
+            for &v in head.iter() {
+                let dev = simd.sub_f32s(v, lanes_mean);
+                squares = simd.mul_add_e_f32s(dev, dev, squares);
+            }
+            let tail_squares: f32 = tail.iter().map(|v| (v - mean) * (v - mean)).sum();
+            let var = (simd.reduce_sum_f32s(squares) + tail_squares) * inv_width;
+            let inv = 1.0 / (var + self.eps).sqrt();
+            let lanes_inv = simd.splat_f32s(inv);
+            for ((v, &g), &b) in head.iter_mut().zip(gamma).zip(beta) {
+                let scaled = simd.mul_f32s(simd.sub_f32s(*v, lanes_mean), lanes_inv);
+                *v = simd.mul_add_e_f32s(scaled, g, b);
+            }
+            for ((v, g), b) in tail.iter_mut().zip(gamma_tail).zip(beta_tail) {
+                *v = ((*v - mean) * inv).mul_add(*g, *b);
+            }
+        }
+    }
+}
+
 /// Adds `bias` to each row.
 pub(crate) fn add_rows(x: &mut [f32], bias: &[f32]) {
     for row in x.chunks_exact_mut(bias.len()) {
@@ -85,42 +174,61 @@ const ERF: [f32; 17] = [
 /// `t` for `|x|`: `erf(|x|/√2)` is the polynomial at `min(|x|/(2√2), 2) − 1`.
 const T_SCALE: f32 = std::f32::consts::FRAC_1_SQRT_2 / 2.0;
 
-/// GELU as BERT defines it, `x·Φ(x) = ½·(x + |x|·erf(|x|/√2))`, in place, within
+/// GELU as BERT defines it, `x·Φ(x) = ½·(x + |x|·erf(|x|/√2))`, of each row of `x` plus
+/// `bias` (a linear layer's bias and its activation in one pass), in place, within
 /// 10⁻⁶·(1 + |x|) of the exact function (SIMD lanes as `pulp` finds them).
-pub(crate) fn gelu(x: &mut [f32]) {
-    pulp::Arch::new().dispatch(Gelu(x));
+pub(crate) fn bias_gelu(x: &mut [f32], bias: &[f32]) {
+    pulp::Arch::new().dispatch(BiasGelu { x, bias });
 }
 
-struct Gelu<'a>(&'a mut [f32]);
+struct BiasGelu<'a> {
+    x: &'a mut [f32],
+    bias: &'a [f32],
+}
 
-impl pulp::WithSimd for Gelu<'_> {
+impl pulp::WithSimd for BiasGelu<'_> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, simd: S) {
-        let (head, tail) = S::as_mut_simd_f32s(self.0);
-        let (half, one, two) = (
-            simd.splat_f32s(0.5),
-            simd.splat_f32s(1.0),
-            simd.splat_f32s(2.0),
-        );
-        let scale = simd.splat_f32s(T_SCALE);
-        for v in head {
-            let a = simd.abs_f32s(*v);
-            let t = simd.sub_f32s(simd.min_f32s(simd.mul_f32s(a, scale), two), one);
-            let mut e = simd.splat_f32s(ERF[16]);
-            for &c in ERF[..16].iter().rev() {
-                e = simd.mul_add_e_f32s(e, t, simd.splat_f32s(c));
-            }
-            *v = simd.mul_f32s(half, simd.mul_add_e_f32s(a, e, *v));
+        let width = self.bias.len();
+        if width == 0 {
+            return;
         }
-        for v in tail {
-            *v = gelu_one(*v);
+        let (bias, bias_tail) = S::as_simd_f32s(self.bias);
+        for row in self.x.chunks_exact_mut(width) {
+            let (head, tail) = S::as_mut_simd_f32s(row);
+            for (v, &b) in head.iter_mut().zip(bias) {
+                *v = gelu_lanes(simd, simd.add_f32s(*v, b));
+            }
+            for (v, &b) in tail.iter_mut().zip(bias_tail) {
+                *v = gelu_one(*v + b);
+            }
         }
     }
 }
 
-/// [`gelu`] of one value.
+/// [`bias_gelu`]'s function of one vector.
+#[inline(always)]
+fn gelu_lanes<S: pulp::Simd>(simd: S, v: S::f32s) -> S::f32s {
+    let (half, one, two) = (
+        simd.splat_f32s(0.5),
+        simd.splat_f32s(1.0),
+        simd.splat_f32s(2.0),
+    );
+    let a = simd.abs_f32s(v);
+    let t = simd.sub_f32s(
+        simd.min_f32s(simd.mul_f32s(a, simd.splat_f32s(T_SCALE)), two),
+        one,
+    );
+    let mut e = simd.splat_f32s(ERF[16]);
+    for &c in ERF[..16].iter().rev() {
+        e = simd.mul_add_e_f32s(e, t, simd.splat_f32s(c));
+    }
+    simd.mul_f32s(half, simd.mul_add_e_f32s(a, e, v))
+}
+
+/// [`bias_gelu`]'s function of one value.
 fn gelu_one(x: f32) -> f32 {
     let a = x.abs();
     let t = (a * T_SCALE).min(2.0) - 1.0;
@@ -140,7 +248,7 @@ mod tests {
         let mut xs: Vec<f32> = (-12_000..=12_000).map(|i| i as f32 / 1000.0).collect();
         xs.extend([0.0, -0.0, 1e-30, -1e-30, 50.0, -50.0, 3e5, -3e5]);
         let mut got = xs.clone();
-        gelu(&mut got);
+        bias_gelu(&mut got, &vec![0.0; xs.len()]);
         for (&x, &g) in xs.iter().zip(&got) {
             let x64 = f64::from(x);
             let want = 0.5 * x64 * (1.0 + libm::erf(x64 / std::f64::consts::SQRT_2));
