@@ -20,10 +20,12 @@ use crate::kernel::Threads;
 
 /// Columns per panel: one 512-bit vector of 32-bit sums.
 const PANEL: usize = 16;
-/// Rows per pass: sixteen sums in flight (of AVX-512's 32 registers).
-const PASS_ROWS: usize = 16;
-/// Rows multiplied by one panel before the next (the panel stays in the core's cache).
-const TILE_ROWS: usize = 64;
+/// Rows per pass: twelve, times two panels, is 24 sums in flight (of AVX-512's 32
+/// registers), each weight vector loaded serving twelve rows.
+const PASS_ROWS: usize = 12;
+/// Rows multiplied by one panel before the next (the panel stays in the core's cache):
+/// whole passes.
+const TILE_ROWS: usize = 5 * PASS_ROWS;
 /// Products with more rows than this use every rayon thread.
 const PARALLEL_ROWS: usize = 16;
 
@@ -218,14 +220,10 @@ fn block(input: &[u32], n: usize, panel: &[i8], sums: &mut [[i32; PANEL]; PASS_R
 }
 
 /// [`PackedI8::product`] with AVX-512: each row quantised in vectors, the sums of a pass
-/// of rows kept in registers over a panel, and turned back into f32 there.
+/// of rows kept in registers over one, two or four panels, and turned back into f32 there.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 fn product_vnni(m: &PackedI8, a: &[f32], out: &mut [f32]) {
-    use std::arch::x86_64::{
-        __m512i, _mm512_cvtepi32_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_mul_ps,
-        _mm512_set1_epi32, _mm512_set1_ps, _mm512_storeu_ps, _mm512_sub_epi32,
-    };
     let (k, k4, cols) = (m.k, m.k4, m.cols);
     let rows = a.len() / k;
     // Each row's bytes (+128, so unsigned), `k4` apart; the padding bytes meet zero weights.
@@ -251,15 +249,88 @@ fn product_vnni(m: &PackedI8, a: &[f32], out: &mut [f32]) {
             }
         }
     }
-    // Per panel: 128 × each column's weight sum, and each column's step.
-    let (mut comp, mut scale) = ([0i32; PANEL], [0f32; PANEL]);
-    let mut sums = [0f32; PANEL];
-    for (p, panel) in m.panels.chunks_exact(k4 * PANEL).enumerate() {
-        let c0 = p * PANEL;
+    // `P` panels side by side against a pass of `R` rows: `P·R` sums in flight, so a pass
+    // of few rows still keeps the multiply-adds overlapping (sixteen or more sums for
+    // eight rows or fewer), and with more rows each broadcast input word serves two
+    // panels.
+    let panels = m.panels.len() / (k4 * PANEL).max(1);
+    let wide = if rows <= 4 { 4 } else { 2 };
+    let mut p0 = 0;
+    while p0 < panels {
+        let width = if panels - p0 >= wide {
+            wide
+        } else if panels - p0 >= 2 {
+            2
+        } else {
+            1
+        };
+        let mut r0 = 0;
+        while r0 < rows {
+            let n = (rows - r0).min(PASS_ROWS);
+            let input = &words[r0 * groups..][..n * groups];
+            let out = &mut out[r0 * cols..];
+            let steps = &steps[r0..r0 + n];
+            macro_rules! run {
+                ($p:literal; $($r:literal)*) => {
+                    match n {
+                        $($r => pass::<$r, $p>(m, p0, input, steps, out),)*
+                        _ => unreachable!("a pass of {n} rows against {} panels", $p),
+                    }
+                };
+            }
+            match width {
+                4 => run!(4; 1 2 3 4),
+                2 => run!(2; 1 2 3 4 5 6 7 8 9 10 11 12),
+                _ => run!(1; 1 2 3 4 5 6 7 8 9 10 11 12),
+            }
+            r0 += n;
+        }
+        p0 += width;
+    }
+}
+
+/// Panels `p0 .. p0 + P` of `m` against `R` rows (`input`: each group's `R` words side by
+/// side; `steps`: the rows' steps), written into the rows of `out` (`cols` apart).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn pass<const R: usize, const P: usize>(
+    m: &PackedI8,
+    p0: usize,
+    input: &[u32],
+    steps: &[f32],
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::{
+        __m512i, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_loadu_ps, _mm512_loadu_si512,
+        _mm512_mask_storeu_ps, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps,
+        _mm512_setzero_si512, _mm512_storeu_ps, _mm512_sub_epi32,
+    };
+    let (k4, cols) = (m.k4, m.cols);
+    let size = k4 * PANEL;
+    let panels: [&[i8]; P] = std::array::from_fn(|p| &m.panels[(p0 + p) * size..][..size]);
+    let mut sums = [[_mm512_setzero_si512(); R]; P];
+    let (words, _) = input.as_chunks::<R>();
+    for (q, words) in words.iter().enumerate() {
+        let w: [__m512i; P] = std::array::from_fn(|p| {
+            let group = &panels[p][q * 4 * PANEL..][..4 * PANEL];
+            // SAFETY: `group` is 64 bytes, the width of the unaligned load.
+            unsafe { _mm512_loadu_si512(group.as_ptr().cast::<__m512i>()) }
+        });
+        for (r, &word) in words.iter().enumerate() {
+            let x = _mm512_set1_epi32(word as i32);
+            for (sums, &w) in sums.iter_mut().zip(&w) {
+                sums[r] = _mm512_dpbusd_epi32(sums[r], x, w);
+            }
+        }
+    }
+    for (p, sums) in sums.iter().enumerate() {
+        let c0 = (p0 + p) * PANEL;
         let width = PANEL.min(cols - c0);
-        for c in 0..PANEL {
+        // 128 × each column's weight sum (the input bytes' offset), and each column's step.
+        let (mut comp, mut scale) = ([0i32; PANEL], [0f32; PANEL]);
+        for c in 0..width {
             comp[c] = 128 * m.sums[c0 + c];
-            scale[c] = m.scale.get(c0 + c).copied().unwrap_or(0.0);
+            scale[c] = m.scale[c0 + c];
         }
         // SAFETY: `comp` and `scale` are 16 values, 64 bytes, the width of the loads.
         let (comp, scale) = unsafe {
@@ -268,53 +339,21 @@ fn product_vnni(m: &PackedI8, a: &[f32], out: &mut [f32]) {
                 _mm512_loadu_ps(scale.as_ptr()),
             )
         };
-        let mut r0 = 0;
-        while r0 < rows {
-            let n = (rows - r0).min(PASS_ROWS);
-            let input = &words[r0 * groups..][..n * groups];
-            let mut acc = [_mm512_set1_epi32(0); PASS_ROWS];
-            macro_rules! rows {
-                ($($r:literal)*) => {
-                    match n {
-                        $($r => pass::<$r>(input, panel, &mut acc),)*
-                        _ => pass::<PASS_ROWS>(input, panel, &mut acc),
-                    }
-                };
+        for (r, (&sum, &step)) in sums.iter().zip(steps).enumerate() {
+            let v = _mm512_mul_ps(
+                _mm512_cvtepi32_ps(_mm512_sub_epi32(sum, comp)),
+                _mm512_mul_ps(scale, _mm512_set1_ps(step)),
+            );
+            let dst = &mut out[r * cols + c0..][..width];
+            if width == PANEL {
+                // SAFETY: `dst` is 16 f32s, 64 bytes, the width of the store.
+                unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), v) };
+            } else {
+                // SAFETY: the mask keeps the store to `dst`'s `width` values.
+                unsafe { _mm512_mask_storeu_ps(dst.as_mut_ptr(), (1u16 << width) - 1, v) };
             }
-            rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
-            for (r, &acc) in acc[..n].iter().enumerate() {
-                let v = _mm512_mul_ps(
-                    _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, comp)),
-                    _mm512_mul_ps(scale, _mm512_set1_ps(steps[r0 + r])),
-                );
-                // SAFETY: `sums` is 16 f32s, 64 bytes, the width of the store.
-                unsafe { _mm512_storeu_ps(sums.as_mut_ptr(), v) };
-                out[(r0 + r) * cols + c0..][..width].copy_from_slice(&sums[..width]);
-            }
-            r0 += n;
         }
     }
-}
-
-/// The sums of `R` rows (`input`: each group's `R` words side by side) against one panel,
-/// into `acc[..R]`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-fn pass<const R: usize>(
-    input: &[u32],
-    panel: &[i8],
-    acc: &mut [std::arch::x86_64::__m512i; PASS_ROWS],
-) {
-    use std::arch::x86_64::{__m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_set1_epi32};
-    let mut sums = [acc[0]; R];
-    for (group, words) in panel.chunks_exact(4 * PANEL).zip(input.as_chunks::<R>().0) {
-        // SAFETY: `group` is 64 bytes (`chunks_exact`), the width of the unaligned load.
-        let w = unsafe { _mm512_loadu_si512(group.as_ptr().cast::<__m512i>()) };
-        for (sum, &word) in sums.iter_mut().zip(words) {
-            *sum = _mm512_dpbusd_epi32(*sum, _mm512_set1_epi32(word as i32), w);
-        }
-    }
-    acc[..R].copy_from_slice(&sums);
 }
 
 /// Quantises `row` into `dst` (+128) with AVX-512; returns the step. Rounds half to even,
