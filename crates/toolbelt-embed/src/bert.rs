@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
 use crate::kernel::{Packed, PackedHalf, Threads};
-use crate::ops::{add, add_norm, add_rows, bias_gelu, exp_shifted, token_groups};
+use crate::ops::{add, add_norm, bias_gelu, exp_shifted, token_groups};
 
 /// Tokens run through the matrix products at once.
 const TOKEN_BUDGET: usize = 1024;
@@ -58,11 +58,12 @@ impl Matrix {
         }
     }
 
-    fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
+    /// `a` (`rows × k`) times this matrix into `out` (`rows × cols`, all overwritten).
+    fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
         match self {
-            Self::F32(m) => m.matmul(arch, a, rows, threads),
-            Self::Bf16(m) => m.matmul(arch, a, rows, threads),
-            Self::Int8(m) => m.matmul(a, rows, threads),
+            Self::F32(m) => m.matmul_into(arch, a, rows, threads, out),
+            Self::Bf16(m) => m.matmul_into(arch, a, rows, threads, out),
+            Self::Int8(m) => m.matmul_into(a, rows, threads, out),
         }
     }
 }
@@ -384,21 +385,26 @@ impl BertEncoder {
             }
         }
         add_norm(&mut x, None, None, &self.emb_ln_g, &self.emb_ln_b, self.eps);
+        // One buffer per activation for all the layers (each product overwrites its
+        // output): the hidden states `x`, the queries, keys and values, the attention's
+        // context, the hidden states after attention `a`, and the feed-forward layer's.
+        let mut qkv = vec![0f32; n * 3 * h];
         let mut ctx = vec![0f32; n * h];
+        let mut a = vec![0f32; n * h];
+        let mut up = vec![0f32; n * self.shape.intermediate];
         let mut scratch = Scratch::default();
+        let (arch, eps) = (self.arch, self.eps);
         for layer in &self.layers {
-            let mut qkv = layer.qkv.matmul(self.arch, &x, n, threads);
-            add_rows(&mut qkv, &layer.qkv_b);
-            self.attention(&qkv, texts, &mut ctx, &mut scratch);
-            let mut a = layer.attn_out.matmul(self.arch, &ctx, n, threads);
+            layer.qkv.matmul(arch, &x, n, threads, &mut qkv);
+            self.attention(&qkv, &layer.qkv_b, texts, &mut ctx, &mut scratch);
+            layer.attn_out.matmul(arch, &ctx, n, threads, &mut a);
             let (g, b) = (&layer.ln1_g, &layer.ln1_b);
-            add_norm(&mut a, Some(&layer.attn_out_b), Some(&x), g, b, self.eps);
-            let mut up = layer.up.matmul(self.arch, &a, n, threads);
+            add_norm(&mut a, Some(&layer.attn_out_b), Some(&x), g, b, eps);
+            layer.up.matmul(arch, &a, n, threads, &mut up);
             bias_gelu(&mut up, &layer.up_b);
-            let mut y = layer.down.matmul(self.arch, &up, n, threads);
+            layer.down.matmul(arch, &up, n, threads, &mut x);
             let (g, b) = (&layer.ln2_g, &layer.ln2_b);
-            add_norm(&mut y, Some(&layer.down_b), Some(&a), g, b, self.eps);
-            x = y;
+            add_norm(&mut x, Some(&layer.down_b), Some(&a), g, b, eps);
         }
         let mut out = Vec::with_capacity(texts.len());
         let mut rows = x.chunks_exact(h);
@@ -417,11 +423,20 @@ impl BertEncoder {
     }
 
     /// Multi-head self-attention within each text: `qkv` holds each token's query, key
-    /// and value side by side (`n × 3·hidden`); writes each token's context into `ctx`
-    /// (`n × hidden`). `scratch` holds the keys and scores between calls.
-    fn attention(&self, qkv: &[f32], texts: &[Vec<u32>], ctx: &mut [f32], scratch: &mut Scratch) {
+    /// and value side by side (`n × 3·hidden`), to which `bias` (`3·hidden`) is added as
+    /// they are read; writes each token's context into `ctx` (`n × hidden`). `scratch`
+    /// holds the keys and scores between calls.
+    fn attention(
+        &self,
+        qkv: &[f32],
+        bias: &[f32],
+        texts: &[Vec<u32>],
+        ctx: &mut [f32],
+        scratch: &mut Scratch,
+    ) {
         self.arch.dispatch(Attention {
             qkv,
+            bias,
             texts,
             ctx,
             hidden: self.shape.hidden,
@@ -440,6 +455,9 @@ struct Scratch {
     scores: Vec<f32>,
 }
 
+/// The widest attention head [`Attention`] takes (MiniLM's are 32 wide; BERT-base's 64).
+const MAX_HEAD: usize = 128;
+
 /// Queries whose scores and context are computed together: each key or value read from
 /// memory serves all of them (and their sums are independent, so the FMAs overlap).
 const QUERIES: usize = 4;
@@ -453,6 +471,8 @@ const QUERIES: usize = 4;
 /// the text's own tokens in the same order wherever the text sits in the group.
 struct Attention<'a> {
     qkv: &'a [f32],
+    /// The queries', keys' and values' biases.
+    bias: &'a [f32],
     texts: &'a [Vec<u32>],
     ctx: &'a mut [f32],
     hidden: usize,
@@ -467,6 +487,7 @@ impl WithSimd for Attention<'_> {
     fn with_simd<S: Simd>(self, simd: S) {
         let Self {
             qkv,
+            bias,
             texts,
             ctx,
             hidden: h,
@@ -491,13 +512,16 @@ impl WithSimd for Attention<'_> {
             for head in 0..heads {
                 let (q0, k0, v0) = (head * d, h + head * d, 2 * h + head * d);
                 let keys = &mut scratch.keys;
+                let key_bias = &bias[k0..k0 + d];
                 for (j, row) in rows.chunks_exact(3 * h).enumerate() {
-                    for (dd, &y) in row[k0..k0 + d].iter().enumerate() {
-                        keys[dd * padded + j] = y;
+                    for (dd, (&y, &b)) in row[k0..k0 + d].iter().zip(key_bias).enumerate() {
+                        keys[dd * padded + j] = y + b;
                     }
                 }
                 let head = Head {
                     rows,
+                    query_bias: &bias[q0..q0 + d],
+                    value_bias: &bias[v0..v0 + d],
                     stride: 3 * h,
                     q0,
                     v0,
@@ -527,6 +551,9 @@ impl WithSimd for Attention<'_> {
 struct Head<'a> {
     /// The text's rows of `qkv`, `stride` apart.
     rows: &'a [f32],
+    /// The head's query and value biases (added as the rows are read).
+    query_bias: &'a [f32],
+    value_bias: &'a [f32],
     stride: usize,
     /// Where the head's query and value start in a row.
     q0: usize,
@@ -555,8 +582,13 @@ impl Head<'_> {
         h: usize,
     ) {
         let (lanes, d, padded) = (S::F32_LANES, self.d, self.padded);
-        let query = |q: usize| &self.rows[(i0 + q) * self.stride + self.q0..][..d];
-        let queries: [&[f32]; Q] = std::array::from_fn(query);
+        let mut queries = [[0f32; MAX_HEAD]; Q];
+        for (q, query) in queries.iter_mut().enumerate() {
+            let row = &self.rows[(i0 + q) * self.stride + self.q0..][..d];
+            for ((x, &y), &b) in query.iter_mut().zip(row).zip(self.query_bias) {
+                *x = y + b;
+            }
+        }
         // Scores, two key vectors at a time.
         let vectors = padded / lanes;
         let mut jv = 0;
@@ -595,7 +627,7 @@ impl Head<'_> {
                 let sum = (0..self.len).fold(0f32, |sum, j| {
                     scores[q * padded + j].mul_add(self.rows[j * self.stride + self.v0 + c], sum)
                 });
-                out[q * h + c] = sum * inv;
+                out[q * h + c] = sum.mul_add(*inv, self.value_bias[c]);
             }
         }
     }
@@ -605,7 +637,7 @@ impl Head<'_> {
     fn scores<S: Simd, const Q: usize, const V: usize>(
         &self,
         simd: S,
-        queries: &[&[f32]; Q],
+        queries: &[[f32; MAX_HEAD]; Q],
         jv: usize,
         scores: &mut [f32],
     ) {
@@ -653,12 +685,14 @@ impl Head<'_> {
                 }
             }
         }
+        // (The softmax weights sum to one, so the value bias adds as it is.)
+        let (bias, _) = S::as_simd_f32s(&self.value_bias[c0..][..V * lanes]);
         for (q, acc) in acc.iter().enumerate() {
             let scale = simd.splat_f32s(inv[q]);
             let dst = &mut out[q * h + c0..][..V * lanes];
             let (dst, _) = S::as_mut_simd_f32s(dst);
-            for (d, &sum) in dst.iter_mut().zip(acc) {
-                *d = simd.mul_f32s(sum, scale);
+            for ((d, &sum), &b) in dst.iter_mut().zip(acc).zip(bias) {
+                *d = simd.mul_add_e_f32s(sum, scale, b);
             }
         }
     }
@@ -726,6 +760,13 @@ fn read_config(path: &Path) -> Result<(Shape, f32), EmbedError> {
         return Err(fail(format!(
             "`hidden_size` {} is not a multiple of `num_attention_heads` {}",
             shape.hidden, shape.heads
+        )));
+    }
+    if shape.hidden / shape.heads > MAX_HEAD {
+        return Err(fail(format!(
+            "attention heads of {} values (`hidden_size` / `num_attention_heads`); this \
+             encoder takes at most {MAX_HEAD}",
+            shape.hidden / shape.heads
         )));
     }
     let eps = config

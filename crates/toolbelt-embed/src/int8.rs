@@ -105,35 +105,42 @@ impl PackedI8 {
         }
     }
 
-    /// `a` (`rows × k`, row-major) times this matrix: `rows × cols` values, row-major.
-    /// Threads as [`crate::kernel::Packed::matmul`].
+    /// `a` (`rows × k`, row-major) times this matrix into `out` (`rows × cols`), every
+    /// value of which it writes. Threads as [`crate::kernel::Packed::matmul`]; on the VNNI
+    /// path when the CPU has it.
     ///
     /// # Panics
-    /// When `a` does not hold `rows × k` values (a bug of the caller).
-    pub(crate) fn matmul(&self, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
-        self.matmul_on(a, rows, threads, vnni())
+    /// When `a` does not hold `rows × k` values or `out` `rows × cols` (a bug of the
+    /// caller).
+    pub(crate) fn matmul_into(&self, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
+        self.matmul_on(a, rows, threads, vnni(), out);
     }
 
-    /// [`PackedI8::matmul`] on the VNNI path or the portable one.
-    fn matmul_on(&self, a: &[f32], rows: usize, threads: Threads, vnni: bool) -> Vec<f32> {
+    /// [`PackedI8::matmul_into`] on the VNNI path or the portable one.
+    fn matmul_on(&self, a: &[f32], rows: usize, threads: Threads, vnni: bool, out: &mut [f32]) {
         assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
-        let mut out = vec![0f32; rows * self.cols];
+        assert_eq!(
+            out.len(),
+            rows * self.cols,
+            "output of {rows} × {}",
+            self.cols
+        );
         if self.k == 0 || self.cols == 0 || rows == 0 {
-            return out;
+            out.fill(0.0);
+            return;
         }
         let threads = match threads {
             Threads::All => rayon::current_num_threads(),
             Threads::This => 1,
         };
         if rows <= PARALLEL_ROWS || threads < 2 {
-            self.product(a, &mut out, vnni);
-            return out;
+            self.product(a, out, vnni);
+            return;
         }
         let per = rows.div_ceil(threads).next_multiple_of(PASS_ROWS);
         out.par_chunks_mut(per * self.cols)
             .zip(a.par_chunks(per * self.k))
             .for_each(|(out, a)| self.product(a, out, vnni));
-        out
     }
 
     /// The product of the rows of `a` into `out`, a tile of rows at a time.
@@ -426,11 +433,17 @@ mod tests {
             let a: Vec<f32> = (0..rows * k).map(|_| next()).collect();
             let w: Vec<f32> = (0..k * cols).map(|_| next()).collect();
             let m = PackedI8::new(&w, k, cols);
-            let portable = m.matmul_on(&a, rows, Threads::This, false);
-            assert_eq!(m.matmul_on(&a, rows, Threads::All, false), portable);
+            let on = |threads, vnni| {
+                // (NaN first: every value must be written.)
+                let mut out = vec![f32::NAN; rows * cols];
+                m.matmul_on(&a, rows, threads, vnni, &mut out);
+                out
+            };
+            let portable = on(Threads::This, false);
+            assert_eq!(on(Threads::All, false), portable);
             if vnni() {
-                assert_eq!(m.matmul_on(&a, rows, Threads::This, true), portable);
-                assert_eq!(m.matmul_on(&a, rows, Threads::All, true), portable);
+                assert_eq!(on(Threads::This, true), portable);
+                assert_eq!(on(Threads::All, true), portable);
             }
             for r in 0..rows {
                 for c in 0..cols {
