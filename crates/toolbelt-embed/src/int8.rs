@@ -238,25 +238,20 @@ fn block(input: &[u32], n: usize, panel: &[i8], sums: &mut [[i32; PANEL]; PASS_R
 fn product_vnni(m: &PackedI8, a: &[f32], out: &mut [f32]) {
     let (k, k4, cols) = (m.k, m.k4, m.cols);
     let rows = a.len() / k;
-    // Each row's bytes (+128, so unsigned), `k4` apart; the padding bytes meet zero weights.
-    let mut bytes = vec![128u8; rows * k4];
-    let mut steps = vec![0f32; rows];
-    for ((row, dst), step) in a
-        .chunks_exact(k)
-        .zip(bytes.chunks_exact_mut(k4))
-        .zip(&mut steps)
-    {
-        *step = quantise_row(row, &mut dst[..k]);
-    }
-    // Each pass's 32-bit groups interleaved (group `q` of its `n` rows side by side), so the
-    // inner loop reads them from one advancing address.
+    // Each pass's rows quantised (+128, so unsigned) and their 32-bit groups interleaved
+    // (group `q` of the pass's `n` rows side by side), so the inner loop reads them from
+    // one advancing address; a row's padding bytes meet zero weights.
     let groups = k4 / 4;
     let mut words = vec![0u32; rows.next_multiple_of(PASS_ROWS) * groups];
-    for (pass, chunk) in bytes.chunks(PASS_ROWS * k4).enumerate() {
-        let n = chunk.len() / k4;
+    let mut steps = vec![0f32; rows];
+    let mut bytes = vec![128u8; k4];
+    for (pass, chunk) in a.chunks(PASS_ROWS * k).enumerate() {
+        let n = chunk.len() / k;
         let dst = &mut words[pass * PASS_ROWS * groups..][..n * groups];
-        for (r, row) in chunk.chunks_exact(k4).enumerate() {
-            for (q, b) in row.as_chunks::<4>().0.iter().enumerate() {
+        let steps = &mut steps[pass * PASS_ROWS..][..n];
+        for ((r, row), step) in chunk.chunks_exact(k).enumerate().zip(steps) {
+            *step = quantise_row(row, &mut bytes[..k]);
+            for (q, b) in bytes.as_chunks::<4>().0.iter().enumerate() {
                 dst[q * n + r] = u32::from_le_bytes(*b);
             }
         }
@@ -319,12 +314,16 @@ fn pass<const R: usize, const P: usize>(
     };
     let (k4, cols) = (m.k4, m.cols);
     let size = k4 * PANEL;
-    let panels: [&[i8]; P] = std::array::from_fn(|p| &m.panels[(p0 + p) * size..][..size]);
-    let mut sums = [[_mm512_setzero_si512(); R]; P];
     let (words, _) = input.as_chunks::<R>();
+    // Each panel's groups of 64 bytes, as many as the input has (so no check in the loop).
+    let panels: [&[[i8; 4 * PANEL]]; P] = std::array::from_fn(|p| {
+        let panel = &m.panels[(p0 + p) * size..][..size];
+        &panel.as_chunks::<{ 4 * PANEL }>().0[..words.len()]
+    });
+    let mut sums = [[_mm512_setzero_si512(); R]; P];
     for (q, words) in words.iter().enumerate() {
         let w: [__m512i; P] = std::array::from_fn(|p| {
-            let group = &panels[p][q * 4 * PANEL..][..4 * PANEL];
+            let group = &panels[p][q];
             // SAFETY: `group` is 64 bytes, the width of the unaligned load.
             unsafe { _mm512_loadu_si512(group.as_ptr().cast::<__m512i>()) }
         });
