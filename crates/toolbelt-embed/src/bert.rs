@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
 use crate::kernel::{Packed, PackedHalf, Threads};
-use crate::ops::{add, add_norm, bias_gelu, exp_shifted, token_groups};
+use crate::ops::{add, add_norm, bias_gelu, softmax_numerators, token_groups};
 
 /// Tokens run through the matrix products at once.
 const TOKEN_BUDGET: usize = 1024;
@@ -601,13 +601,14 @@ impl Head<'_> {
                 jv += 1;
             }
         }
-        // Softmax numerators, and one over their sums.
+        // Softmax numerators, and one over their sums; the padding keys' scores are set to
+        // -∞ first, so whole vectors serve (their numerators, exp(-87), vanish in the sum
+        // and meet no value).
         let mut inv = [0f32; Q];
         for (q, inv) in inv.iter_mut().enumerate() {
-            let row = &mut scores[q * padded..][..self.len];
-            let max = row.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
-            exp_shifted(row, max);
-            *inv = 1.0 / row.iter().sum::<f32>();
+            let row = &mut scores[q * padded..][..padded];
+            row[self.len..].fill(f32::NEG_INFINITY);
+            *inv = 1.0 / softmax_numerators(simd, row);
         }
         // The weighted values, two vectors of the head at a time; the rest (a head
         // narrower than whole vectors) one value at a time.
