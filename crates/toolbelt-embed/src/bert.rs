@@ -479,12 +479,13 @@ const MAX_HEAD: usize = 128;
 const QUERIES: usize = 4;
 
 /// Self-attention in SIMD lanes, per text and head, straight from the rows of `qkv`: the
-/// head's keys are copied once, transposed (`d × len`, padded with zero keys to whole
-/// vectors), so a block of [`QUERIES`] queries gets its scores a vector of keys at a time
-/// (a fused multiply-add per key vector, query and dimension); then each query's
-/// softmax, and its context summed over the value rows in place (a multiply-add per value
-/// vector, query and key), divided by the softmax's sum at the end. Every sum runs over
-/// the text's own tokens in the same order wherever the text sits in the group.
+/// head's keys are copied once with their bias, transposed (`d × len`, padded with zero
+/// keys to whole vectors), so a block of [`QUERIES`] queries gets its scores a vector of
+/// keys at a time (a fused multiply-add per key vector, query and dimension); then each
+/// query's softmax numerators, and its context summed over the value rows in place (a
+/// multiply-add per value vector, query and key), divided by the numerators' sum at the
+/// end, plus the value bias. Every sum runs over the text's own tokens in the same order
+/// wherever the text sits in the group.
 struct Attention<'a> {
     qkv: &'a [f32],
     /// The queries', keys' and values' biases.
