@@ -4,16 +4,21 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
-use pulp::Arch;
+use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
 
 use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
 use crate::kernel::{Packed, PackedHalf, Threads};
-use crate::ops::{add, add_rows, exp_shifted, gelu, layer_norm, token_groups};
+use crate::ops::{add, add_norm, bias_gelu, softmax_numerators, token_groups};
 
 /// Tokens run through the matrix products at once.
 const TOKEN_BUDGET: usize = 1024;
+/// Rows taken through a layer's feed-forward half (after attention) at once: its
+/// activations (a tile's 1,536 intermediate values per row are 384 KiB) stay in the
+/// core's L2 cache between the steps, instead of going out to memory and back for a
+/// group of a thousand tokens.
+const TILE_ROWS: usize = 64;
 
 /// The shape of a BERT model, from its `config.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,11 +63,12 @@ impl Matrix {
         }
     }
 
-    fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
+    /// `a` (`rows × k`) times this matrix into `out` (`rows × cols`, all overwritten).
+    fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
         match self {
-            Self::F32(m) => m.matmul(arch, a, rows, threads),
-            Self::Bf16(m) => m.matmul(arch, a, rows, threads),
-            Self::Int8(m) => m.matmul(a, rows, threads),
+            Self::F32(m) => m.matmul_into(arch, a, rows, threads, out),
+            Self::Bf16(m) => m.matmul_into(arch, a, rows, threads, out),
+            Self::Int8(m) => m.matmul_into(a, rows, threads, out),
         }
     }
 }
@@ -383,23 +389,38 @@ impl BertEncoder {
                 }
             }
         }
-        layer_norm(&mut x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps);
+        add_norm(&mut x, None, None, &self.emb_ln_g, &self.emb_ln_b, self.eps);
+        // One buffer per activation for all the layers (each product overwrites its
+        // output): the hidden states `x`, the queries, keys and values, the attention's
+        // context; and for a tile of rows, the hidden states after attention `a` and the
+        // feed-forward layer's.
+        let tile = n.min(TILE_ROWS);
+        let mut qkv = vec![0f32; n * 3 * h];
+        let mut ctx = vec![0f32; n * h];
+        let mut a = vec![0f32; tile * h];
+        let mut up = vec![0f32; tile * self.shape.intermediate];
+        let mut scratch = Scratch::default();
+        let (arch, eps) = (self.arch, self.eps);
         for layer in &self.layers {
-            let mut qkv = layer.qkv.matmul(self.arch, &x, n, threads);
-            add_rows(&mut qkv, &layer.qkv_b);
-            let ctx = self.attention(&qkv, texts);
-            let mut a = layer.attn_out.matmul(self.arch, &ctx, n, threads);
-            add_rows(&mut a, &layer.attn_out_b);
-            add(&mut a, &x);
-            layer_norm(&mut a, h, &layer.ln1_g, &layer.ln1_b, self.eps);
-            let mut up = layer.up.matmul(self.arch, &a, n, threads);
-            add_rows(&mut up, &layer.up_b);
-            gelu(&mut up);
-            let mut y = layer.down.matmul(self.arch, &up, n, threads);
-            add_rows(&mut y, &layer.down_b);
-            add(&mut y, &a);
-            layer_norm(&mut y, h, &layer.ln2_g, &layer.ln2_b, self.eps);
-            x = y;
+            layer.qkv.matmul(arch, &x, n, threads, &mut qkv);
+            self.attention(&qkv, &layer.qkv_b, texts, &mut ctx, &mut scratch);
+            // The rest of the layer works row by row: a tile at a time, so its activations
+            // stay in the core's cache from one step to the next.
+            for (x, ctx) in x.chunks_mut(tile * h).zip(ctx.chunks(tile * h)) {
+                let rows = x.len() / h;
+                let (a, up) = (
+                    &mut a[..rows * h],
+                    &mut up[..rows * self.shape.intermediate],
+                );
+                layer.attn_out.matmul(arch, ctx, rows, threads, a);
+                let (g, b) = (&layer.ln1_g, &layer.ln1_b);
+                add_norm(a, Some(&layer.attn_out_b), Some(x), g, b, eps);
+                layer.up.matmul(arch, a, rows, threads, up);
+                bias_gelu(up, &layer.up_b);
+                layer.down.matmul(arch, up, rows, threads, x);
+                let (g, b) = (&layer.ln2_g, &layer.ln2_b);
+                add_norm(x, Some(&layer.down_b), Some(a), g, b, eps);
+            }
         }
         let mut out = Vec::with_capacity(texts.len());
         let mut rows = x.chunks_exact(h);
@@ -418,57 +439,280 @@ impl BertEncoder {
     }
 
     /// Multi-head self-attention within each text: `qkv` holds each token's query, key
-    /// and value side by side; the result is each token's context (`n × hidden`). Per
-    /// text and head, the scores and the weighted values are two products of the f32
-    /// kernel (queries × keysᵀ, then probabilities × values).
-    fn attention(&self, qkv: &[f32], texts: &[Vec<u32>]) -> Vec<f32> {
-        let h = self.shape.hidden;
-        let d = h / self.shape.heads;
+    /// and value side by side (`n × 3·hidden`), to which `bias` (`3·hidden`) is added as
+    /// they are read; writes each token's context into `ctx` (`n × hidden`). `scratch`
+    /// holds the keys and scores between calls.
+    fn attention(
+        &self,
+        qkv: &[f32],
+        bias: &[f32],
+        texts: &[Vec<u32>],
+        ctx: &mut [f32],
+        scratch: &mut Scratch,
+    ) {
+        self.arch.dispatch(Attention {
+            qkv,
+            bias,
+            texts,
+            ctx,
+            hidden: self.shape.hidden,
+            heads: self.shape.heads,
+            scratch,
+        });
+    }
+}
+
+/// Buffers of [`Attention`], kept across heads, texts and layers.
+#[derive(Default)]
+struct Scratch {
+    /// One head's keys of one text, transposed: `d × padded length`.
+    keys: Vec<f32>,
+    /// The scores of a block of queries: `QUERIES × padded length`.
+    scores: Vec<f32>,
+}
+
+/// The widest attention head [`Attention`] takes (MiniLM's are 32 wide; BERT-base's 64).
+const MAX_HEAD: usize = 128;
+
+/// Queries whose scores and context are computed together: each key or value read from
+/// memory serves all of them (and their sums are independent, so the FMAs overlap).
+const QUERIES: usize = 4;
+
+/// Self-attention in SIMD lanes, per text and head, straight from the rows of `qkv`: the
+/// head's keys are copied once with their bias, transposed (`d × len`, padded with zero
+/// keys to whole vectors), so a block of [`QUERIES`] queries gets its scores a vector of
+/// keys at a time (a fused multiply-add per key vector, query and dimension); then each
+/// query's softmax numerators, and its context summed over the value rows in place (a
+/// multiply-add per value vector, query and key), divided by the numerators' sum at the
+/// end, plus the value bias. Every sum runs over the text's own tokens in the same order
+/// wherever the text sits in the group.
+struct Attention<'a> {
+    qkv: &'a [f32],
+    /// The queries', keys' and values' biases.
+    bias: &'a [f32],
+    texts: &'a [Vec<u32>],
+    ctx: &'a mut [f32],
+    hidden: usize,
+    heads: usize,
+    scratch: &'a mut Scratch,
+}
+
+impl WithSimd for Attention<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let Self {
+            qkv,
+            bias,
+            texts,
+            ctx,
+            hidden: h,
+            heads,
+            scratch,
+        } = self;
+        let lanes = S::F32_LANES;
+        let d = h / heads;
         let scale = 1.0 / (d as f32).sqrt();
-        let n = qkv.len() / (3 * h);
-        let mut ctx = vec![0f32; n * h];
-        let longest = texts.iter().map(Vec::len).max().unwrap_or(0);
-        let (mut q, mut kt, mut v) = (
-            vec![0f32; longest * d],
-            vec![0f32; d * longest],
-            vec![0f32; longest * d],
-        );
         let mut start = 0;
         for ids in texts {
             let len = ids.len();
             if len == 0 {
                 continue;
             }
+            let padded = len.next_multiple_of(lanes);
             let rows = &qkv[start * 3 * h..(start + len) * 3 * h];
-            for head in 0..self.shape.heads {
+            let ctx = &mut ctx[start * h..(start + len) * h];
+            scratch.keys.clear();
+            scratch.keys.resize(d * padded, 0.0);
+            scratch.scores.resize(QUERIES * padded, 0.0);
+            for head in 0..heads {
                 let (q0, k0, v0) = (head * d, h + head * d, 2 * h + head * d);
-                let (q, kt, v) = (&mut q[..len * d], &mut kt[..d * len], &mut v[..len * d]);
+                let keys = &mut scratch.keys;
+                let key_bias = &bias[k0..k0 + d];
                 for (j, row) in rows.chunks_exact(3 * h).enumerate() {
-                    for (x, &y) in q[j * d..(j + 1) * d].iter_mut().zip(&row[q0..q0 + d]) {
-                        *x = y * scale;
-                    }
-                    for (dd, &y) in row[k0..k0 + d].iter().enumerate() {
-                        kt[dd * len + j] = y;
-                    }
-                    v[j * d..(j + 1) * d].copy_from_slice(&row[v0..v0 + d]);
-                }
-                let mut scores = Packed::new(kt, d, len).matmul(self.arch, q, len, Threads::This);
-                for row in scores.chunks_exact_mut(len) {
-                    let max = row.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
-                    exp_shifted(row, max);
-                    let inv = 1.0 / row.iter().sum::<f32>();
-                    for s in row.iter_mut() {
-                        *s *= inv;
+                    for (dd, (&y, &b)) in row[k0..k0 + d].iter().zip(key_bias).enumerate() {
+                        keys[dd * padded + j] = y + b;
                     }
                 }
-                let out = Packed::new(v, len, d).matmul(self.arch, &scores, len, Threads::This);
-                for (i, row) in out.chunks_exact(d).enumerate() {
-                    ctx[(start + i) * h + q0..][..d].copy_from_slice(row);
+                let head = Head {
+                    rows,
+                    query_bias: &bias[q0..q0 + d],
+                    value_bias: &bias[v0..v0 + d],
+                    stride: 3 * h,
+                    q0,
+                    v0,
+                    d,
+                    len,
+                    padded,
+                    scale,
+                    keys,
+                };
+                for i0 in (0..len).step_by(QUERIES) {
+                    let scores = &mut scratch.scores;
+                    let out = &mut ctx[i0 * h + q0..];
+                    match len - i0 {
+                        1 => head.queries::<S, 1>(simd, i0, scores, out, h),
+                        2 => head.queries::<S, 2>(simd, i0, scores, out, h),
+                        3 => head.queries::<S, 3>(simd, i0, scores, out, h),
+                        _ => head.queries::<S, QUERIES>(simd, i0, scores, out, h),
+                    }
                 }
             }
             start += len;
         }
-        ctx
+    }
+}
+
+/// One head of one text, for [`Attention`].
+struct Head<'a> {
+    /// The text's rows of `qkv`, `stride` apart.
+    rows: &'a [f32],
+    /// The head's query and value biases (added as the rows are read).
+    query_bias: &'a [f32],
+    value_bias: &'a [f32],
+    stride: usize,
+    /// Where the head's query and value start in a row.
+    q0: usize,
+    v0: usize,
+    /// The head's width.
+    d: usize,
+    len: usize,
+    /// `len` rounded up to whole vectors.
+    padded: usize,
+    /// `1/√d`.
+    scale: f32,
+    /// The keys, transposed (`d × padded`).
+    keys: &'a [f32],
+}
+
+impl Head<'_> {
+    /// The context of the `Q` queries from `i0`, into `out` (rows `h` apart, from the
+    /// first query's head); `scores` is scratch of `Q × padded`.
+    #[inline(always)]
+    fn queries<S: Simd, const Q: usize>(
+        &self,
+        simd: S,
+        i0: usize,
+        scores: &mut [f32],
+        out: &mut [f32],
+        h: usize,
+    ) {
+        let (lanes, d, padded) = (S::F32_LANES, self.d, self.padded);
+        let mut queries = [[0f32; MAX_HEAD]; Q];
+        for (q, query) in queries.iter_mut().enumerate() {
+            let row = &self.rows[(i0 + q) * self.stride + self.q0..][..d];
+            for ((x, &y), &b) in query.iter_mut().zip(row).zip(self.query_bias) {
+                *x = y + b;
+            }
+        }
+        // Scores, two key vectors at a time.
+        let vectors = padded / lanes;
+        let mut jv = 0;
+        while jv < vectors {
+            if vectors - jv >= 2 {
+                self.scores::<S, Q, 2>(simd, &queries, jv, scores);
+                jv += 2;
+            } else {
+                self.scores::<S, Q, 1>(simd, &queries, jv, scores);
+                jv += 1;
+            }
+        }
+        // Softmax numerators, and one over their sums; the padding keys' scores are set to
+        // -∞ first, so whole vectors serve (their numerators, exp(-87), vanish in the sum
+        // and meet no value).
+        let mut inv = [0f32; Q];
+        for (q, inv) in inv.iter_mut().enumerate() {
+            let row = &mut scores[q * padded..][..padded];
+            row[self.len..].fill(f32::NEG_INFINITY);
+            *inv = 1.0 / softmax_numerators(simd, row);
+        }
+        // The weighted values, two vectors of the head at a time; the rest (a head
+        // narrower than whole vectors) one value at a time.
+        let whole = d - d % lanes;
+        let mut c0 = 0;
+        while c0 < whole {
+            if whole - c0 >= 2 * lanes {
+                self.values::<S, Q, 2>(simd, c0, scores, &inv, out, h);
+                c0 += 2 * lanes;
+            } else {
+                self.values::<S, Q, 1>(simd, c0, scores, &inv, out, h);
+                c0 += lanes;
+            }
+        }
+        for c in whole..d {
+            for (q, inv) in inv.iter().enumerate() {
+                let sum = (0..self.len).fold(0f32, |sum, j| {
+                    scores[q * padded + j].mul_add(self.rows[j * self.stride + self.v0 + c], sum)
+                });
+                out[q * h + c] = sum.mul_add(*inv, self.value_bias[c]);
+            }
+        }
+    }
+
+    /// The scaled scores of `Q` queries against the `V` key vectors from vector `jv`.
+    #[inline(always)]
+    fn scores<S: Simd, const Q: usize, const V: usize>(
+        &self,
+        simd: S,
+        queries: &[[f32; MAX_HEAD]; Q],
+        jv: usize,
+        scores: &mut [f32],
+    ) {
+        let (lanes, padded) = (S::F32_LANES, self.padded);
+        let mut acc = [[simd.splat_f32s(0.0); V]; Q];
+        for (dd, keys) in self.keys.chunks_exact(padded).enumerate() {
+            let (keys, _) = S::as_simd_f32s(&keys[jv * lanes..(jv + V) * lanes]);
+            for (acc, query) in acc.iter_mut().zip(queries) {
+                let x = simd.splat_f32s(query[dd]);
+                for (sum, &k) in acc.iter_mut().zip(keys) {
+                    *sum = simd.mul_add_e_f32s(x, k, *sum);
+                }
+            }
+        }
+        let scale = simd.splat_f32s(self.scale);
+        for (q, acc) in acc.iter().enumerate() {
+            let dst = &mut scores[q * padded + jv * lanes..][..V * lanes];
+            let (dst, _) = S::as_mut_simd_f32s(dst);
+            for (d, &sum) in dst.iter_mut().zip(acc) {
+                *d = simd.mul_f32s(sum, scale);
+            }
+        }
+    }
+
+    /// Columns `c0 .. c0 + V·lanes` of the head's context for `Q` queries: their values
+    /// weighted by the softmax numerators in `scores`, times `inv`.
+    #[inline(always)]
+    fn values<S: Simd, const Q: usize, const V: usize>(
+        &self,
+        simd: S,
+        c0: usize,
+        scores: &[f32],
+        inv: &[f32; Q],
+        out: &mut [f32],
+        h: usize,
+    ) {
+        let (lanes, padded) = (S::F32_LANES, self.padded);
+        let mut acc = [[simd.splat_f32s(0.0); V]; Q];
+        for (j, row) in self.rows.chunks_exact(self.stride).enumerate() {
+            let (values, _) = S::as_simd_f32s(&row[self.v0 + c0..][..V * lanes]);
+            for (q, acc) in acc.iter_mut().enumerate() {
+                let p = simd.splat_f32s(scores[q * padded + j]);
+                for (sum, &v) in acc.iter_mut().zip(values) {
+                    *sum = simd.mul_add_e_f32s(p, v, *sum);
+                }
+            }
+        }
+        // (The softmax weights sum to one, so the value bias adds as it is.)
+        let (bias, _) = S::as_simd_f32s(&self.value_bias[c0..][..V * lanes]);
+        for (q, acc) in acc.iter().enumerate() {
+            let scale = simd.splat_f32s(inv[q]);
+            let dst = &mut out[q * h + c0..][..V * lanes];
+            let (dst, _) = S::as_mut_simd_f32s(dst);
+            for ((d, &sum), &b) in dst.iter_mut().zip(acc).zip(bias) {
+                *d = simd.mul_add_e_f32s(sum, scale, b);
+            }
+        }
     }
 }
 
@@ -534,6 +778,13 @@ fn read_config(path: &Path) -> Result<(Shape, f32), EmbedError> {
         return Err(fail(format!(
             "`hidden_size` {} is not a multiple of `num_attention_heads` {}",
             shape.hidden, shape.heads
+        )));
+    }
+    if shape.hidden / shape.heads > MAX_HEAD {
+        return Err(fail(format!(
+            "attention heads of {} values (`hidden_size` / `num_attention_heads`); this \
+             encoder takes at most {MAX_HEAD}",
+            shape.hidden / shape.heads
         )));
     }
     let eps = config

@@ -20,12 +20,18 @@ use crate::kernel::Threads;
 
 /// Columns per panel: one 512-bit vector of 32-bit sums.
 const PANEL: usize = 16;
-/// Rows per pass: sixteen sums in flight (of AVX-512's 32 registers).
-const PASS_ROWS: usize = 16;
-/// Rows multiplied by one panel before the next (the panel stays in the core's cache).
-const TILE_ROWS: usize = 64;
-/// Products with more rows than this use every rayon thread.
-const PARALLEL_ROWS: usize = 16;
+/// Rows per pass: twelve, times two panels, is 24 sums in flight (of AVX-512's 32
+/// registers), each weight vector loaded serving twelve rows.
+const PASS_ROWS: usize = 12;
+/// Rows multiplied by one panel before the next (the panel stays in the core's cache):
+/// whole passes.
+const TILE_ROWS: usize = 5 * PASS_ROWS;
+/// Products with more rows than this use every rayon thread. Handing a product to another
+/// thread costs tens of microseconds (waking it), about what half the product of a few
+/// dozen rows takes: on two busy cores, a MiniLM query of 32 tokens measured 1.2–1.5 ms on
+/// one thread against 1.45–1.5 ms on two, one of 64 tokens 2.35–2.8 ms on two against
+/// 2.6–3.0 ms on one.
+const PARALLEL_ROWS: usize = 32;
 
 /// A weight matrix quantised to 8 bits per column, in panels of 16 columns; each panel
 /// holds, for every four consecutive rows `4q .. 4q + 3`, the 16 columns' four bytes side
@@ -103,35 +109,43 @@ impl PackedI8 {
         }
     }
 
-    /// `a` (`rows × k`, row-major) times this matrix: `rows × cols` values, row-major.
-    /// Threads as [`crate::kernel::Packed::matmul`].
+    /// `a` (`rows × k`, row-major) times this matrix into `out` (`rows × cols`), every
+    /// value of which it writes. Threads as [`crate::kernel::Packed::matmul`]; on the VNNI
+    /// path when the CPU has it.
     ///
     /// # Panics
-    /// When `a` does not hold `rows × k` values (a bug of the caller).
-    pub(crate) fn matmul(&self, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
-        self.matmul_on(a, rows, threads, vnni())
+    /// When `a` does not hold `rows × k` values or `out` `rows × cols` (a bug of the
+    /// caller).
+    pub(crate) fn matmul_into(&self, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
+        self.matmul_on(a, rows, threads, vnni(), out);
     }
 
-    /// [`PackedI8::matmul`] on the VNNI path or the portable one.
-    fn matmul_on(&self, a: &[f32], rows: usize, threads: Threads, vnni: bool) -> Vec<f32> {
+    /// [`PackedI8::matmul_into`] on the VNNI path or the portable one.
+    fn matmul_on(&self, a: &[f32], rows: usize, threads: Threads, vnni: bool, out: &mut [f32]) {
         assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
-        let mut out = vec![0f32; rows * self.cols];
+        assert_eq!(
+            out.len(),
+            rows * self.cols,
+            "output of {rows} × {}",
+            self.cols
+        );
         if self.k == 0 || self.cols == 0 || rows == 0 {
-            return out;
+            out.fill(0.0);
+            return;
         }
         let threads = match threads {
             Threads::All => rayon::current_num_threads(),
             Threads::This => 1,
         };
         if rows <= PARALLEL_ROWS || threads < 2 {
-            self.product(a, &mut out, vnni);
-            return out;
+            self.product(a, out, vnni);
+            return;
         }
-        let per = rows.div_ceil(threads).next_multiple_of(PASS_ROWS);
+        // (Any split gives the same bits: the sums are exact.)
+        let per = rows.div_ceil(threads);
         out.par_chunks_mut(per * self.cols)
             .zip(a.par_chunks(per * self.k))
             .for_each(|(out, a)| self.product(a, out, vnni));
-        out
     }
 
     /// The product of the rows of `a` into `out`, a tile of rows at a time.
@@ -218,48 +232,116 @@ fn block(input: &[u32], n: usize, panel: &[i8], sums: &mut [[i32; PANEL]; PASS_R
 }
 
 /// [`PackedI8::product`] with AVX-512: each row quantised in vectors, the sums of a pass
-/// of rows kept in registers over a panel, and turned back into f32 there.
+/// of rows kept in registers over one, two or four panels, and turned back into f32 there.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 fn product_vnni(m: &PackedI8, a: &[f32], out: &mut [f32]) {
-    use std::arch::x86_64::{
-        __m512i, _mm512_cvtepi32_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_mul_ps,
-        _mm512_set1_epi32, _mm512_set1_ps, _mm512_storeu_ps, _mm512_sub_epi32,
-    };
     let (k, k4, cols) = (m.k, m.k4, m.cols);
     let rows = a.len() / k;
-    // Each row's bytes (+128, so unsigned), `k4` apart; the padding bytes meet zero weights.
-    let mut bytes = vec![128u8; rows * k4];
-    let mut steps = vec![0f32; rows];
-    for ((row, dst), step) in a
-        .chunks_exact(k)
-        .zip(bytes.chunks_exact_mut(k4))
-        .zip(&mut steps)
-    {
-        *step = quantise_row(row, &mut dst[..k]);
-    }
-    // Each pass's 32-bit groups interleaved (group `q` of its `n` rows side by side), so the
-    // inner loop reads them from one advancing address.
+    // Each pass's rows quantised (+128, so unsigned) and their 32-bit groups interleaved
+    // (group `q` of the pass's `n` rows side by side), so the inner loop reads them from
+    // one advancing address; a row's padding bytes meet zero weights.
     let groups = k4 / 4;
     let mut words = vec![0u32; rows.next_multiple_of(PASS_ROWS) * groups];
-    for (pass, chunk) in bytes.chunks(PASS_ROWS * k4).enumerate() {
-        let n = chunk.len() / k4;
+    let mut steps = vec![0f32; rows];
+    let mut bytes = vec![128u8; k4];
+    for (pass, chunk) in a.chunks(PASS_ROWS * k).enumerate() {
+        let n = chunk.len() / k;
         let dst = &mut words[pass * PASS_ROWS * groups..][..n * groups];
-        for (r, row) in chunk.chunks_exact(k4).enumerate() {
-            for (q, b) in row.as_chunks::<4>().0.iter().enumerate() {
+        let steps = &mut steps[pass * PASS_ROWS..][..n];
+        for ((r, row), step) in chunk.chunks_exact(k).enumerate().zip(steps) {
+            *step = quantise_row(row, &mut bytes[..k]);
+            for (q, b) in bytes.as_chunks::<4>().0.iter().enumerate() {
                 dst[q * n + r] = u32::from_le_bytes(*b);
             }
         }
     }
-    // Per panel: 128 × each column's weight sum, and each column's step.
-    let (mut comp, mut scale) = ([0i32; PANEL], [0f32; PANEL]);
-    let mut sums = [0f32; PANEL];
-    for (p, panel) in m.panels.chunks_exact(k4 * PANEL).enumerate() {
-        let c0 = p * PANEL;
+    // `P` panels side by side against a pass of `R` rows: `P·R` sums in flight, so a pass
+    // of few rows still keeps the multiply-adds overlapping (sixteen or more sums for
+    // eight rows or fewer), and with more rows each broadcast input word serves two
+    // panels.
+    let panels = m.panels.len() / (k4 * PANEL).max(1);
+    let wide = if rows <= 4 { 4 } else { 2 };
+    let mut p0 = 0;
+    while p0 < panels {
+        let width = if panels - p0 >= wide {
+            wide
+        } else if panels - p0 >= 2 {
+            2
+        } else {
+            1
+        };
+        let mut r0 = 0;
+        while r0 < rows {
+            let n = (rows - r0).min(PASS_ROWS);
+            let input = &words[r0 * groups..][..n * groups];
+            let out = &mut out[r0 * cols..];
+            let steps = &steps[r0..r0 + n];
+            macro_rules! run {
+                ($p:literal; $($r:literal)*) => {
+                    match n {
+                        $($r => pass::<$r, $p>(m, p0, input, steps, out),)*
+                        _ => unreachable!("a pass of {n} rows against {} panels", $p),
+                    }
+                };
+            }
+            match width {
+                4 => run!(4; 1 2 3 4),
+                2 => run!(2; 1 2 3 4 5 6 7 8 9 10 11 12),
+                _ => run!(1; 1 2 3 4 5 6 7 8 9 10 11 12),
+            }
+            r0 += n;
+        }
+        p0 += width;
+    }
+}
+
+/// Panels `p0 .. p0 + P` of `m` against `R` rows (`input`: each group's `R` words side by
+/// side; `steps`: the rows' steps), written into the rows of `out` (`cols` apart).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+fn pass<const R: usize, const P: usize>(
+    m: &PackedI8,
+    p0: usize,
+    input: &[u32],
+    steps: &[f32],
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::{
+        __m512i, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_loadu_ps, _mm512_loadu_si512,
+        _mm512_mask_storeu_ps, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps,
+        _mm512_setzero_si512, _mm512_storeu_ps, _mm512_sub_epi32,
+    };
+    let (k4, cols) = (m.k4, m.cols);
+    let size = k4 * PANEL;
+    let (words, _) = input.as_chunks::<R>();
+    // Each panel's groups of 64 bytes, as many as the input has (so no check in the loop).
+    let panels: [&[[i8; 4 * PANEL]]; P] = std::array::from_fn(|p| {
+        let panel = &m.panels[(p0 + p) * size..][..size];
+        &panel.as_chunks::<{ 4 * PANEL }>().0[..words.len()]
+    });
+    let mut sums = [[_mm512_setzero_si512(); R]; P];
+    for (q, words) in words.iter().enumerate() {
+        let w: [__m512i; P] = std::array::from_fn(|p| {
+            let group = &panels[p][q];
+            // SAFETY: `group` is 64 bytes, the width of the unaligned load.
+            unsafe { _mm512_loadu_si512(group.as_ptr().cast::<__m512i>()) }
+        });
+        for (r, &word) in words.iter().enumerate() {
+            let x = _mm512_set1_epi32(word as i32);
+            for (sums, &w) in sums.iter_mut().zip(&w) {
+                sums[r] = _mm512_dpbusd_epi32(sums[r], x, w);
+            }
+        }
+    }
+    for (p, sums) in sums.iter().enumerate() {
+        let c0 = (p0 + p) * PANEL;
         let width = PANEL.min(cols - c0);
-        for c in 0..PANEL {
+        // 128 × each column's weight sum (the input bytes' offset), and each column's step.
+        let (mut comp, mut scale) = ([0i32; PANEL], [0f32; PANEL]);
+        for c in 0..width {
             comp[c] = 128 * m.sums[c0 + c];
-            scale[c] = m.scale.get(c0 + c).copied().unwrap_or(0.0);
+            scale[c] = m.scale[c0 + c];
         }
         // SAFETY: `comp` and `scale` are 16 values, 64 bytes, the width of the loads.
         let (comp, scale) = unsafe {
@@ -268,53 +350,21 @@ fn product_vnni(m: &PackedI8, a: &[f32], out: &mut [f32]) {
                 _mm512_loadu_ps(scale.as_ptr()),
             )
         };
-        let mut r0 = 0;
-        while r0 < rows {
-            let n = (rows - r0).min(PASS_ROWS);
-            let input = &words[r0 * groups..][..n * groups];
-            let mut acc = [_mm512_set1_epi32(0); PASS_ROWS];
-            macro_rules! rows {
-                ($($r:literal)*) => {
-                    match n {
-                        $($r => pass::<$r>(input, panel, &mut acc),)*
-                        _ => pass::<PASS_ROWS>(input, panel, &mut acc),
-                    }
-                };
+        for (r, (&sum, &step)) in sums.iter().zip(steps).enumerate() {
+            let v = _mm512_mul_ps(
+                _mm512_cvtepi32_ps(_mm512_sub_epi32(sum, comp)),
+                _mm512_mul_ps(scale, _mm512_set1_ps(step)),
+            );
+            let dst = &mut out[r * cols + c0..][..width];
+            if width == PANEL {
+                // SAFETY: `dst` is 16 f32s, 64 bytes, the width of the store.
+                unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), v) };
+            } else {
+                // SAFETY: the mask keeps the store to `dst`'s `width` values.
+                unsafe { _mm512_mask_storeu_ps(dst.as_mut_ptr(), (1u16 << width) - 1, v) };
             }
-            rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
-            for (r, &acc) in acc[..n].iter().enumerate() {
-                let v = _mm512_mul_ps(
-                    _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, comp)),
-                    _mm512_mul_ps(scale, _mm512_set1_ps(steps[r0 + r])),
-                );
-                // SAFETY: `sums` is 16 f32s, 64 bytes, the width of the store.
-                unsafe { _mm512_storeu_ps(sums.as_mut_ptr(), v) };
-                out[(r0 + r) * cols + c0..][..width].copy_from_slice(&sums[..width]);
-            }
-            r0 += n;
         }
     }
-}
-
-/// The sums of `R` rows (`input`: each group's `R` words side by side) against one panel,
-/// into `acc[..R]`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-fn pass<const R: usize>(
-    input: &[u32],
-    panel: &[i8],
-    acc: &mut [std::arch::x86_64::__m512i; PASS_ROWS],
-) {
-    use std::arch::x86_64::{__m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_set1_epi32};
-    let mut sums = [acc[0]; R];
-    for (group, words) in panel.chunks_exact(4 * PANEL).zip(input.as_chunks::<R>().0) {
-        // SAFETY: `group` is 64 bytes (`chunks_exact`), the width of the unaligned load.
-        let w = unsafe { _mm512_loadu_si512(group.as_ptr().cast::<__m512i>()) };
-        for (sum, &word) in sums.iter_mut().zip(words) {
-            *sum = _mm512_dpbusd_epi32(*sum, _mm512_set1_epi32(word as i32), w);
-        }
-    }
-    acc[..R].copy_from_slice(&sums);
 }
 
 /// Quantises `row` into `dst` (+128) with AVX-512; returns the step. Rounds half to even,
@@ -387,11 +437,17 @@ mod tests {
             let a: Vec<f32> = (0..rows * k).map(|_| next()).collect();
             let w: Vec<f32> = (0..k * cols).map(|_| next()).collect();
             let m = PackedI8::new(&w, k, cols);
-            let portable = m.matmul_on(&a, rows, Threads::This, false);
-            assert_eq!(m.matmul_on(&a, rows, Threads::All, false), portable);
+            let on = |threads, vnni| {
+                // (NaN first: every value must be written.)
+                let mut out = vec![f32::NAN; rows * cols];
+                m.matmul_on(&a, rows, threads, vnni, &mut out);
+                out
+            };
+            let portable = on(Threads::This, false);
+            assert_eq!(on(Threads::All, false), portable);
             if vnni() {
-                assert_eq!(m.matmul_on(&a, rows, Threads::This, true), portable);
-                assert_eq!(m.matmul_on(&a, rows, Threads::All, true), portable);
+                assert_eq!(on(Threads::This, true), portable);
+                assert_eq!(on(Threads::All, true), portable);
             }
             for r in 0..rows {
                 for c in 0..cols {

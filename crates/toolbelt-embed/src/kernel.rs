@@ -83,7 +83,24 @@ impl Packed {
     /// # Panics
     /// When `a` does not hold `rows × k` values (a bug of the caller).
     pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
-        matmul(self, arch, a, rows, threads)
+        let mut out = vec![0f32; rows * self.cols];
+        matmul(self, arch, a, rows, threads, &mut out);
+        out
+    }
+
+    /// [`Packed::matmul`] into `out` (`rows × cols`), every value of which it writes.
+    ///
+    /// # Panics
+    /// When `a` does not hold `rows × k` values or `out` `rows × cols` (a bug of the caller).
+    pub(crate) fn matmul_into(
+        &self,
+        arch: Arch,
+        a: &[f32],
+        rows: usize,
+        threads: Threads,
+        out: &mut [f32],
+    ) {
+        matmul(self, arch, a, rows, threads, out);
     }
 }
 
@@ -112,28 +129,28 @@ trait Panels: Sync {
     fn plain(&self, a: &[f32], out: &mut [f32]);
 }
 
-/// `a` (`rows × k`, row-major) times `w`: `rows × cols` values, row-major. With
+/// `a` (`rows × k`, row-major) times `w` into `out`: `rows × cols` values, row-major. With
 /// [`Threads::All`], products of more than [`PARALLEL_ROWS`] rows are split by rows over
 /// rayon's threads; with [`Threads::This`] the product stays on the calling thread.
 ///
 /// # Panics
-/// When `a` does not hold `rows × k` values (a bug of the caller).
-fn matmul<W: Panels>(w: &W, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
+/// When `a` does not hold `rows × k` values or `out` `rows × cols` (a bug of the caller).
+fn matmul<W: Panels>(w: &W, arch: Arch, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
     let (k, cols) = w.shape();
     assert_eq!(a.len(), rows * k, "input of {rows} × {k}");
-    let mut out = vec![0f32; rows * cols];
+    assert_eq!(out.len(), rows * cols, "output of {rows} × {cols}");
+    if k == 0 {
+        // Nothing to sum.
+        out.fill(0.0);
+        return;
+    }
     let threads = match threads {
         Threads::All => rayon::current_num_threads(),
         Threads::This => 1,
     };
     if rows <= PARALLEL_ROWS || threads < 2 || k == 0 || cols == 0 {
-        arch.dispatch(Product {
-            w,
-            a,
-            rows,
-            out: &mut out,
-        });
-        return out;
+        arch.dispatch(Product { w, a, rows, out });
+        return;
     }
     let per = rows.div_ceil(threads).next_multiple_of(WIDE_ROWS);
     out.par_chunks_mut(per * cols)
@@ -146,7 +163,6 @@ fn matmul<W: Panels>(w: &W, arch: Arch, a: &[f32], rows: usize, threads: Threads
                 out,
             });
         });
-    out
 }
 
 /// Where a product runs.
@@ -372,12 +388,20 @@ impl PackedHalf {
         Self { k, cols, panels }
     }
 
-    /// `a` (`rows × k`, row-major) times this matrix, as [`Packed::matmul`].
+    /// `a` (`rows × k`, row-major) times this matrix into `out` (`rows × cols`), every
+    /// value of which it writes; threads as [`Packed::matmul`].
     ///
     /// # Panics
-    /// When `a` does not hold `rows × k` values (a bug of the caller).
-    pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
-        matmul(self, arch, a, rows, threads)
+    /// As [`Packed::matmul_into`].
+    pub(crate) fn matmul_into(
+        &self,
+        arch: Arch,
+        a: &[f32],
+        rows: usize,
+        threads: Threads,
+        out: &mut [f32],
+    ) {
+        matmul(self, arch, a, rows, threads, out);
     }
 }
 
@@ -540,10 +564,13 @@ mod tests {
             // The bfloat16 matrix: every path the same bits, and the textbook product of
             // the rounded weights.
             let half = PackedHalf::new(&w, k, cols);
-            let mut halves = vec![
-                half.matmul(Arch::new(), &a, rows, Threads::All),
-                half.matmul(Arch::new(), &a, rows, Threads::This),
-            ];
+            let half_matmul = |threads| {
+                // (NaN first: every value must be written.)
+                let mut out = vec![f32::NAN; rows * cols];
+                half.matmul_into(Arch::new(), &a, rows, threads, &mut out);
+                out
+            };
+            let mut halves = vec![half_matmul(Threads::All), half_matmul(Threads::This)];
             let half_product = |simd: &dyn Fn(Product<'_, PackedHalf>)| {
                 let mut out = vec![0f32; rows * cols];
                 simd(Product {

@@ -43,6 +43,95 @@ pub(crate) fn layer_norm(x: &mut [f32], width: usize, gamma: &[f32], beta: &[f32
     }
 }
 
+/// Each row of `x` (rows of `gamma.len()` values) plus `bias` and the same row of
+/// `residual` (when given), normalised to mean 0 and variance 1, then scaled by `gamma` and
+/// shifted by `beta`: a linear layer's bias, the residual sum and the layer norm after it
+/// in one pass over the activations, in SIMD lanes as `pulp` finds them. The mean and the
+/// variance are two passes over the row (as [`layer_norm`]), each summed in lanes.
+pub(crate) fn add_norm(
+    x: &mut [f32],
+    bias: Option<&[f32]>,
+    residual: Option<&[f32]>,
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+) {
+    pulp::Arch::new().dispatch(AddNorm {
+        x,
+        bias,
+        residual,
+        gamma,
+        beta,
+        eps,
+    });
+}
+
+struct AddNorm<'a> {
+    x: &'a mut [f32],
+    bias: Option<&'a [f32]>,
+    residual: Option<&'a [f32]>,
+    gamma: &'a [f32],
+    beta: &'a [f32],
+    eps: f32,
+}
+
+impl pulp::WithSimd for AddNorm<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        let width = self.gamma.len();
+        if width == 0 {
+            return;
+        }
+        let inv_width = 1.0 / width as f32;
+        let (bias, bias_tail) = self.bias.map_or((&[][..], &[][..]), S::as_simd_f32s);
+        let (gamma, gamma_tail) = S::as_simd_f32s(self.gamma);
+        let (beta, beta_tail) = S::as_simd_f32s(self.beta);
+        for (r, row) in self.x.chunks_exact_mut(width).enumerate() {
+            let (residual, residual_tail) = self.residual.map_or((&[][..], &[][..]), |y| {
+                S::as_simd_f32s(&y[r * width..(r + 1) * width])
+            });
+            let (head, tail) = S::as_mut_simd_f32s(row);
+            // The row takes its bias and residual; their sum.
+            let mut sum = simd.splat_f32s(0.0);
+            for (i, v) in head.iter_mut().enumerate() {
+                if let Some(&b) = bias.get(i) {
+                    *v = simd.add_f32s(*v, b);
+                }
+                if let Some(&y) = residual.get(i) {
+                    *v = simd.add_f32s(*v, y);
+                }
+                sum = simd.add_f32s(sum, *v);
+            }
+            let mut tail_sum = 0f32;
+            for (i, v) in tail.iter_mut().enumerate() {
+                *v += bias_tail.get(i).copied().unwrap_or(0.0);
+                *v += residual_tail.get(i).copied().unwrap_or(0.0);
+                tail_sum += *v;
+            }
+            let mean = (simd.reduce_sum_f32s(sum) + tail_sum) * inv_width;
+            let lanes_mean = simd.splat_f32s(mean);
+            let mut squares = simd.splat_f32s(0.0);
+            for &v in head.iter() {
+                let dev = simd.sub_f32s(v, lanes_mean);
+                squares = simd.mul_add_e_f32s(dev, dev, squares);
+            }
+            let tail_squares: f32 = tail.iter().map(|v| (v - mean) * (v - mean)).sum();
+            let var = (simd.reduce_sum_f32s(squares) + tail_squares) * inv_width;
+            let inv = 1.0 / (var + self.eps).sqrt();
+            let lanes_inv = simd.splat_f32s(inv);
+            for ((v, &g), &b) in head.iter_mut().zip(gamma).zip(beta) {
+                let scaled = simd.mul_f32s(simd.sub_f32s(*v, lanes_mean), lanes_inv);
+                *v = simd.mul_add_e_f32s(scaled, g, b);
+            }
+            for ((v, g), b) in tail.iter_mut().zip(gamma_tail).zip(beta_tail) {
+                *v = ((*v - mean) * inv).mul_add(*g, *b);
+            }
+        }
+    }
+}
+
 /// Adds `bias` to each row.
 pub(crate) fn add_rows(x: &mut [f32], bias: &[f32]) {
     for row in x.chunks_exact_mut(bias.len()) {
@@ -85,42 +174,69 @@ const ERF: [f32; 17] = [
 /// `t` for `|x|`: `erf(|x|/√2)` is the polynomial at `min(|x|/(2√2), 2) − 1`.
 const T_SCALE: f32 = std::f32::consts::FRAC_1_SQRT_2 / 2.0;
 
-/// GELU as BERT defines it, `x·Φ(x) = ½·(x + |x|·erf(|x|/√2))`, in place, within
+/// GELU as BERT defines it, `x·Φ(x) = ½·(x + |x|·erf(|x|/√2))`, of each row of `x` plus
+/// `bias` (a linear layer's bias and its activation in one pass), in place, within
 /// 10⁻⁶·(1 + |x|) of the exact function (SIMD lanes as `pulp` finds them).
-pub(crate) fn gelu(x: &mut [f32]) {
-    pulp::Arch::new().dispatch(Gelu(x));
+pub(crate) fn bias_gelu(x: &mut [f32], bias: &[f32]) {
+    pulp::Arch::new().dispatch(BiasGelu { x, bias });
 }
 
-struct Gelu<'a>(&'a mut [f32]);
+struct BiasGelu<'a> {
+    x: &'a mut [f32],
+    bias: &'a [f32],
+}
 
-impl pulp::WithSimd for Gelu<'_> {
+impl pulp::WithSimd for BiasGelu<'_> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, simd: S) {
-        let (head, tail) = S::as_mut_simd_f32s(self.0);
-        let (half, one, two) = (
-            simd.splat_f32s(0.5),
-            simd.splat_f32s(1.0),
-            simd.splat_f32s(2.0),
-        );
-        let scale = simd.splat_f32s(T_SCALE);
-        for v in head {
-            let a = simd.abs_f32s(*v);
-            let t = simd.sub_f32s(simd.min_f32s(simd.mul_f32s(a, scale), two), one);
-            let mut e = simd.splat_f32s(ERF[16]);
-            for &c in ERF[..16].iter().rev() {
-                e = simd.mul_add_e_f32s(e, t, simd.splat_f32s(c));
-            }
-            *v = simd.mul_f32s(half, simd.mul_add_e_f32s(a, e, *v));
+        let width = self.bias.len();
+        if width == 0 {
+            return;
         }
-        for v in tail {
-            *v = gelu_one(*v);
+        let (bias, bias_tail) = S::as_simd_f32s(self.bias);
+        let (bias4, bias_rest) = bias.as_chunks::<4>();
+        for row in self.x.chunks_exact_mut(width) {
+            let (head, tail) = S::as_mut_simd_f32s(row);
+            // Four vectors at a time: their polynomials' chains of dependent multiply-adds
+            // interleaved (one alone waits on each step's latency).
+            let (head4, rest) = head.as_chunks_mut::<4>();
+            for (v, b) in head4.iter_mut().zip(bias4) {
+                *v = gelu_lanes(simd, std::array::from_fn(|i| simd.add_f32s(v[i], b[i])));
+            }
+            for (v, &b) in rest.iter_mut().zip(bias_rest) {
+                *v = gelu_lanes(simd, [simd.add_f32s(*v, b)])[0];
+            }
+            for (v, &b) in tail.iter_mut().zip(bias_tail) {
+                *v = gelu_one(*v + b);
+            }
         }
     }
 }
 
-/// [`gelu`] of one value.
+/// [`bias_gelu`]'s function of `N` vectors, computed side by side.
+#[inline(always)]
+fn gelu_lanes<S: pulp::Simd, const N: usize>(simd: S, v: [S::f32s; N]) -> [S::f32s; N] {
+    let (half, one, two) = (
+        simd.splat_f32s(0.5),
+        simd.splat_f32s(1.0),
+        simd.splat_f32s(2.0),
+    );
+    let scale = simd.splat_f32s(T_SCALE);
+    let a = v.map(|v| simd.abs_f32s(v));
+    let t = a.map(|a| simd.sub_f32s(simd.min_f32s(simd.mul_f32s(a, scale), two), one));
+    let mut e = [simd.splat_f32s(ERF[16]); N];
+    for &c in ERF[..16].iter().rev() {
+        let c = simd.splat_f32s(c);
+        for (e, &t) in e.iter_mut().zip(&t) {
+            *e = simd.mul_add_e_f32s(*e, t, c);
+        }
+    }
+    std::array::from_fn(|i| simd.mul_f32s(half, simd.mul_add_e_f32s(a[i], e[i], v[i])))
+}
+
+/// [`bias_gelu`]'s function of one value.
 fn gelu_one(x: f32) -> f32 {
     let a = x.abs();
     let t = (a * T_SCALE).min(2.0) - 1.0;
@@ -140,7 +256,7 @@ mod tests {
         let mut xs: Vec<f32> = (-12_000..=12_000).map(|i| i as f32 / 1000.0).collect();
         xs.extend([0.0, -0.0, 1e-30, -1e-30, 50.0, -50.0, 3e5, -3e5]);
         let mut got = xs.clone();
-        gelu(&mut got);
+        bias_gelu(&mut got, &vec![0.0; xs.len()]);
         for (&x, &g) in xs.iter().zip(&got) {
             let x64 = f64::from(x);
             let want = 0.5 * x64 * (1.0 + libm::erf(x64 / std::f64::consts::SQRT_2));
@@ -168,17 +284,46 @@ const LN2_LO: f32 = 1.428_606_8e-6;
 /// `exp(x)` below this is taken at this (`exp(-87)` ≈ 1.6·10⁻³⁸, the smallest normal scale).
 const EXP_FLOOR: f32 = -87.0;
 
-/// `exp(x − shift)` in place, for `x ≤ shift` (a softmax row less its largest value), within
-/// 2·10⁻⁷ relative (SIMD lanes as `pulp` finds them): `x − shift = n·ln 2 + r` with `n` an
-/// integer and `|r| ≤ ln 2 / 2`, `exp(r)` a degree-6 Taylor polynomial, `2ⁿ` written into
-/// the exponent bits.
-pub(crate) fn exp_shifted(x: &mut [f32], shift: f32) {
-    pulp::Arch::new().dispatch(Exp { x, shift });
-}
-
-struct Exp<'a> {
-    x: &'a mut [f32],
-    shift: f32,
+/// A softmax row's numerators in place, `exp(x − max x)` for each value of `x`, within
+/// 2·10⁻⁷ relative; returns their sum. In `simd`'s lanes (the caller has dispatched):
+/// the largest value and the sum in vectors, and four vectors' exponentials side by side
+/// (one alone waits on each step's latency). `x − max = n·ln 2 + r` with `n` an integer
+/// and `|r| ≤ ln 2 / 2`, `exp(r)` a degree-6 Taylor polynomial, `2ⁿ` written into the
+/// exponent bits; below `exp(-87)` the value is `exp(-87)`. The values past the last
+/// whole vector go one at a time, by the same steps.
+#[inline(always)]
+pub(crate) fn softmax_numerators<S: pulp::Simd>(simd: S, x: &mut [f32]) -> f32 {
+    let (head, tail) = S::as_mut_simd_f32s(x);
+    let mut lanes_max = simd.splat_f32s(f32::NEG_INFINITY);
+    for &v in head.iter() {
+        lanes_max = simd.max_f32s(lanes_max, v);
+    }
+    let max = tail
+        .iter()
+        .fold(simd.reduce_max_f32s(lanes_max), |m, &v| m.max(v));
+    let shift = simd.splat_f32s(max);
+    let mut sums = [simd.splat_f32s(0.0); 4];
+    let (head4, rest) = head.as_chunks_mut::<4>();
+    for v in head4 {
+        *v = exp_lanes(simd, v.map(|v| simd.sub_f32s(v, shift)));
+        for (sum, &v) in sums.iter_mut().zip(v.iter()) {
+            *sum = simd.add_f32s(*sum, v);
+        }
+    }
+    for v in rest {
+        *v = exp_lanes(simd, [simd.sub_f32s(*v, shift)])[0];
+        sums[0] = simd.add_f32s(sums[0], *v);
+    }
+    let sum = simd.add_f32s(
+        simd.add_f32s(sums[0], sums[1]),
+        simd.add_f32s(sums[2], sums[3]),
+    );
+    let mut tail_sum = 0f32;
+    for v in tail {
+        *v = exp_one(*v - max);
+        tail_sum += *v;
+    }
+    simd.reduce_sum_f32s(sum) + tail_sum
 }
 
 /// exp(r) for |r| ≤ ln 2 / 2: 1/k! from k = 6 down to 0.
@@ -192,47 +337,44 @@ const EXP_TAYLOR: [f32; 7] = [
     1.0,
 ];
 
-impl pulp::WithSimd for Exp<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, simd: S) {
-        let (head, tail) = S::as_mut_simd_f32s(self.x);
-        let shift = simd.splat_f32s(self.shift);
-        let (floor, log2e) = (
-            simd.splat_f32s(EXP_FLOOR),
-            simd.splat_f32s(std::f32::consts::LOG2_E),
-        );
-        let (rounder, hi, lo) = (
-            simd.splat_f32s(ROUNDER),
-            simd.splat_f32s(LN2_HI),
-            simd.splat_f32s(LN2_LO),
-        );
-        let (bias, shift23) = (
-            simd.splat_u32s(127u32.wrapping_sub(ROUNDER_BITS)),
-            simd.splat_u32s(23),
-        );
-        for v in head {
-            let x = simd.max_f32s(simd.sub_f32s(*v, shift), floor);
-            let m = simd.mul_add_e_f32s(x, log2e, rounder);
-            let n = simd.sub_f32s(m, rounder);
-            let r = simd.negate_mul_add_e_f32s(n, hi, x);
-            let r = simd.negate_mul_add_e_f32s(n, lo, r);
-            let mut p = simd.splat_f32s(EXP_TAYLOR[0]);
-            for &c in &EXP_TAYLOR[1..] {
-                p = simd.mul_add_e_f32s(p, r, simd.splat_f32s(c));
-            }
-            let bits = simd.add_u32s(simd.transmute_u32s_f32s(m), bias);
-            let scale = simd.transmute_f32s_u32s(simd.wrapping_dyn_shl_u32s(bits, shift23));
-            *v = simd.mul_f32s(p, scale);
-        }
-        for v in tail {
-            *v = exp_one(*v - self.shift);
+/// `exp` of `N` vectors of values ≤ 0, side by side ([`softmax_numerators`]' steps).
+#[inline(always)]
+fn exp_lanes<S: pulp::Simd, const N: usize>(simd: S, x: [S::f32s; N]) -> [S::f32s; N] {
+    let (floor, log2e) = (
+        simd.splat_f32s(EXP_FLOOR),
+        simd.splat_f32s(std::f32::consts::LOG2_E),
+    );
+    let (rounder, hi, lo) = (
+        simd.splat_f32s(ROUNDER),
+        simd.splat_f32s(LN2_HI),
+        simd.splat_f32s(LN2_LO),
+    );
+    let (bias, shift23) = (
+        simd.splat_u32s(127u32.wrapping_sub(ROUNDER_BITS)),
+        simd.splat_u32s(23),
+    );
+    let x = x.map(|x| simd.max_f32s(x, floor));
+    let m = x.map(|x| simd.mul_add_e_f32s(x, log2e, rounder));
+    let r: [S::f32s; N] = std::array::from_fn(|i| {
+        let n = simd.sub_f32s(m[i], rounder);
+        let r = simd.negate_mul_add_e_f32s(n, hi, x[i]);
+        simd.negate_mul_add_e_f32s(n, lo, r)
+    });
+    let mut p = [simd.splat_f32s(EXP_TAYLOR[0]); N];
+    for &c in &EXP_TAYLOR[1..] {
+        let c = simd.splat_f32s(c);
+        for (p, &r) in p.iter_mut().zip(&r) {
+            *p = simd.mul_add_e_f32s(*p, r, c);
         }
     }
+    std::array::from_fn(|i| {
+        let bits = simd.add_u32s(simd.transmute_u32s_f32s(m[i]), bias);
+        let scale = simd.transmute_f32s_u32s(simd.wrapping_dyn_shl_u32s(bits, shift23));
+        simd.mul_f32s(p[i], scale)
+    })
 }
 
-/// [`exp_shifted`] of one value (already shifted), the same steps.
+/// [`softmax_numerators`]' exponential of one value (already shifted), the same steps.
 fn exp_one(x: f32) -> f32 {
     let x = x.max(EXP_FLOOR);
     let m = x.mul_add(std::f32::consts::LOG2_E, ROUNDER);
@@ -250,12 +392,29 @@ fn exp_one(x: f32) -> f32 {
 mod exp_tests {
     use super::*;
 
+    struct Numerators<'a>(&'a mut [f32]);
+
+    impl pulp::WithSimd for Numerators<'_> {
+        type Output = f32;
+
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, simd: S) -> f32 {
+            softmax_numerators(simd, self.0)
+        }
+    }
+
     #[test]
     fn exp_is_within_a_few_ulps_of_the_exact_function() {
         let mut xs: Vec<f32> = (0..=90_000).map(|i| -(i as f32) / 1000.0).collect();
         xs.extend([0.0, -0.0, -1e-30, -86.9, -87.0, -100.0, -1e30]);
+        // (The largest value is 2.5, the shift.)
         let mut got: Vec<f32> = xs.iter().map(|x| x + 2.5).collect();
-        exp_shifted(&mut got, 2.5);
+        let sum = pulp::Arch::new().dispatch(Numerators(&mut got));
+        let want_sum: f64 = got.iter().map(|&g| f64::from(g)).sum();
+        assert!(
+            (f64::from(sum) - want_sum).abs() <= 1e-6 * want_sum,
+            "{sum} vs {want_sum}"
+        );
         for (&x, &g) in xs.iter().zip(&got) {
             // The shift itself rounds: compare with exp of what was computed.
             let shifted = f64::from((x + 2.5) - 2.5).max(-87.0);
