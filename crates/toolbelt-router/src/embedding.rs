@@ -27,7 +27,7 @@ pub use toolbelt_embed::Precision as EmbedPrecision;
 
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
-use crate::index::{FastMap, top_k};
+use crate::index::{FastMap, top_k_head};
 use crate::router::Router;
 use crate::tool_text::{Fnv, ToolText};
 
@@ -452,6 +452,18 @@ impl EmbeddingRouter {
         query: &str,
         k: usize,
     ) -> Result<Vec<Vec<ScoredTool>>, RouteError> {
+        self.rank_views_head(toolset, query, k, k).await
+    }
+
+    /// [`EmbeddingRouter::rank_views`] with only the best `head` of each ranking in order
+    /// (first); the rest of its best `k` follow in no order.
+    pub(crate) async fn rank_views_head(
+        &self,
+        toolset: &Toolset,
+        query: &str,
+        k: usize,
+        head: usize,
+    ) -> Result<Vec<Vec<ScoredTool>>, RouteError> {
         let views = self.prepare_views(toolset).await?;
         let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES);
         let primed = self
@@ -479,7 +491,7 @@ impl EmbeddingRouter {
             if k == 0 {
                 hits.clear();
             } else {
-                top_k(&mut hits, k);
+                top_k_head(&mut hits, k, head);
             }
             out.push(
                 hits.into_iter()

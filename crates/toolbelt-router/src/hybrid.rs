@@ -644,12 +644,15 @@ impl HybridRouter {
         let cfg = &self.config;
         // A first (or changed) toolset is indexed on the blocking pool.
         self.lexical.prepare_async(toolset).await;
-        // Z-scores need every tool's score for their mean and spread.
-        let n = if cfg.fusion == Fusion::ZScore && self.has_minilm() {
+        // Z-scores need every tool's score for their mean and spread, but rank only the best
+        // `candidates` of each ranking: the embeddings' other scores stay in no order.
+        let zscore = cfg.fusion == Fusion::ZScore && self.has_minilm();
+        let n = if zscore {
             toolset.len().max(cfg.candidates).max(k)
         } else {
             cfg.candidates.max(k)
         };
+        let head = if zscore { cfg.candidates.max(k) } else { n };
         let Plan {
             lexical,
             lexical_ok,
@@ -665,7 +668,7 @@ impl HybridRouter {
             self.embedding(),
             toolset,
             embedded,
-            n,
+            (n, head),
             "embedding",
             &mut reason,
         )
@@ -683,7 +686,7 @@ impl HybridRouter {
                 self.multilingual(),
                 toolset,
                 embedded,
-                n,
+                (n, head),
                 "multilingual",
                 &mut reason,
             )
@@ -1287,20 +1290,21 @@ struct Plan {
     masked: Option<String>,
 }
 
-/// The rankings of one embedding router (one per view of the tools), whether a best hit
-/// is confident, and a note in `reason`; a failure is logged and ranks nothing.
+/// The rankings of one embedding router (one per view of the tools: its best `n`, the best
+/// `head` of them first and in order), whether a best hit is confident, and a note in
+/// `reason`; a failure is logged and ranks nothing.
 async fn embedding_ranking(
     router: Option<&EmbeddingRouter>,
     toolset: &Toolset,
     input: &str,
-    n: usize,
+    (n, head): (usize, usize),
     label: &str,
     reason: &mut String,
 ) -> (Vec<Vec<ScoredTool>>, bool) {
     let Some(router) = router else {
         return (Vec::new(), false);
     };
-    match router.rank_views(toolset, input, n).await {
+    match router.rank_views_head(toolset, input, n, head).await {
         Ok(views) => {
             let ok = views.iter().any(|hits| {
                 hits.first()

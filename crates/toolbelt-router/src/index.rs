@@ -523,6 +523,13 @@ fn damp(weight: f32) -> f32 {
 
 /// Keeps the `k` best of `hits`, sorted best first (ties: lower id first).
 pub(crate) fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
+    top_k_head(hits, k, k);
+}
+
+/// Like [`top_k`], with only the best `head` in order (they come first); the rest of the
+/// best `k` follow in no order. What a fusion that reads every score but ranks only the
+/// best few needs, without sorting thousands of scores per request.
+pub(crate) fn top_k_head(hits: &mut Vec<(u32, f32)>, k: usize, head: usize) {
     let cmp = |a: &(u32, f32), b: &(u32, f32)| {
         b.1.partial_cmp(&a.1)
             .unwrap_or(Ordering::Equal)
@@ -532,7 +539,15 @@ pub(crate) fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
         hits.select_nth_unstable_by(k - 1, cmp);
         hits.truncate(k);
     }
-    hits.sort_unstable_by(cmp);
+    if head == 0 {
+        return;
+    }
+    if hits.len() > head {
+        hits.select_nth_unstable_by(head - 1, cmp);
+        hits[..head].sort_unstable_by(cmp);
+    } else {
+        hits.sort_unstable_by(cmp);
+    }
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.

@@ -50,6 +50,24 @@ fn top_k_keeps_the_best_in_order() {
 }
 
 #[test]
+fn top_k_head_orders_the_head_as_a_full_sort_does_and_keeps_the_rest() {
+    // Scores with ties, in a scrambled order.
+    let all: Vec<(u32, f32)> = (0..200u32)
+        .map(|i| (i, ((i * 37) % 23) as f32 / 4.0))
+        .collect();
+    let mut sorted = all.clone();
+    top_k(&mut sorted, 150);
+    let mut headed = all;
+    top_k_head(&mut headed, 150, 20);
+    assert_eq!(headed[..20], sorted[..20]);
+    let mut rest: Vec<u32> = headed[20..].iter().map(|h| h.0).collect();
+    let mut expected: Vec<u32> = sorted[20..].iter().map(|h| h.0).collect();
+    rest.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(rest, expected, "the same tools follow the head");
+}
+
+#[test]
 fn truncate_respects_char_boundaries() {
     assert_eq!(truncate("文件", 4), "文");
     assert_eq!(truncate("abc", 10), "abc");
