@@ -88,6 +88,37 @@ struct Cache {
 /// Each tool's name and vector, in toolset order.
 type Prepared = Arc<[(String, Arc<[f32]>)]>;
 
+/// One view's cosine scores of a toolset's tools for one query
+/// ([`EmbeddingRouter::score_views`]).
+#[derive(Debug, Clone)]
+pub(crate) struct ViewScores {
+    /// The view's tools (name and vector), in toolset order.
+    tools: Prepared,
+    /// (index into `tools`, cosine): the named head first and in order, the rest in no order.
+    hits: Vec<(u32, f32)>,
+    /// The best tools, named, best first.
+    head: Vec<ScoredTool>,
+}
+
+impl ViewScores {
+    /// The best tools, named, best first.
+    pub(crate) fn head(&self) -> &[ScoredTool] {
+        &self.head
+    }
+
+    /// Every scored tool's name and score (the head's first, in order).
+    pub(crate) fn scores(&self) -> impl Iterator<Item = (&str, f32)> + '_ {
+        self.hits
+            .iter()
+            .map(|&(i, score)| (self.tools[i as usize].0.as_str(), score))
+    }
+
+    /// How many tools were scored.
+    pub(crate) fn len(&self) -> usize {
+        self.hits.len()
+    }
+}
+
 /// Routes by cosine similarity between the input and each tool's text.
 ///
 /// Tool vectors are cached by a fingerprint of the model id and the tool's
@@ -452,18 +483,21 @@ impl EmbeddingRouter {
         query: &str,
         k: usize,
     ) -> Result<Vec<Vec<ScoredTool>>, RouteError> {
-        self.rank_views_head(toolset, query, k, k).await
+        let views = self.score_views(toolset, query, k, k).await?;
+        Ok(views.into_iter().map(|v| v.head).collect())
     }
 
-    /// [`EmbeddingRouter::rank_views`] with only the best `head` of each ranking in order
-    /// (first); the rest of its best `k` follow in no order.
-    pub(crate) async fn rank_views_head(
+    /// Each view's scores of the best `k` tools of `toolset` for `query`, only the best
+    /// `head` of them named and in order ([`ViewScores`]): what z-score fusion reads (every
+    /// tool's score for the mean and spread, names for the few it ranks) without naming or
+    /// sorting thousands of tools per request.
+    pub(crate) async fn score_views(
         &self,
         toolset: &Toolset,
         query: &str,
         k: usize,
         head: usize,
-    ) -> Result<Vec<Vec<ScoredTool>>, RouteError> {
+    ) -> Result<Vec<ViewScores>, RouteError> {
         let views = self.prepare_views(toolset).await?;
         let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES);
         let primed = self
@@ -493,14 +527,19 @@ impl EmbeddingRouter {
             } else {
                 top_k_head(&mut hits, k, head);
             }
-            out.push(
-                hits.into_iter()
-                    .map(|(i, score)| ScoredTool {
-                        name: tools[i as usize].0.clone(),
-                        score,
-                    })
-                    .collect(),
-            );
+            let named = hits
+                .iter()
+                .take(head)
+                .map(|&(i, score)| ScoredTool {
+                    name: tools[i as usize].0.clone(),
+                    score,
+                })
+                .collect();
+            out.push(ViewScores {
+                tools: Arc::clone(tools),
+                hits,
+                head: named,
+            });
         }
         Ok(out)
     }

@@ -3,7 +3,7 @@
 use toolbelt_core::Toolset;
 
 use crate::decision::{BoundedFallback, RouteDecision, RouteRequest, ScoredTool};
-use crate::embedding::EmbeddingRouter;
+use crate::embedding::{EmbeddingRouter, ViewScores};
 use crate::error::RouteError;
 use crate::fit::ValueFit;
 use crate::index::FastMap;
@@ -694,7 +694,7 @@ impl HybridRouter {
         } else {
             (Vec::new(), false)
         };
-        let multilingual_ranked = multilingual.iter().any(|v| !v.is_empty());
+        let multilingual_ranked = multilingual.iter().any(|v| v.len() > 0);
         let mut lexical_weight = if lexical_ok {
             cfg.lexical_weight
         } else {
@@ -722,23 +722,25 @@ impl HybridRouter {
                 cfg.context_weight
             };
         // Each view of a tool is a ranking of its own; together they weigh what one would.
-        let view_weight =
-            |views: &[Vec<ScoredTool>], weight: f32| weight / views.len().max(1) as f32;
-        let mut rankings: Vec<(&[ScoredTool], f32)> =
-            vec![(&lexical, lexical_weight), (&keyword, cfg.keyword_weight)];
+        let view_weight = |views: &[ViewScores], weight: f32| weight / views.len().max(1) as f32;
+        let mut rankings: Vec<(Ranked<'_>, f32)> = vec![
+            (Ranked::Named(&lexical), lexical_weight),
+            (Ranked::Named(&keyword), cfg.keyword_weight),
+        ];
         for view in &embedding {
-            rankings.push((view, view_weight(&embedding, cfg.embedding_weight)));
+            let weight = view_weight(&embedding, cfg.embedding_weight);
+            rankings.push((Ranked::View(view), weight));
         }
         for view in &multilingual {
-            rankings.push((view, view_weight(&multilingual, multilingual_weight)));
+            let weight = view_weight(&multilingual, multilingual_weight);
+            rankings.push((Ranked::View(view), weight));
         }
-        rankings.push((&context, context_weight));
-        rankings.push((&learned, cfg.learned_weight));
+        rankings.push((Ranked::Named(&context), context_weight));
+        rankings.push((Ranked::Named(&learned), cfg.learned_weight));
         // Z-score fusion was measured with MiniLM beside USE (ADR 0053). A router with USE
         // alone (the server's and `toolbelt run`'s until they load MiniLM) keeps the
         // best-normalised fusion its weights and adaptive cut were set for.
-        let dense =
-            self.has_minilm() && embedding.iter().chain(&multilingual).any(|v| !v.is_empty());
+        let dense = self.has_minilm() && embedding.iter().chain(&multilingual).any(|v| v.len() > 0);
         let mut fused = self.fuse(&rankings, toolset.len(), dense);
         self.add_value_fit(
             toolset,
@@ -923,18 +925,15 @@ impl HybridRouter {
 
     /// One ranking from several; `tools` is the toolset's size (for z-scores), `dense`
     /// whether an embedding ranked the request.
-    fn fuse(
-        &self,
-        rankings: &[(&[ScoredTool], f32)],
-        tools: usize,
-        dense: bool,
-    ) -> Vec<ScoredTool> {
+    fn fuse(&self, rankings: &[(Ranked<'_>, f32)], tools: usize, dense: bool) -> Vec<ScoredTool> {
         if self.config.fusion == Fusion::ZScore && dense {
             return fuse_z(rankings, tools, self.config.candidates);
         }
         let mut fused: FastMap<&str, (f32, usize)> = FastMap::default();
         let mut order = 0usize;
         for &(ranking, weight) in rankings {
+            // Outside z-scores an embedding view's head is its whole ranking.
+            let ranking = ranking.head();
             let Some(best) = ranking.first() else {
                 continue;
             };
@@ -1291,7 +1290,7 @@ struct Plan {
 }
 
 /// The rankings of one embedding router (one per view of the tools: its best `n`, the best
-/// `head` of them first and in order), whether a best hit is confident, and a note in
+/// `head` of them named, first and in order), whether a best hit is confident, and a note in
 /// `reason`; a failure is logged and ranks nothing.
 async fn embedding_ranking(
     router: Option<&EmbeddingRouter>,
@@ -1300,17 +1299,18 @@ async fn embedding_ranking(
     (n, head): (usize, usize),
     label: &str,
     reason: &mut String,
-) -> (Vec<Vec<ScoredTool>>, bool) {
+) -> (Vec<ViewScores>, bool) {
     let Some(router) = router else {
         return (Vec::new(), false);
     };
-    match router.rank_views_head(toolset, input, n, head).await {
+    match router.score_views(toolset, input, n, head).await {
         Ok(views) => {
-            let ok = views.iter().any(|hits| {
-                hits.first()
+            let ok = views.iter().any(|view| {
+                view.head()
+                    .first()
                     .is_some_and(|t| t.score >= router.min_similarity())
             });
-            if let Some(t) = views.first().and_then(|hits| hits.first()) {
+            if let Some(t) = views.first().and_then(|view| view.head().first()) {
                 reason.push_str(&format!("; {label} best {} {:.3}", t.name, t.score));
             }
             (views, ok)
@@ -1323,63 +1323,90 @@ async fn embedding_ranking(
     }
 }
 
-/// Z-score fusion ([`Fusion::ZScore`]) of `rankings` over a toolset of `tools` tools: the
-/// best `candidates` of each ranking compete, each scored by every ranking.
-fn fuse_z(rankings: &[(&[ScoredTool], f32)], tools: usize, candidates: usize) -> Vec<ScoredTool> {
-    struct Scaled<'a> {
-        scores: FastMap<&'a str, f32>,
-        mean: f32,
-        spread: f32,
-        weight: f32,
+/// A ranking as fusion reads it: a list of named tools (BM25, keyword groups, earlier turns,
+/// past requests), or one embedding view's scores of every tool with only its best named.
+#[derive(Clone, Copy)]
+enum Ranked<'a> {
+    Named(&'a [ScoredTool]),
+    View(&'a ViewScores),
+}
+
+impl<'a> Ranked<'a> {
+    /// The named tools, best first (a view's named head).
+    fn head(self) -> &'a [ScoredTool] {
+        match self {
+            Self::Named(ranking) => ranking,
+            Self::View(view) => view.head(),
+        }
     }
-    let mut scaled = Vec::with_capacity(rankings.len());
+
+    /// How many tools the ranking scored.
+    fn len(self) -> usize {
+        match self {
+            Self::Named(ranking) => ranking.len(),
+            Self::View(view) => view.len(),
+        }
+    }
+
+    /// Calls `f` with every scored tool's name and score.
+    fn for_each(self, mut f: impl FnMut(&str, f32)) {
+        match self {
+            Self::Named(ranking) => ranking.iter().for_each(|t| f(&t.name, t.score)),
+            Self::View(view) => view.scores().for_each(|(name, score)| f(name, score)),
+        }
+    }
+}
+
+/// Z-score fusion ([`Fusion::ZScore`]) of `rankings` over a toolset of `tools` tools: the
+/// best `candidates` of each ranking compete, each scored by every ranking. Each ranking is
+/// read once: its mean and spread over every tool, and the scores of the candidates (a tool
+/// it leaves out scores 0 in it); nothing is named or hashed per tool beyond the candidates.
+fn fuse_z(rankings: &[(Ranked<'_>, f32)], tools: usize, candidates: usize) -> Vec<ScoredTool> {
+    // The candidates, in the order they first appear (the tie-break).
+    let mut order: FastMap<&str, usize> = FastMap::default();
+    let mut names: Vec<&str> = Vec::new();
+    for &(ranking, _) in rankings {
+        for t in ranking.head().iter().take(candidates) {
+            order.entry(t.name.as_str()).or_insert_with(|| {
+                names.push(t.name.as_str());
+                names.len() - 1
+            });
+        }
+    }
+    let mut fused = vec![0f32; names.len()];
+    let mut mine = vec![0f32; names.len()];
     for &(ranking, weight) in rankings {
-        if ranking.is_empty() || weight <= 0.0 {
+        if ranking.len() == 0 || weight <= 0.0 {
             continue;
         }
         // Tools a ranking leaves out score 0 in it (a lexical ranking lists only tools
         // sharing a word with the request; an embedding ranking lists every tool).
-        let n = tools.max(ranking.len()) as f64;
-        let (sum, squares) = ranking.iter().fold((0f64, 0f64), |(s, q), t| {
-            let x = f64::from(t.score);
-            (s + x, q + x * x)
+        mine.fill(0.0);
+        let (mut sum, mut squares) = (0f64, 0f64);
+        ranking.for_each(|name, score| {
+            let x = f64::from(score);
+            sum += x;
+            squares += x * x;
+            if let Some(&i) = order.get(name) {
+                mine[i] = score;
+            }
         });
+        let n = tools.max(ranking.len()) as f64;
         let mean = sum / n;
         let spread = (squares / n - mean * mean).max(0.0).sqrt();
         if spread < 1e-9 {
             continue;
         }
-        scaled.push(Scaled {
-            scores: ranking.iter().map(|t| (t.name.as_str(), t.score)).collect(),
-            mean: mean as f32,
-            spread: spread as f32,
-            weight,
-        });
-    }
-    let mut order: FastMap<&str, usize> = FastMap::default();
-    for &(ranking, _) in rankings {
-        for t in ranking.iter().take(candidates) {
-            let next = order.len();
-            order.entry(t.name.as_str()).or_insert(next);
+        let (mean, spread) = (mean as f32, spread as f32);
+        for (f, &x) in fused.iter_mut().zip(&mine) {
+            *f += weight * (x - mean) / spread;
         }
     }
-    let mut out: Vec<(&str, f32, usize)> = order
-        .into_iter()
-        .map(|(name, first)| {
-            let score = scaled
-                .iter()
-                .map(|r| {
-                    let x = r.scores.get(name).copied().unwrap_or(0.0);
-                    r.weight * (x - r.mean) / r.spread
-                })
-                .sum();
-            (name, score, first)
-        })
-        .collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+    let mut out: Vec<(usize, f32)> = fused.into_iter().enumerate().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     out.into_iter()
-        .map(|(name, score, _)| ScoredTool {
-            name: name.to_owned(),
+        .map(|(i, score)| ScoredTool {
+            name: names[i].to_owned(),
             score,
         })
         .collect()
