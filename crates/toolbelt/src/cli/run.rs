@@ -118,9 +118,9 @@ pub(crate) struct RunArgs {
     /// Run without a database: the memory and routine tools then say they are not configured.
     #[arg(long)]
     no_store: bool,
-    /// Route by words only, even when the multilingual model is present (by default its
-    /// ranking joins the router; loading it takes a fraction of a second with its weights
-    /// cached, about a second the first time).
+    /// Route by words only, even when the embedding models are present (by default MiniLM's
+    /// ranking joins the router for input that is not mostly CJK and USE-multilingual's for
+    /// CJK input; loading both takes about half a second).
     #[arg(long, env = "TOOLBELT_NO_EMBEDDER", value_parser = clap::builder::FalseyValueParser::new())]
     no_embedder: bool,
     /// Skills come from the database when it holds any (`toolbelt skills add`), else from
@@ -223,7 +223,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             tools = tools.with_tools([search]);
         }
         let rankings = encoders.wait().await;
-        route_note(args.no_embedder, &rankings);
+        route_note(args.no_embedder, rankings.0.is_some(), rankings.1.is_some());
         Some(hybrid_router(&profile, tools.len(), rankings))
     };
     let policy = if args.yes {
@@ -419,7 +419,7 @@ async fn run_stored(
         ))
         .build();
     let (english, multilingual) = encoders.wait().await;
-    route_note(args.no_embedder, &(english.clone(), multilingual.clone()));
+    route_note(args.no_embedder, english.is_some(), multilingual.is_some());
     for (role, router) in [
         (toolbelt_host::EncoderRole::English, english),
         (toolbelt_host::EncoderRole::Multilingual, multilingual),
@@ -581,19 +581,14 @@ impl Encoders {
 }
 
 /// Says on stderr how the run routes, once, when it ranks by words alone although
-/// embeddings were asked for (a model missing or failing to load) or with `--verbose`.
-fn route_note(
-    off: bool,
-    (english, multilingual): &(Option<EmbeddingRouter>, Option<EmbeddingRouter>),
-) {
+/// embeddings were asked for (a model missing or failing to load) or with `--verbose`;
+/// `english` and `multilingual` say which encoders loaded.
+fn route_note(off: bool, english: bool, multilingual: bool) {
     if off {
         return;
     }
-    if english.is_none() && multilingual.is_none() || super::models::verbose() {
-        eprintln!(
-            "{}",
-            super::models::router_line(english.is_some(), multilingual.is_some())
-        );
+    if !english && !multilingual || super::models::verbose() {
+        eprintln!("{}", super::models::router_line(english, multilingual));
     }
 }
 
