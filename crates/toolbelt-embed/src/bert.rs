@@ -54,12 +54,25 @@ enum Matrix {
 }
 
 impl Matrix {
-    fn new(w: &[f32], k: usize, cols: usize, precision: Precision) -> Self {
+    /// The `k × cols` matrix whose columns are the rows of `columns` (`cols × k`, as a
+    /// PyTorch linear layer stores its weights: one row per output). int8 packs it where it
+    /// lies; the f32 and bf16 panels are packed from its transpose.
+    fn from_columns(columns: &[f32], k: usize, cols: usize, precision: Precision) -> Self {
+        let transposed = || {
+            let mut t = vec![0f32; columns.len()];
+            for (o, column) in columns.chunks_exact(k).enumerate() {
+                for (i, &v) in column.iter().enumerate() {
+                    t[i * cols + o] = v;
+                }
+            }
+            t
+        };
         match precision {
-            Precision::F32 => Self::F32(Packed::new(w, k, cols)),
-            Precision::Bf16 => Self::Bf16(PackedHalf::new(w, k, cols)),
-            Precision::Int8 if crate::int8::vnni() => Self::Int8(PackedI8::new(w, k, cols)),
-            Precision::Int8 => Self::F32(Packed::new(w, k, cols)),
+            Precision::Int8 if crate::int8::vnni() => {
+                Self::Int8(PackedI8::from_columns(columns, k, cols))
+            }
+            Precision::F32 | Precision::Int8 => Self::F32(Packed::new(&transposed(), k, cols)),
+            Precision::Bf16 => Self::Bf16(PackedHalf::new(&transposed(), k, cols)),
         }
     }
 
@@ -176,20 +189,15 @@ impl Weights {
     }
 
     /// A linear layer's weight (`out × in` in the file), transposed to `in × out`.
-    fn linear(
+    /// The weights of a linear layer as the file stores them: `outputs` rows of `inputs`
+    /// (each row one column of the product's matrix).
+    fn columns(
         &mut self,
         name: &str,
         inputs: usize,
         outputs: usize,
     ) -> Result<Vec<f32>, EmbedError> {
-        let w = self.take(name, &[outputs, inputs])?;
-        let mut t = vec![0f32; w.len()];
-        for (o, row) in w.chunks_exact(inputs).enumerate() {
-            for (i, &v) in row.iter().enumerate() {
-                t[i * outputs + o] = v;
-            }
-        }
-        Ok(t)
+        self.take(name, &[outputs, inputs])
     }
 }
 
@@ -248,25 +256,18 @@ impl BertEncoder {
         let mut layers = Vec::with_capacity(shape.layers);
         for i in 0..shape.layers {
             let p = format!("encoder.layer.{i}.");
-            let (q, k, v) = (
-                w.linear(&format!("{p}attention.self.query.weight"), h, h)?,
-                w.linear(&format!("{p}attention.self.key.weight"), h, h)?,
-                w.linear(&format!("{p}attention.self.value.weight"), h, h)?,
-            );
-            let mut qkv = Vec::with_capacity(3 * h * h);
-            for r in 0..h {
-                for m in [&q, &k, &v] {
-                    qkv.extend_from_slice(&m[r * h..(r + 1) * h]);
-                }
-            }
+            // One product for queries, keys and values: their columns side by side.
+            let mut qkv = w.columns(&format!("{p}attention.self.query.weight"), h, h)?;
+            qkv.extend(w.columns(&format!("{p}attention.self.key.weight"), h, h)?);
+            qkv.extend(w.columns(&format!("{p}attention.self.value.weight"), h, h)?);
             let mut qkv_b = w.take(&format!("{p}attention.self.query.bias"), &[h])?;
             qkv_b.extend(w.take(&format!("{p}attention.self.key.bias"), &[h])?);
             qkv_b.extend(w.take(&format!("{p}attention.self.value.bias"), &[h])?);
             layers.push(Layer {
-                qkv: Matrix::new(&qkv, h, 3 * h, precision),
+                qkv: Matrix::from_columns(&qkv, h, 3 * h, precision),
                 qkv_b,
-                attn_out: Matrix::new(
-                    &w.linear(&format!("{p}attention.output.dense.weight"), h, h)?,
+                attn_out: Matrix::from_columns(
+                    &w.columns(&format!("{p}attention.output.dense.weight"), h, h)?,
                     h,
                     h,
                     precision,
@@ -274,15 +275,15 @@ impl BertEncoder {
                 attn_out_b: w.take(&format!("{p}attention.output.dense.bias"), &[h])?,
                 ln1_g: w.take(&format!("{p}attention.output.LayerNorm.weight"), &[h])?,
                 ln1_b: w.take(&format!("{p}attention.output.LayerNorm.bias"), &[h])?,
-                up: Matrix::new(
-                    &w.linear(&format!("{p}intermediate.dense.weight"), h, inter)?,
+                up: Matrix::from_columns(
+                    &w.columns(&format!("{p}intermediate.dense.weight"), h, inter)?,
                     h,
                     inter,
                     precision,
                 ),
                 up_b: w.take(&format!("{p}intermediate.dense.bias"), &[inter])?,
-                down: Matrix::new(
-                    &w.linear(&format!("{p}output.dense.weight"), inter, h)?,
+                down: Matrix::from_columns(
+                    &w.columns(&format!("{p}output.dense.weight"), inter, h)?,
                     inter,
                     h,
                     precision,

@@ -69,13 +69,30 @@ impl PackedI8 {
     ///
     /// # Panics
     /// When `w` does not hold `k × cols` values (a bug of the caller).
+    #[cfg(test)]
     pub(crate) fn new(w: &[f32], k: usize, cols: usize) -> Self {
         assert_eq!(w.len(), k * cols, "weights of {k} × {cols}");
+        Self::pack(k, cols, |col, r| w[r * cols + col])
+    }
+
+    /// Quantises the matrix (`k × cols`) whose columns are the rows of `columns`
+    /// (`cols × k`, the layout a PyTorch linear layer stores: one row per output), reading
+    /// each column where it lies; the same values as [`PackedI8::new`] of its transpose.
+    ///
+    /// # Panics
+    /// When `columns` does not hold `cols × k` values (a bug of the caller).
+    pub(crate) fn from_columns(columns: &[f32], k: usize, cols: usize) -> Self {
+        assert_eq!(columns.len(), k * cols, "weights of {cols} columns of {k}");
+        Self::pack(k, cols, |col, r| columns[col * k + r])
+    }
+
+    /// Quantises the `k × cols` matrix whose value at row `r`, column `col` is `at(col, r)`.
+    fn pack(k: usize, cols: usize, at: impl Fn(usize, usize) -> f32) -> Self {
         let k4 = k.next_multiple_of(4);
         let n = cols.div_ceil(PANEL);
         let mut scale = vec![1f32; cols];
         for (c, s) in scale.iter_mut().enumerate() {
-            let max = (0..k).map(|r| w[r * cols + c].abs()).fold(0f32, f32::max);
+            let max = (0..k).map(|r| at(c, r).abs()).fold(0f32, f32::max);
             if max > 0.0 {
                 *s = max / 127.0;
             }
@@ -89,9 +106,7 @@ impl PackedI8 {
                     for b in 0..4 {
                         let r = 4 * q + b;
                         if r < k {
-                            let v = (w[r * cols + col] / scale[col])
-                                .round()
-                                .clamp(-127.0, 127.0);
+                            let v = (at(col, r) / scale[col]).round().clamp(-127.0, 127.0);
                             group[4 * c + b] = v as i8;
                             sums[col] += v as i32;
                         }
@@ -437,6 +452,17 @@ mod tests {
             let a: Vec<f32> = (0..rows * k).map(|_| next()).collect();
             let w: Vec<f32> = (0..k * cols).map(|_| next()).collect();
             let m = PackedI8::new(&w, k, cols);
+            // The same matrix read from its columns (a linear layer's layout) packs the same.
+            let mut columns = vec![0f32; k * cols];
+            for r in 0..k {
+                for c in 0..cols {
+                    columns[c * k + r] = w[r * cols + c];
+                }
+            }
+            let from_columns = PackedI8::from_columns(&columns, k, cols);
+            assert_eq!(from_columns.panels, m.panels);
+            assert_eq!(from_columns.scale, m.scale);
+            assert_eq!(from_columns.sums, m.sums);
             let on = |threads, vnni| {
                 // (NaN first: every value must be written.)
                 let mut out = vec![f32::NAN; rows * cols];
