@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
-use crate::kernel::{Packed, PackedHalf, Threads};
+use crate::kernel::{Packed, PackedHalf, Threads, matmul_into};
 use crate::ops::{add, add_norm, bias_gelu, softmax_numerators, token_groups};
 
 /// Tokens run through the matrix products at once.
@@ -79,8 +79,8 @@ impl Matrix {
     /// `a` (`rows × k`) times this matrix into `out` (`rows × cols`, all overwritten).
     fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
         match self {
-            Self::F32(m) => m.matmul_into(arch, a, rows, threads, out),
-            Self::Bf16(m) => m.matmul_into(arch, a, rows, threads, out),
+            Self::F32(m) => matmul_into(m, arch, a, rows, threads, out),
+            Self::Bf16(m) => matmul_into(m, arch, a, rows, threads, out),
             Self::Int8(m) => m.matmul_into(a, rows, threads, out),
         }
     }

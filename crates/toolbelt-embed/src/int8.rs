@@ -77,7 +77,7 @@ impl PackedI8 {
 
     /// Quantises the matrix (`k × cols`) whose columns are the rows of `columns`
     /// (`cols × k`, the layout a PyTorch linear layer stores: one row per output), reading
-    /// each column where it lies; the same values as [`PackedI8::new`] of its transpose.
+    /// each column where it lies (the tests check it packs what `new` packs of its transpose).
     ///
     /// # Panics
     /// When `columns` does not hold `cols × k` values (a bug of the caller).

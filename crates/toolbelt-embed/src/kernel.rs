@@ -84,29 +84,14 @@ impl Packed {
     /// When `a` does not hold `rows × k` values (a bug of the caller).
     pub(crate) fn matmul(&self, arch: Arch, a: &[f32], rows: usize, threads: Threads) -> Vec<f32> {
         let mut out = vec![0f32; rows * self.cols];
-        matmul(self, arch, a, rows, threads, &mut out);
+        matmul_into(self, arch, a, rows, threads, &mut out);
         out
-    }
-
-    /// [`Packed::matmul`] into `out` (`rows × cols`), every value of which it writes.
-    ///
-    /// # Panics
-    /// When `a` does not hold `rows × k` values or `out` `rows × cols` (a bug of the caller).
-    pub(crate) fn matmul_into(
-        &self,
-        arch: Arch,
-        a: &[f32],
-        rows: usize,
-        threads: Threads,
-        out: &mut [f32],
-    ) {
-        matmul(self, arch, a, rows, threads, out);
     }
 }
 
-/// What a product needs of a packed matrix: its shape, its panels, and how to multiply one
-/// panel by a pass of interleaved rows.
-trait Panels: Sync {
+/// What a product needs of a packed matrix ([`Packed`], [`PackedHalf`]): its shape, its
+/// panels, and how to multiply one panel by a pass of interleaved rows.
+pub(crate) trait Panels: Sync {
     /// Rows of the matrix each panel row holds (1; 2 for bfloat16 pairs).
     const STEP: usize;
     /// What a panel is made of.
@@ -129,13 +114,21 @@ trait Panels: Sync {
     fn plain(&self, a: &[f32], out: &mut [f32]);
 }
 
-/// `a` (`rows × k`, row-major) times `w` into `out`: `rows × cols` values, row-major. With
+/// `a` (`rows × k`, row-major) times `w` into `out`: `rows × cols` values, row-major, every
+/// one of which it writes. With
 /// [`Threads::All`], products of more than [`PARALLEL_ROWS`] rows are split by rows over
 /// rayon's threads; with [`Threads::This`] the product stays on the calling thread.
 ///
 /// # Panics
 /// When `a` does not hold `rows × k` values or `out` `rows × cols` (a bug of the caller).
-fn matmul<W: Panels>(w: &W, arch: Arch, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
+pub(crate) fn matmul_into<W: Panels>(
+    w: &W,
+    arch: Arch,
+    a: &[f32],
+    rows: usize,
+    threads: Threads,
+    out: &mut [f32],
+) {
     let (k, cols) = w.shape();
     assert_eq!(a.len(), rows * k, "input of {rows} × {k}");
     assert_eq!(out.len(), rows * cols, "output of {rows} × {cols}");
@@ -387,22 +380,6 @@ impl PackedHalf {
         }
         Self { k, cols, panels }
     }
-
-    /// `a` (`rows × k`, row-major) times this matrix into `out` (`rows × cols`), every
-    /// value of which it writes; threads as [`Packed::matmul`].
-    ///
-    /// # Panics
-    /// As [`Packed::matmul_into`].
-    pub(crate) fn matmul_into(
-        &self,
-        arch: Arch,
-        a: &[f32],
-        rows: usize,
-        threads: Threads,
-        out: &mut [f32],
-    ) {
-        matmul(self, arch, a, rows, threads, out);
-    }
 }
 
 /// [`block`] for a bfloat16 panel: each `u32` vector gives the panel's two rows as f32
@@ -567,7 +544,7 @@ mod tests {
             let half_matmul = |threads| {
                 // (NaN first: every value must be written.)
                 let mut out = vec![f32::NAN; rows * cols];
-                half.matmul_into(Arch::new(), &a, rows, threads, &mut out);
+                matmul_into(&half, Arch::new(), &a, rows, threads, &mut out);
                 out
             };
             let mut halves = vec![half_matmul(Threads::All), half_matmul(Threads::This)];

@@ -170,7 +170,7 @@ impl AgentFactoryBuilder {
 }
 
 /// Which of the base router's embedding rankings an encoder fills (docs/ROUTING.md, "The
-/// default router").
+/// default router in every entry point").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EncoderRole {
     /// An English sentence encoder (MiniLM): it ranks input that is not mostly Chinese,

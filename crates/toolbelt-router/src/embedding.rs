@@ -117,6 +117,11 @@ impl ViewScores {
     pub(crate) fn len(&self) -> usize {
         self.hits.len()
     }
+
+    /// Whether the view scored nothing (a text the model does not read).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.hits.is_empty()
+    }
 }
 
 /// Routes by cosine similarity between the input and each tool's text.

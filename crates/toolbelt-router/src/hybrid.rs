@@ -694,7 +694,7 @@ impl HybridRouter {
         } else {
             (Vec::new(), false)
         };
-        let multilingual_ranked = multilingual.iter().any(|v| v.len() > 0);
+        let multilingual_ranked = multilingual.iter().any(|v| !v.is_empty());
         let mut lexical_weight = if lexical_ok {
             cfg.lexical_weight
         } else {
@@ -740,7 +740,8 @@ impl HybridRouter {
         // Z-score fusion was measured with MiniLM beside USE (ADR 0053). A router with USE
         // alone (the server's and `toolbelt run`'s until they load MiniLM) keeps the
         // best-normalised fusion its weights and adaptive cut were set for.
-        let dense = self.has_minilm() && embedding.iter().chain(&multilingual).any(|v| v.len() > 0);
+        let dense =
+            self.has_minilm() && embedding.iter().chain(&multilingual).any(|v| !v.is_empty());
         let mut fused = self.fuse(&rankings, toolset.len(), dense);
         self.add_value_fit(
             toolset,

@@ -541,21 +541,16 @@ async fn require_run(
 
 /// The router behind `--routed`'s `search_tools`: words, concepts and keyword groups, plus
 /// MiniLM (non-CJK input) and the multilingual encoder (CJK input) when their models are in a
-/// default place (`scripts/fetch-model.sh`), as in `toolbelt serve`.
+/// default place (`scripts/fetch-model.sh`), loaded as `toolbelt serve` loads them.
 async fn search_router() -> anyhow::Result<HybridRouter> {
-    #[allow(unused_mut)]
     let mut router =
         HybridRouter::new(LexicalRouter::default()).with_keyword(KeywordRouter::builtin());
-    #[cfg(feature = "local-embed")]
-    if let Some(dir) = super::models::minilm_dir(None, false) {
-        router = router.with_embedding(super::models::minilm_routing(dir).await?);
-    }
-    #[cfg(feature = "multilingual-embed")]
-    if let Some(dir) = super::models::use_model_dir(None, false) {
-        let embedder = super::models::load_use(&dir)
-            .with_context(|| format!("multilingual model {}", dir.display()))?;
-        router =
-            router.with_multilingual_embedding(toolbelt_router::EmbeddingRouter::new(embedder));
+    for (role, load) in super::models::encoder_loads(false) {
+        let ranking = load.await.map_err(anyhow::Error::from_boxed)?;
+        router = match role {
+            toolbelt_host::EncoderRole::English => router.with_embedding(ranking),
+            toolbelt_host::EncoderRole::Multilingual => router.with_multilingual_embedding(ranking),
+        };
     }
     Ok(router)
 }

@@ -164,6 +164,35 @@ pub(crate) async fn minilm_routing(
     Ok(router)
 }
 
+/// The default router's encoders whose models are in a default place, each as a load to run:
+/// MiniLM ([`EncoderRole::English`](toolbelt_host::EncoderRole), [`minilm_routing`]) and
+/// USE-multilingual (`Multilingual`, [`shared_use`]). None when `off` (`--no-embedder`).
+/// What `serve`, `run` and `mcp serve --routed` load, by this one rule.
+pub(crate) fn encoder_loads(
+    off: bool,
+) -> Vec<(toolbelt_host::EncoderRole, toolbelt_host::EncoderLoad)> {
+    #[allow(unused_mut)]
+    let mut loads: Vec<(toolbelt_host::EncoderRole, toolbelt_host::EncoderLoad)> = Vec::new();
+    if off {
+        return loads;
+    }
+    #[cfg(feature = "local-embed")]
+    if let Some(dir) = minilm_dir(None, false) {
+        loads.push((
+            toolbelt_host::EncoderRole::English,
+            Box::pin(async move { minilm_routing(dir).await.map_err(Into::into) }),
+        ));
+    }
+    #[cfg(feature = "multilingual-embed")]
+    if let Some(encoder) = shared_use() {
+        loads.push((
+            toolbelt_host::EncoderRole::Multilingual,
+            Box::pin(async move { encoder.routing_embedding().await.map_err(Into::into) }),
+        ));
+    }
+    loads
+}
+
 /// The start-up line of a command that routes with the default hybrid router, saying which
 /// rankings join BM25 (`english`: MiniLM found; `multilingual`: USE found).
 pub(crate) fn router_line(english: bool, multilingual: bool) -> String {

@@ -19,6 +19,7 @@ use toolbelt_agent::{Agent, AgentError, AgentEvent, ApprovalPrompt, RunOptions, 
 use toolbelt_core::{
     ApprovalPolicy, BoxFuture, CallResult, CancellationToken, Executor, Registry, ToolCall,
 };
+use toolbelt_host::EncoderRole;
 use toolbelt_llm::{ModelProfile, ModelProfiles, ProviderConfig, ProviderError};
 use toolbelt_router::{
     AnyRouter, EmbeddingRouter, HybridConfig, HybridRouter, LexicalRouter, RouteDecision,
@@ -421,8 +422,8 @@ async fn run_stored(
     let (english, multilingual) = encoders.wait().await;
     route_note(args.no_embedder, english.is_some(), multilingual.is_some());
     for (role, router) in [
-        (toolbelt_host::EncoderRole::English, english),
-        (toolbelt_host::EncoderRole::Multilingual, multilingual),
+        (EncoderRole::English, english),
+        (EncoderRole::Multilingual, multilingual),
     ] {
         if let Some(router) = router {
             let _ = factory.encoder_slot(role).fill(router);
@@ -519,63 +520,48 @@ fn model_profile(file: Option<&std::path::Path>, model: &str) -> anyhow::Result<
     Ok(profiles.find(model))
 }
 
-/// The embedding rankings of the default router, loading on the blocking pool while the
-/// tools are set up: MiniLM (input that is not mostly CJK) and USE-multilingual (CJK input),
-/// each when its model is in a default place. A model that fails to load is reported and
-/// routing goes on without it.
-struct Encoders {
-    english: Option<tokio::task::JoinHandle<Option<EmbeddingRouter>>>,
-    multilingual: Option<tokio::task::JoinHandle<Option<EmbeddingRouter>>>,
-}
+/// The embedding rankings of the default router ([`super::models::encoder_loads`]), loading
+/// on the blocking pool while the tools are set up. A model that fails to load is reported
+/// and routing goes on without it.
+struct Encoders(
+    Vec<(
+        EncoderRole,
+        tokio::task::JoinHandle<Option<EmbeddingRouter>>,
+    )>,
+);
 
 impl Encoders {
     /// Starts loading the models found (none when `off`).
     fn start(off: bool) -> Self {
-        if off {
-            return Self {
-                english: None,
-                multilingual: None,
-            };
-        }
-        #[cfg(feature = "local-embed")]
-        let english = super::models::minilm_dir(None, false).map(|dir| {
-            tokio::spawn(async move {
-                super::models::minilm_routing(dir)
-                    .await
-                    .inspect_err(|e| eprintln!("note: routing without MiniLM: {e:#}"))
-                    .ok()
+        let tasks = super::models::encoder_loads(off)
+            .into_iter()
+            .map(|(role, load)| {
+                let task = tokio::spawn(async move {
+                    match load.await {
+                        Ok(ranking) => Some(ranking),
+                        Err(e) => {
+                            let e = anyhow::Error::from_boxed(e);
+                            eprintln!("note: routing without the {} encoder: {e:#}", role.as_str());
+                            None
+                        }
+                    }
+                });
+                (role, task)
             })
-        });
-        #[cfg(not(feature = "local-embed"))]
-        let english = None;
-        #[cfg(feature = "multilingual-embed")]
-        let multilingual = super::models::shared_use().map(|encoder| {
-            tokio::spawn(async move {
-                encoder
-                    .routing_embedding()
-                    .await
-                    .inspect_err(|e| eprintln!("note: routing without USE-multilingual: {e:#}"))
-                    .ok()
-            })
-        });
-        #[cfg(not(feature = "multilingual-embed"))]
-        let multilingual = None;
-        Self {
-            english,
-            multilingual,
-        }
+            .collect();
+        Self(tasks)
     }
 
-    /// The rankings that loaded, `(english, multilingual)`, once both loads have ended.
+    /// The rankings that loaded, `(english, multilingual)`, once every load has ended.
     async fn wait(self) -> (Option<EmbeddingRouter>, Option<EmbeddingRouter>) {
-        let english = match self.english {
-            Some(task) => task.await.ok().flatten(),
-            None => None,
-        };
-        let multilingual = match self.multilingual {
-            Some(task) => task.await.ok().flatten(),
-            None => None,
-        };
+        let (mut english, mut multilingual) = (None, None);
+        for (role, task) in self.0 {
+            let ranking = task.await.ok().flatten();
+            match role {
+                EncoderRole::English => english = ranking,
+                EncoderRole::Multilingual => multilingual = ranking,
+            }
+        }
         (english, multilingual)
     }
 }

@@ -186,7 +186,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let builder = Server::builder(config).database(db);
     // The router's encoder slots are filled once each encoder has loaded and embedded the
     // tools (by words until then): MiniLM for input that is not mostly CJK, USE-multilingual
-    // for CJK input (docs/ROUTING.md, "The default router").
+    // for CJK input (docs/ROUTING.md, "The default router in every entry point").
     let (builder, router_line) = with_encoders(builder, args.no_embedder);
     let server = builder.start().await?;
     let state = server.state();
@@ -254,46 +254,25 @@ async fn shutdown_signal() {
 /// Gives the server the encoders found in the default places (none with `no_embedder`) and
 /// the start-up line that says how it routes.
 fn with_encoders(
-    builder: toolbelt_server::ServerBuilder,
+    mut builder: toolbelt_server::ServerBuilder,
     no_embedder: bool,
 ) -> (toolbelt_server::ServerBuilder, String) {
+    use toolbelt_host::EncoderRole;
     if no_embedder {
         return (
             builder,
             "router: by words (BM25 + keyword groups): --no-embedder".into(),
         );
     }
-    #[cfg(feature = "local-embed")]
-    let (builder, english) = match super::models::minilm_dir(None, false) {
-        Some(dir) => (
-            builder.encoder(
-                toolbelt_host::EncoderRole::English,
-                Box::pin(
-                    async move { super::models::minilm_routing(dir).await.map_err(Into::into) },
-                ),
-            ),
-            true,
-        ),
-        None => (builder, false),
-    };
-    #[cfg(not(feature = "local-embed"))]
-    let english = false;
-    #[cfg(feature = "multilingual-embed")]
-    let (builder, multilingual) = match super::models::shared_use() {
-        Some(encoder) => (
-            builder.encoder(
-                toolbelt_host::EncoderRole::Multilingual,
-                Box::pin(async move { encoder.routing_embedding().await.map_err(Into::into) }),
-            ),
-            true,
-        ),
-        None => (builder, false),
-    };
-    #[cfg(not(feature = "multilingual-embed"))]
-    let multilingual = false;
-    let mut line = super::models::router_line(english, multilingual);
-    if english || multilingual {
+    let loads = super::models::encoder_loads(false);
+    let has = |role| loads.iter().any(|(r, _)| *r == role);
+    let mut line =
+        super::models::router_line(has(EncoderRole::English), has(EncoderRole::Multilingual));
+    if !loads.is_empty() {
         line.push_str(" (by words until the models have loaded)");
+    }
+    for (role, load) in loads {
+        builder = builder.encoder(role, load);
     }
     (builder, line)
 }
