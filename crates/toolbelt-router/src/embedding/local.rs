@@ -125,7 +125,9 @@ impl LocalEmbedder {
 
     /// [`LocalEmbedder::from_dir`] with the weight matrices in `precision` (see
     /// [`Precision`]). The model id (a key of cached tool vectors) gains `:bf16` or
-    /// `:int8`, so vectors of one precision are not taken for another's.
+    /// `:int8` after the precision the encoder runs in on this CPU
+    /// ([`Precision::on_this_cpu`]), so vectors of one precision are not taken for
+    /// another's.
     ///
     /// # Errors
     /// As [`LocalEmbedder::from_dir`].
@@ -147,7 +149,7 @@ impl LocalEmbedder {
             file("model.safetensors")?,
             file("tokenizer.json")?,
         );
-        let suffix = match precision {
+        let suffix = match precision.on_this_cpu() {
             Precision::Bf16 => ":bf16",
             Precision::Int8 => ":int8",
             _ => "",

@@ -143,7 +143,7 @@ pub(crate) const MINILM_VIEWS: [toolbelt_router::ToolView; 2] = [
 ];
 
 /// MiniLM as the default router's English ranking, the way `toolbelt route` uses it: 8-bit
-/// weights (f32 on a CPU without AVX-512 VNNI), the tool views of [`MINILM_VIEWS`], tool
+/// weights (f32 on a CPU with neither AVX-512 VNNI nor AVX2), the tool views of [`MINILM_VIEWS`], tool
 /// vectors kept in [`default_vector_cache`]. The model loads on the blocking pool (a few
 /// hundred milliseconds: its weights are read and quantised).
 #[cfg(feature = "local-embed")]

@@ -110,7 +110,8 @@ pub(crate) struct RouteArgs {
     #[arg(long, value_name = "DIR", env = "TOOLBELT_EMBED_MODEL_DIR")]
     embedder_dir: Option<PathBuf>,
     /// How the local model's weights are held: `int8` (the default: 8-bit products with
-    /// AVX-512 VNNI where the CPU has it, f32 elsewhere), `bf16` (half the memory of f32) or
+    /// AVX-512 VNNI or AVX2 where the CPU has either, f32 elsewhere), `bf16` (half the memory
+    /// of f32) or
     /// `f32` (as in the file). docs/ROUTING.md, "MiniLM's precision", has each one's speed
     /// and rankings.
     #[arg(long, value_name = "P", default_value = "int8", value_parser = ["f32", "bf16", "int8"])]
