@@ -1,11 +1,11 @@
 //! [`BertEncoder`]: a BERT sentence model (all-MiniLM-L6-v2 and its kin) with mean pooling.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::borrow::Cow;
+use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
+use safetensors::{Dtype, SafeTensors};
 
 use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
@@ -148,25 +148,27 @@ impl std::fmt::Debug for BertEncoder {
     }
 }
 
-/// The tensors of `model.safetensors`, by name.
-struct Weights {
-    path: PathBuf,
-    tensors: HashMap<String, Tensor>,
+/// The tensors of `model.safetensors`, read from the file's bytes where they lie.
+struct Weights<'a> {
+    path: &'a Path,
+    tensors: SafeTensors<'a>,
     /// `bert.` when the names carry it.
     prefix: &'static str,
 }
 
-impl Weights {
-    fn fail(&self, source: candle_core::Error) -> EmbedError {
+impl<'a> Weights<'a> {
+    fn fail(&self, source: impl Into<candle_core::Error>) -> EmbedError {
         EmbedError::Weights {
-            path: self.path.clone(),
-            source,
+            path: self.path.to_path_buf(),
+            source: source.into(),
         }
     }
 
     /// The f32 values of `name` (also tried with `gamma`/`beta` for a layer norm's
-    /// `weight`/`bias`, as older checkpoints name them), checked against `shape`.
-    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
+    /// `weight`/`bias`, as older checkpoints name them), checked against `shape`: borrowed
+    /// from the file's bytes when they are f32 there (little-endian and aligned, as
+    /// safetensors writes them), converted from bf16 or f16.
+    fn take(&self, name: &str, shape: &[usize]) -> Result<Cow<'a, [f32]>, EmbedError> {
         let full = format!("{}{name}", self.prefix);
         let old = full
             .strip_suffix("LayerNorm.weight")
@@ -175,39 +177,65 @@ impl Weights {
                 full.strip_suffix("LayerNorm.bias")
                     .map(|s| format!("{s}LayerNorm.beta"))
             });
-        let tensor = match self.tensors.remove(&full) {
-            Some(t) => t,
-            None => old
-                .and_then(|old| self.tensors.remove(&old))
+        let view = match self.tensors.tensor(&full) {
+            Ok(view) => view,
+            Err(_) => old
+                .and_then(|old| self.tensors.tensor(&old).ok())
                 .ok_or_else(|| EmbedError::Shape {
                     name: full.clone(),
                     expected: shape.to_vec(),
                     found: Vec::new(),
                 })?,
         };
-        if tensor.dims() != shape {
+        if view.shape() != shape {
             return Err(EmbedError::Shape {
                 name: full,
                 expected: shape.to_vec(),
-                found: tensor.dims().to_vec(),
+                found: view.shape().to_vec(),
             });
         }
-        tensor
-            .to_dtype(DType::F32)
-            .and_then(|t| t.flatten_all())
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(|e| self.fail(e))
+        let data = view.data();
+        Ok(match view.dtype() {
+            Dtype::F32 => match bytemuck::try_cast_slice::<u8, f32>(data) {
+                Ok(values) if cfg!(target_endian = "little") => Cow::Borrowed(values),
+                _ => Cow::Owned(
+                    data.as_chunks::<4>()
+                        .0
+                        .iter()
+                        .map(|b| f32::from_le_bytes(*b))
+                        .collect(),
+                ),
+            },
+            Dtype::BF16 => Cow::Owned(
+                data.as_chunks::<2>()
+                    .0
+                    .iter()
+                    .map(|b| f32::from_bits(u32::from(u16::from_le_bytes(*b)) << 16))
+                    .collect(),
+            ),
+            Dtype::F16 => Cow::Owned(
+                data.as_chunks::<2>()
+                    .0
+                    .iter()
+                    .map(|b| half::f16::from_le_bytes(*b).to_f32())
+                    .collect(),
+            ),
+            other => {
+                return Err(self.fail(candle_core::Error::Msg(format!(
+                    "weight `{full}` is {other:?}; f32, bf16 or f16 expected"
+                ))));
+            }
+        })
     }
 
-    /// A linear layer's weight (`out × in` in the file), transposed to `in × out`.
     /// The weights of a linear layer as the file stores them: `outputs` rows of `inputs`
     /// (each row one column of the product's matrix).
     fn columns(
-        &mut self,
+        &self,
         name: &str,
         inputs: usize,
         outputs: usize,
-    ) -> Result<Vec<f32>, EmbedError> {
+    ) -> Result<Cow<'a, [f32]>, EmbedError> {
         self.take(name, &[outputs, inputs])
     }
 }
@@ -232,19 +260,26 @@ impl BertEncoder {
         let file = |name: &str| model_file(dir, name);
         let (config, weights) = (file("config.json")?, file("model.safetensors")?);
         let (shape, eps) = read_config(&config)?;
-        let tensors = candle_core::safetensors::load(&weights, &Device::Cpu).map_err(|source| {
-            EmbedError::Weights {
-                path: weights.clone(),
-                source,
-            }
+        // One read of the file; every weight is taken from these bytes (the matrices packed
+        // where they lie), so a load writes the file's 90 MB once, not three times.
+        let bytes = std::fs::read(&weights).map_err(|source| EmbedError::Io {
+            path: weights.clone(),
+            source,
         })?;
-        let prefix = if tensors.contains_key("bert.embeddings.word_embeddings.weight") {
+        let tensors = SafeTensors::deserialize(&bytes).map_err(|source| EmbedError::Weights {
+            path: weights.clone(),
+            source: source.into(),
+        })?;
+        let prefix = if tensors
+            .names()
+            .contains(&"bert.embeddings.word_embeddings.weight")
+        {
             "bert."
         } else {
             ""
         };
-        let mut w = Weights {
-            path: weights,
+        let w = Weights {
+            path: &weights,
             tensors,
             prefix,
         };
@@ -253,27 +288,36 @@ impl BertEncoder {
             intermediate: inter,
             ..
         } = shape;
-        let word = w.take("embeddings.word_embeddings.weight", &[shape.vocab, h])?;
-        let mut position = w.take(
-            "embeddings.position_embeddings.weight",
-            &[shape.positions, h],
-        )?;
+        let word = w
+            .take("embeddings.word_embeddings.weight", &[shape.vocab, h])?
+            .into_owned();
+        let mut position = w
+            .take(
+                "embeddings.position_embeddings.weight",
+                &[shape.positions, h],
+            )?
+            .into_owned();
         let types = w.take_rows("embeddings.token_type_embeddings.weight", h)?;
         for row in position.chunks_exact_mut(h) {
             add(row, &types[..h]);
         }
-        let emb_ln_g = w.take("embeddings.LayerNorm.weight", &[h])?;
-        let emb_ln_b = w.take("embeddings.LayerNorm.bias", &[h])?;
+        let vector = |name: &str, len: usize| w.take(name, &[len]).map(Cow::into_owned);
+        let emb_ln_g = vector("embeddings.LayerNorm.weight", h)?;
+        let emb_ln_b = vector("embeddings.LayerNorm.bias", h)?;
         let mut layers = Vec::with_capacity(shape.layers);
         for i in 0..shape.layers {
             let p = format!("encoder.layer.{i}.");
             // One product for queries, keys and values: their columns side by side.
-            let mut qkv = w.columns(&format!("{p}attention.self.query.weight"), h, h)?;
-            qkv.extend(w.columns(&format!("{p}attention.self.key.weight"), h, h)?);
-            qkv.extend(w.columns(&format!("{p}attention.self.value.weight"), h, h)?);
-            let mut qkv_b = w.take(&format!("{p}attention.self.query.bias"), &[h])?;
-            qkv_b.extend(w.take(&format!("{p}attention.self.key.bias"), &[h])?);
-            qkv_b.extend(w.take(&format!("{p}attention.self.value.bias"), &[h])?);
+            let mut qkv = Vec::with_capacity(3 * h * h);
+            let mut qkv_b = Vec::with_capacity(3 * h);
+            for part in ["query", "key", "value"] {
+                qkv.extend_from_slice(&w.columns(
+                    &format!("{p}attention.self.{part}.weight"),
+                    h,
+                    h,
+                )?);
+                qkv_b.extend_from_slice(&w.take(&format!("{p}attention.self.{part}.bias"), &[h])?);
+            }
             layers.push(Layer {
                 qkv: Matrix::from_columns(&qkv, h, 3 * h, precision),
                 qkv_b,
@@ -283,25 +327,25 @@ impl BertEncoder {
                     h,
                     precision,
                 ),
-                attn_out_b: w.take(&format!("{p}attention.output.dense.bias"), &[h])?,
-                ln1_g: w.take(&format!("{p}attention.output.LayerNorm.weight"), &[h])?,
-                ln1_b: w.take(&format!("{p}attention.output.LayerNorm.bias"), &[h])?,
+                attn_out_b: vector(&format!("{p}attention.output.dense.bias"), h)?,
+                ln1_g: vector(&format!("{p}attention.output.LayerNorm.weight"), h)?,
+                ln1_b: vector(&format!("{p}attention.output.LayerNorm.bias"), h)?,
                 up: Matrix::from_columns(
                     &w.columns(&format!("{p}intermediate.dense.weight"), h, inter)?,
                     h,
                     inter,
                     precision,
                 ),
-                up_b: w.take(&format!("{p}intermediate.dense.bias"), &[inter])?,
+                up_b: vector(&format!("{p}intermediate.dense.bias"), inter)?,
                 down: Matrix::from_columns(
                     &w.columns(&format!("{p}output.dense.weight"), inter, h)?,
                     inter,
                     h,
                     precision,
                 ),
-                down_b: w.take(&format!("{p}output.dense.bias"), &[h])?,
-                ln2_g: w.take(&format!("{p}output.LayerNorm.weight"), &[h])?,
-                ln2_b: w.take(&format!("{p}output.LayerNorm.bias"), &[h])?,
+                down_b: vector(&format!("{p}output.dense.bias"), h)?,
+                ln2_g: vector(&format!("{p}output.LayerNorm.weight"), h)?,
+                ln2_b: vector(&format!("{p}output.LayerNorm.bias"), h)?,
             });
         }
         Ok(Self {
@@ -728,14 +772,15 @@ impl Head<'_> {
     }
 }
 
-impl Weights {
-    /// The first row of a `rows × width` matrix whose row count the file decides.
-    fn take_rows(&mut self, name: &str, width: usize) -> Result<Vec<f32>, EmbedError> {
+impl<'a> Weights<'a> {
+    /// A `rows × width` matrix whose row count the file decides.
+    fn take_rows(&self, name: &str, width: usize) -> Result<Cow<'a, [f32]>, EmbedError> {
         let full = format!("{}{name}", self.prefix);
         let rows = self
             .tensors
-            .get(&full)
-            .and_then(|t| t.dims().first().copied())
+            .tensor(&full)
+            .ok()
+            .and_then(|t| t.shape().first().copied())
             .unwrap_or(0)
             .max(1);
         self.take(name, &[rows, width])
