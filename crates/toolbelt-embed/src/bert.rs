@@ -1,11 +1,13 @@
 //! [`BertEncoder`]: a BERT sentence model (all-MiniLM-L6-v2 and its kin) with mean pooling.
 
-use std::borrow::Cow;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::Dtype;
+use safetensors::tensor::{Metadata, TensorInfo};
 
 use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
@@ -148,27 +150,73 @@ impl std::fmt::Debug for BertEncoder {
     }
 }
 
-/// The tensors of `model.safetensors`, read from the file's bytes where they lie.
+/// `model.safetensors`: its header, and each tensor read from where it lies in the file
+/// straight into the buffer that takes it (no copy of the whole file in memory).
 struct Weights<'a> {
     path: &'a Path,
-    tensors: SafeTensors<'a>,
+    file: File,
+    metadata: Metadata,
+    /// Where the tensors' bytes start: after the header's length and the header.
+    start: u64,
     /// `bert.` when the names carry it.
     prefix: &'static str,
 }
 
+/// The largest header read (safetensors' own limit).
+const MAX_HEADER: u64 = 100_000_000;
+
 impl<'a> Weights<'a> {
-    fn fail(&self, source: impl Into<candle_core::Error>) -> EmbedError {
+    fn open(path: &'a Path) -> Result<Self, EmbedError> {
+        let io = |source| EmbedError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let weights = |source: candle_core::Error| EmbedError::Weights {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = File::open(path).map_err(io)?;
+        let mut len = [0u8; 8];
+        file.read_exact(&mut len).map_err(io)?;
+        let len = u64::from_le_bytes(len);
+        if len > MAX_HEADER {
+            return Err(weights(candle_core::Error::Msg(format!(
+                "a header of {len} bytes (more than {MAX_HEADER})"
+            ))));
+        }
+        let mut header = vec![0u8; len as usize];
+        file.read_exact(&mut header).map_err(io)?;
+        let metadata: Metadata = serde_json::from_slice(&header).map_err(|e| {
+            weights(safetensors::SafeTensorError::InvalidHeaderDeserialization(e).into())
+        })?;
+        let prefix = if metadata
+            .info("bert.embeddings.word_embeddings.weight")
+            .is_some()
+        {
+            "bert."
+        } else {
+            ""
+        };
+        Ok(Self {
+            path,
+            file,
+            metadata,
+            start: 8 + len,
+            prefix,
+        })
+    }
+
+    fn fail(&self, message: String) -> EmbedError {
         EmbedError::Weights {
             path: self.path.to_path_buf(),
-            source: source.into(),
+            source: candle_core::Error::Msg(message),
         }
     }
 
-    /// The f32 values of `name` (also tried with `gamma`/`beta` for a layer norm's
-    /// `weight`/`bias`, as older checkpoints name them), checked against `shape`: borrowed
-    /// from the file's bytes when they are f32 there (little-endian and aligned, as
-    /// safetensors writes them), converted from bf16 or f16.
-    fn take(&self, name: &str, shape: &[usize]) -> Result<Cow<'a, [f32]>, EmbedError> {
+    /// The full name of `name` in the file (also tried with `gamma`/`beta` for a layer
+    /// norm's `weight`/`bias`, as older checkpoints name them) and its entry, checked
+    /// against `shape`.
+    fn info(&self, name: &str, shape: &[usize]) -> Result<(String, &TensorInfo), EmbedError> {
         let full = format!("{}{name}", self.prefix);
         let old = full
             .strip_suffix("LayerNorm.weight")
@@ -177,67 +225,99 @@ impl<'a> Weights<'a> {
                 full.strip_suffix("LayerNorm.bias")
                     .map(|s| format!("{s}LayerNorm.beta"))
             });
-        let view = match self.tensors.tensor(&full) {
-            Ok(view) => view,
-            Err(_) => old
-                .and_then(|old| self.tensors.tensor(&old).ok())
-                .ok_or_else(|| EmbedError::Shape {
-                    name: full.clone(),
-                    expected: shape.to_vec(),
-                    found: Vec::new(),
-                })?,
+        let found = match self.metadata.info(&full) {
+            Some(info) => Some((full.clone(), info)),
+            None => old.and_then(|old| self.metadata.info(&old).map(|info| (old, info))),
         };
-        if view.shape() != shape {
+        let (found, info) = found.ok_or_else(|| EmbedError::Shape {
+            name: full.clone(),
+            expected: shape.to_vec(),
+            found: Vec::new(),
+        })?;
+        if info.shape != shape {
             return Err(EmbedError::Shape {
-                name: full,
+                name: found,
                 expected: shape.to_vec(),
-                found: view.shape().to_vec(),
+                found: info.shape.clone(),
             });
         }
-        let data = view.data();
-        Ok(match view.dtype() {
-            Dtype::F32 => match bytemuck::try_cast_slice::<u8, f32>(data) {
-                Ok(values) if cfg!(target_endian = "little") => Cow::Borrowed(values),
-                _ => Cow::Owned(
-                    data.as_chunks::<4>()
-                        .0
-                        .iter()
-                        .map(|b| f32::from_le_bytes(*b))
-                        .collect(),
-                ),
-            },
-            Dtype::BF16 => Cow::Owned(
-                data.as_chunks::<2>()
-                    .0
-                    .iter()
-                    .map(|b| f32::from_bits(u32::from(u16::from_le_bytes(*b)) << 16))
-                    .collect(),
-            ),
-            Dtype::F16 => Cow::Owned(
-                data.as_chunks::<2>()
-                    .0
-                    .iter()
-                    .map(|b| half::f16::from_le_bytes(*b).to_f32())
-                    .collect(),
-            ),
-            other => {
-                return Err(self.fail(candle_core::Error::Msg(format!(
-                    "weight `{full}` is {other:?}; f32, bf16 or f16 expected"
-                ))));
-            }
-        })
+        Ok((found, info))
     }
 
-    /// The weights of a linear layer as the file stores them: `outputs` rows of `inputs`
-    /// (each row one column of the product's matrix).
-    fn columns(
-        &self,
-        name: &str,
-        inputs: usize,
-        outputs: usize,
-    ) -> Result<Cow<'a, [f32]>, EmbedError> {
-        self.take(name, &[outputs, inputs])
+    /// Reads the values of `name` (f32, bf16 or f16 in the file), checked against `shape`,
+    /// into `dst` (as many values).
+    fn read_into(&self, name: &str, shape: &[usize], dst: &mut [f32]) -> Result<(), EmbedError> {
+        let (full, info) = self.info(name, shape)?;
+        let width = match info.dtype {
+            Dtype::F32 => 4,
+            Dtype::BF16 | Dtype::F16 => 2,
+            other => {
+                return Err(self.fail(format!(
+                    "weight `{full}` is {other:?}; f32, bf16 or f16 expected"
+                )));
+            }
+        };
+        let (begin, end) = info.data_offsets;
+        if end.checked_sub(begin) != Some(dst.len() * width) {
+            return Err(self.fail(format!(
+                "weight `{full}` spans bytes {begin}..{end} for {} values of {width} bytes",
+                dst.len()
+            )));
+        }
+        let io = |source| EmbedError::Io {
+            path: self.path.to_path_buf(),
+            source,
+        };
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(self.start + begin as u64))
+            .map_err(io)?;
+        if info.dtype == Dtype::F32 {
+            file.read_exact(bytemuck::cast_slice_mut(dst)).map_err(io)?;
+            if cfg!(target_endian = "big") {
+                for v in dst.iter_mut() {
+                    *v = f32::from_bits(u32::from_le(v.to_bits()));
+                }
+            }
+            return Ok(());
+        }
+        let mut raw = vec![0u8; end - begin];
+        file.read_exact(&mut raw).map_err(io)?;
+        for (v, b) in dst.iter_mut().zip(raw.as_chunks::<2>().0) {
+            *v = if info.dtype == Dtype::BF16 {
+                f32::from_bits(u32::from(u16::from_le_bytes(*b)) << 16)
+            } else {
+                half::f16::from_le_bytes(*b).to_f32()
+            };
+        }
+        Ok(())
     }
+
+    /// The values of `name`, checked against `shape`.
+    fn take(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
+        let mut values = vec![0f32; shape.iter().product()];
+        self.read_into(name, shape, &mut values)?;
+        Ok(values)
+    }
+
+    /// A `rows × width` matrix whose row count the file decides.
+    fn take_rows(&self, name: &str, width: usize) -> Result<Vec<f32>, EmbedError> {
+        let full = format!("{}{name}", self.prefix);
+        let rows = self
+            .metadata
+            .info(&full)
+            .and_then(|t| t.shape.first().copied())
+            .unwrap_or(0)
+            .max(1);
+        self.take(name, &[rows, width])
+    }
+}
+
+/// A weight matrix to read and pack: the linear layers whose weights make its columns, in
+/// order (each `outputs × k` in the file, one row per column), `k` and the column count.
+struct Planned {
+    parts: Vec<String>,
+    k: usize,
+    cols: usize,
 }
 
 impl BertEncoder {
@@ -260,89 +340,83 @@ impl BertEncoder {
         let file = |name: &str| model_file(dir, name);
         let (config, weights) = (file("config.json")?, file("model.safetensors")?);
         let (shape, eps) = read_config(&config)?;
-        // One read of the file; every weight is taken from these bytes (the matrices packed
-        // where they lie), so a load writes the file's 90 MB once, not three times.
-        let bytes = std::fs::read(&weights).map_err(|source| EmbedError::Io {
-            path: weights.clone(),
-            source,
-        })?;
-        let tensors = SafeTensors::deserialize(&bytes).map_err(|source| EmbedError::Weights {
-            path: weights.clone(),
-            source: source.into(),
-        })?;
-        let prefix = if tensors
-            .names()
-            .contains(&"bert.embeddings.word_embeddings.weight")
-        {
-            "bert."
-        } else {
-            ""
-        };
-        let w = Weights {
-            path: &weights,
-            tensors,
-            prefix,
-        };
+        let w = Weights::open(&weights)?;
         let Shape {
             hidden: h,
             intermediate: inter,
             ..
         } = shape;
-        let word = w
-            .take("embeddings.word_embeddings.weight", &[shape.vocab, h])?
-            .into_owned();
-        let mut position = w
-            .take(
-                "embeddings.position_embeddings.weight",
-                &[shape.positions, h],
-            )?
-            .into_owned();
+        let word = w.take("embeddings.word_embeddings.weight", &[shape.vocab, h])?;
+        let mut position = w.take(
+            "embeddings.position_embeddings.weight",
+            &[shape.positions, h],
+        )?;
         let types = w.take_rows("embeddings.token_type_embeddings.weight", h)?;
         for row in position.chunks_exact_mut(h) {
             add(row, &types[..h]);
         }
-        let vector = |name: &str, len: usize| w.take(name, &[len]).map(Cow::into_owned);
+        let vector = |name: &str, len: usize| w.take(name, &[len]);
         let emb_ln_g = vector("embeddings.LayerNorm.weight", h)?;
         let emb_ln_b = vector("embeddings.LayerNorm.bias", h)?;
+        // Every layer's four matrices (queries, keys and values as one product, their
+        // columns side by side), read one after another into one buffer, then packed on
+        // every core. (One buffer of 43 MB, which the allocator returns to the system whole
+        // when it is dropped, not two dozen it would keep.)
+        let plan: Vec<Planned> = (0..shape.layers)
+            .flat_map(|i| {
+                let p = format!("encoder.layer.{i}.");
+                let qkv = ["query", "key", "value"]
+                    .map(|part| format!("{p}attention.self.{part}.weight"))
+                    .into();
+                [
+                    (qkv, h, 3 * h),
+                    (vec![format!("{p}attention.output.dense.weight")], h, h),
+                    (vec![format!("{p}intermediate.dense.weight")], h, inter),
+                    (vec![format!("{p}output.dense.weight")], inter, h),
+                ]
+                .map(|(parts, k, cols)| Planned { parts, k, cols })
+            })
+            .collect();
+        let mut all = vec![0f32; plan.iter().map(|m| m.k * m.cols).sum()];
+        let mut ranges = Vec::with_capacity(plan.len());
+        let mut at = 0;
+        for m in &plan {
+            let part = m.k * m.cols / m.parts.len();
+            for name in &m.parts {
+                w.read_into(name, &[part / m.k, m.k], &mut all[at..at + part])?;
+                at += part;
+            }
+            ranges.push(at - m.k * m.cols..at);
+        }
+        let mut matrices = plan
+            .par_iter()
+            .zip(&ranges)
+            .map(|(m, range)| Matrix::from_columns(&all[range.clone()], m.k, m.cols, precision))
+            .collect::<Vec<_>>()
+            .into_iter();
+        drop(all);
         let mut layers = Vec::with_capacity(shape.layers);
         for i in 0..shape.layers {
             let p = format!("encoder.layer.{i}.");
-            // One product for queries, keys and values: their columns side by side.
-            let mut qkv = Vec::with_capacity(3 * h * h);
             let mut qkv_b = Vec::with_capacity(3 * h);
             for part in ["query", "key", "value"] {
-                qkv.extend_from_slice(&w.columns(
-                    &format!("{p}attention.self.{part}.weight"),
-                    h,
-                    h,
-                )?);
-                qkv_b.extend_from_slice(&w.take(&format!("{p}attention.self.{part}.bias"), &[h])?);
+                qkv_b.extend(vector(&format!("{p}attention.self.{part}.bias"), h)?);
             }
+            let mut next = || {
+                matrices
+                    .next()
+                    .ok_or_else(|| w.fail(format!("layer {i}: a matrix short")))
+            };
             layers.push(Layer {
-                qkv: Matrix::from_columns(&qkv, h, 3 * h, precision),
+                qkv: next()?,
                 qkv_b,
-                attn_out: Matrix::from_columns(
-                    &w.columns(&format!("{p}attention.output.dense.weight"), h, h)?,
-                    h,
-                    h,
-                    precision,
-                ),
+                attn_out: next()?,
                 attn_out_b: vector(&format!("{p}attention.output.dense.bias"), h)?,
                 ln1_g: vector(&format!("{p}attention.output.LayerNorm.weight"), h)?,
                 ln1_b: vector(&format!("{p}attention.output.LayerNorm.bias"), h)?,
-                up: Matrix::from_columns(
-                    &w.columns(&format!("{p}intermediate.dense.weight"), h, inter)?,
-                    h,
-                    inter,
-                    precision,
-                ),
+                up: next()?,
                 up_b: vector(&format!("{p}intermediate.dense.bias"), inter)?,
-                down: Matrix::from_columns(
-                    &w.columns(&format!("{p}output.dense.weight"), inter, h)?,
-                    inter,
-                    h,
-                    precision,
-                ),
+                down: next()?,
                 down_b: vector(&format!("{p}output.dense.bias"), h)?,
                 ln2_g: vector(&format!("{p}output.LayerNorm.weight"), h)?,
                 ln2_b: vector(&format!("{p}output.LayerNorm.bias"), h)?,
@@ -769,21 +843,6 @@ impl Head<'_> {
                 *d = simd.mul_add_e_f32s(sum, scale, b);
             }
         }
-    }
-}
-
-impl<'a> Weights<'a> {
-    /// A `rows × width` matrix whose row count the file decides.
-    fn take_rows(&self, name: &str, width: usize) -> Result<Cow<'a, [f32]>, EmbedError> {
-        let full = format!("{}{name}", self.prefix);
-        let rows = self
-            .tensors
-            .tensor(&full)
-            .ok()
-            .and_then(|t| t.shape().first().copied())
-            .unwrap_or(0)
-            .max(1);
-        self.take(name, &[rows, width])
     }
 }
 

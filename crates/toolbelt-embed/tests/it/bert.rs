@@ -283,6 +283,128 @@ fn a_configuration_of_another_model_is_refused_naming_the_field() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A tiny BERT (hidden 4, one head, one layer, feed-forward 8, vocabulary 10, 6 positions)
+/// as a safetensors file: every tensor in `dtype` ("F32" or "BF16"), values from `seed`,
+/// `shrink` taken off the word table's first dimension in the header (a wrong shape).
+fn tiny_bert(dir: &std::path::Path, dtype: &str, shrink: usize) {
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"model_type": "bert", "hidden_size": 4, "num_attention_heads": 1,
+            "num_hidden_layers": 1, "intermediate_size": 8, "vocab_size": 10,
+            "max_position_embeddings": 6}"#,
+    )
+    .unwrap();
+    let mut tensors: Vec<(String, Vec<usize>)> = vec![
+        (
+            "embeddings.word_embeddings.weight".into(),
+            vec![10 - shrink, 4],
+        ),
+        ("embeddings.position_embeddings.weight".into(), vec![6, 4]),
+        ("embeddings.token_type_embeddings.weight".into(), vec![2, 4]),
+        ("embeddings.LayerNorm.weight".into(), vec![4]),
+        ("embeddings.LayerNorm.bias".into(), vec![4]),
+    ];
+    let p = "encoder.layer.0.";
+    for (name, shape) in [
+        ("attention.self.query.weight", vec![4, 4]),
+        ("attention.self.query.bias", vec![4]),
+        ("attention.self.key.weight", vec![4, 4]),
+        ("attention.self.key.bias", vec![4]),
+        ("attention.self.value.weight", vec![4, 4]),
+        ("attention.self.value.bias", vec![4]),
+        ("attention.output.dense.weight", vec![4, 4]),
+        ("attention.output.dense.bias", vec![4]),
+        ("attention.output.LayerNorm.weight", vec![4]),
+        ("attention.output.LayerNorm.bias", vec![4]),
+        ("intermediate.dense.weight", vec![8, 4]),
+        ("intermediate.dense.bias", vec![8]),
+        ("output.dense.weight", vec![4, 8]),
+        ("output.dense.bias", vec![4]),
+        ("output.LayerNorm.weight", vec![4]),
+        ("output.LayerNorm.bias", vec![4]),
+    ] {
+        tensors.push((format!("{p}{name}"), shape));
+    }
+    let width = if dtype == "F32" { 4 } else { 2 };
+    let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+    let mut x = 0x2545_f491_u32;
+    for (name, shape) in tensors {
+        let n: usize = shape.iter().product();
+        let start = data.len();
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // Values a bfloat16 holds exactly, so both files make the same encoder.
+            let v = f32::from_bits((((x % 255) as f32 / 127.0 - 1.0).to_bits()) & 0xffff_0000);
+            if width == 4 {
+                data.extend(v.to_le_bytes());
+            } else {
+                data.extend(((v.to_bits() >> 16) as u16).to_le_bytes());
+            }
+        }
+        header.insert(
+            name,
+            serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let mut header = serde_json::to_vec(&header).unwrap();
+    while header.len() % 8 != 0 {
+        header.push(b' ');
+    }
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header);
+    file.extend(data);
+    std::fs::write(dir.join("model.safetensors"), file).unwrap();
+}
+
+#[test]
+fn weights_are_read_in_f32_or_bf16_and_a_bad_file_is_an_error_naming_it() {
+    let dir = tempfile_dir("toolbelt-bert-weights");
+    let ids = vec![vec![1u32, 5, 7, 2]];
+    let mut vectors = Vec::new();
+    for dtype in ["F32", "BF16"] {
+        tiny_bert(&dir, dtype, 0);
+        for precision in [Precision::F32, Precision::Int8] {
+            let encoder = BertEncoder::from_dir_with(&dir, precision).unwrap();
+            let v = encoder.embed_ids(&ids).unwrap().remove(0);
+            assert_eq!(v.len(), 4);
+            let norm: f32 = v.iter().map(|x| x * x).sum();
+            assert!((norm - 1.0).abs() < 1e-4, "{dtype} {precision:?}: {v:?}");
+            vectors.push(v);
+        }
+    }
+    // The same values in either type make the same f32 encoder.
+    assert_eq!(vectors[0], vectors[2]);
+    let model = dir.join("model.safetensors");
+    let whole = std::fs::read(&model).unwrap();
+    // Cut short: the read fails and says which file.
+    std::fs::write(&model, &whole[..whole.len() - 10]).unwrap();
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(matches!(err, EmbedError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("model.safetensors"), "{err}");
+    // A header that is not JSON.
+    let mut bad = whole.clone();
+    bad[8] = b'!';
+    std::fs::write(&model, &bad).unwrap();
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(matches!(err, EmbedError::Weights { .. }), "{err}");
+    // A header longer than the file.
+    let mut bad = whole;
+    bad[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+    std::fs::write(&model, &bad).unwrap();
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(matches!(err, EmbedError::Weights { .. }), "{err}");
+    // A weight of another shape than the configuration's: named.
+    tiny_bert(&dir, "F32", 1);
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(
+        matches!(&err, EmbedError::Shape { name, .. } if name == "embeddings.word_embeddings.weight"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A fresh folder under the system's temporary folder.
 fn tempfile_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
