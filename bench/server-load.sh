@@ -4,11 +4,12 @@
 #   2. POST /api/v1/route                  (hybrid router over the built-in tools)
 #   3. idle RSS and start-up-to-ready time.
 # When the embedding models are present the server's router adds them a moment after start-up
-# (MiniLM for English input, USE-multilingual for CJK input); the script waits for them, and
-# each /route request then embeds its input (nothing caches a request's vector).
+# (MiniLM for English input, USE-multilingual for CJK input); the script waits for them.
+# The router keeps the vectors of the last 1,024 distinct inputs (ADR 0075), so /route is
+# loaded three ways: one fixed English request (its vector kept after the first), the 264
+# English requests of eval/queries.jsonl in turn (4 to 20 words; kept after the first round),
+# and the same requests made distinct by a counter ("… (request 17)"), each one embedded.
 # TOOLBELT_NO_EMBEDDER=1 measures the server routing by words only.
-# Besides one fixed English request, /route is loaded with the English requests of
-# eval/queries.jsonl in turn (varied lengths, 4 to 20 words).
 # With TOOLS=N, N HTTP tools are first stored through the API (descriptions and schemas from
 # eval/catalog.jsonl and, when fetched, LiveMCPBench's catalog; names made unique), the server
 # is restarted on that database (start-up then loads them), and /route ranks over all of them.
@@ -80,17 +81,23 @@ echo "--- tool call (todo_list)"
 wrk -t1 -c32 -d"${DURATION:-10}s" --latency -s "$work/call.lua" "http://127.0.0.1:$port/api/v1/tools/todo_list/call" | grep -E "Requests/sec|99%|50%|Non-2xx"
 echo "--- route"
 wrk -t1 -c32 -d"${DURATION:-10}s" --latency -s "$work/route.lua" "http://127.0.0.1:$port/api/v1/route" | grep -E "Requests/sec|99%|50%|Non-2xx"
-# The English requests of our evaluation set, one after another.
-python3 - "$work/varied.lua" <<'PY'
+# The English requests of our evaluation set, one after another; and the same made distinct.
+python3 - "$work" <<'PY'
 import json, sys
 bodies = [json.dumps({"input": json.loads(line)["query"]})
           for line in open("eval/queries.jsonl", encoding="utf-8")
           if json.loads(line).get("lang") == "en"]
-with open(sys.argv[1], "w") as f:
-    f.write('wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nlocal bodies = {\n')
-    for b in bodies:
-        f.write("  [==[" + b + "]==],\n")
-    f.write("}\nlocal i = 0\nrequest = function()\n  i = i % #bodies + 1\n  return wrk.format(nil, nil, nil, bodies[i])\nend\n")
+head = 'wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nlocal bodies = {\n'
+head += "".join("  [==[" + b + "]==],\n" for b in bodies) + "}\nlocal i, n = 0, 0\n"
+with open(sys.argv[1] + "/varied.lua", "w") as f:
+    f.write(head + "request = function()\n  i = i % #bodies + 1\n"
+            "  return wrk.format(nil, nil, nil, bodies[i])\nend\n")
+# Each body ends in '"}': the counter goes inside the input.
+with open(sys.argv[1] + "/distinct.lua", "w") as f:
+    f.write(head + "request = function()\n  i = i % #bodies + 1\n  n = n + 1\n"
+            "  return wrk.format(nil, nil, nil, bodies[i]:sub(1, -3) .. \" (request \" .. n .. \")\\\"}\")\nend\n")
 print(f"--- route, {len(bodies)} English requests in turn")
 PY
 wrk -t1 -c32 -d"${DURATION:-10}s" --latency -s "$work/varied.lua" "http://127.0.0.1:$port/api/v1/route" | grep -E "Requests/sec|99%|50%|Non-2xx"
+echo "--- route, the same requests made distinct by a counter (each one embedded)"
+wrk -t1 -c32 -d"${DURATION:-10}s" --latency -s "$work/distinct.lua" "http://127.0.0.1:$port/api/v1/route" | grep -E "Requests/sec|99%|50%|Non-2xx"

@@ -69,6 +69,10 @@ impl ToolView {
 /// Queries per embedder call in [`EmbeddingRouter::embed_queries`] (at least).
 const QUERY_BATCH: usize = 256;
 
+/// Query vectors kept by default ([`EmbeddingRouter::with_recent_queries`]): 1,024 of
+/// MiniLM's are 1.6 MB.
+pub const RECENT_QUERIES: usize = 1024;
+
 #[derive(Debug, Default)]
 struct Cache {
     /// Unit vectors by (model, tool text) fingerprint.
@@ -80,6 +84,9 @@ struct Cache {
     computed: u64,
     /// Query vectors made ahead by [`EmbeddingRouter::embed_queries`], by query text.
     queries: FastMap<String, Arc<[f32]>>,
+    /// The vectors of the last queries embedded when ranked, by query text, least recently
+    /// used first out (none when [`EmbeddingRouter::with_recent_queries`] is 0).
+    recent: Option<hashlink::LruCache<String, Arc<[f32]>>>,
     /// The last toolset prepared whole and its vectors: a request over the same view
     /// of the same snapshot skips the per-tool lookups (and their allocations).
     last: Option<(Toolset, Arc<[Prepared]>)>,
@@ -128,7 +135,8 @@ impl ViewScores {
 ///
 /// Tool vectors are cached by a fingerprint of the model id and the tool's
 /// text, so they are computed once and again only when a tool's text changes;
-/// each request embeds only the input. Cloning shares the cache.
+/// each request embeds only the input, and not even that when the same input was ranked
+/// lately ([`EmbeddingRouter::with_recent_queries`]). Cloning shares the cache.
 #[derive(Clone)]
 pub struct EmbeddingRouter {
     embedder: Arc<dyn Embedder>,
@@ -160,7 +168,10 @@ impl EmbeddingRouter {
     pub fn from_arc(embedder: Arc<dyn Embedder>) -> Self {
         Self {
             embedder,
-            cache: Arc::new(Mutex::new(Cache::default())),
+            cache: Arc::new(Mutex::new(Cache {
+                recent: Some(hashlink::LruCache::new(RECENT_QUERIES)),
+                ..Cache::default()
+            })),
             disk: None,
             progress: None,
             top_k: 5,
@@ -238,6 +249,20 @@ impl EmbeddingRouter {
         progress: impl Fn(usize, usize) + Send + Sync + 'static,
     ) -> Self {
         self.progress = Some(Arc::new(progress));
+        self
+    }
+
+    /// Keeps the vectors of the last `n` distinct queries embedded when ranked (default
+    /// [`RECENT_QUERIES`]; 0 keeps none), so an input ranked again (an agent's next turn on
+    /// the same message, a retried request, a routine's fixed prompt) skips the encoder. A
+    /// query's vector depends on its text alone, so a kept one is the one the encoder would
+    /// make. The cache is shared with this router's clones, and replaced by this call.
+    #[must_use]
+    pub fn with_recent_queries(self, n: usize) -> Self {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .recent = (n > 0).then(|| hashlink::LruCache::new(n));
         self
     }
 
@@ -505,20 +530,30 @@ impl EmbeddingRouter {
     ) -> Result<Vec<ViewScores>, RouteError> {
         let views = self.prepare_views(toolset).await?;
         let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES);
-        let primed = self
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .queries
-            .get(query)
-            .cloned();
-        let q = match primed {
+        let known = {
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            match cache.queries.get(query) {
+                Some(q) => Some(Arc::clone(q)),
+                None => cache
+                    .recent
+                    .as_mut()
+                    .and_then(|recent| recent.get(query).cloned()),
+            }
+        };
+        let q = match known {
             Some(q) => q,
-            None => self
-                .embed_checked(&[query.to_owned()])
-                .await?
-                .pop()
-                .unwrap_or_else(|| Arc::from(Vec::new())),
+            None => {
+                let q = self
+                    .embed_checked(&[query.to_owned()])
+                    .await?
+                    .pop()
+                    .unwrap_or_else(|| Arc::from(Vec::new()));
+                let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(recent) = cache.recent.as_mut() {
+                    recent.insert(query.to_owned(), Arc::clone(&q));
+                }
+                q
+            }
         };
         let mut out = Vec::with_capacity(views.len());
         for tools in views.iter() {

@@ -31,7 +31,7 @@ pub use embedding::OpenAiEmbedder;
 pub use embedding::UseEmbedder;
 #[cfg(feature = "local-embed")]
 pub use embedding::{EmbedPrecision, LocalEmbedError, LocalEmbedder};
-pub use embedding::{Embedder, EmbedderError, EmbeddingRouter, ToolView};
+pub use embedding::{Embedder, EmbedderError, EmbeddingRouter, RECENT_QUERIES, ToolView};
 pub use error::RouteError;
 pub use hybrid::{EmbeddingSlot, Fusion, HybridConfig, HybridRouter, LowConfidence, Ranking};
 pub use index::{Coverage, LexicalConfig, LexicalIndex};

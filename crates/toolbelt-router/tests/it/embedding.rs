@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use toolbelt_core::{BoxFuture, ToolHandle, ToolSpec, Toolset};
-use toolbelt_router::{AnyRouter, CatalogTool, Embedder, EmbedderError, EmbeddingRouter, ToolView};
+use toolbelt_router::{
+    AnyRouter, CatalogTool, Embedder, EmbedderError, EmbeddingRouter, RECENT_QUERIES, ToolView,
+};
 
 use crate::{block_on, request, tool};
 
@@ -216,6 +218,46 @@ fn queries_embedded_ahead_are_ranked_without_embedding_again() {
         3,
         "an input not among them is embedded when ranked"
     );
+}
+
+#[test]
+fn an_input_ranked_lately_is_not_embedded_again_and_the_oldest_leaves_first() {
+    let tools = Toolset::from_tools([tool("weather", "sky sky", "w"), tool("bank", "money", "m")]);
+    // (router, inputs ranked in turn, query texts embedded)
+    let cases = [
+        (RECENT_QUERIES, vec!["is the sky blue"; 3], 1),
+        (0, vec!["is the sky blue"; 3], 3),
+        // Room for two: "code" pushes out the least recently ranked ("money", which is
+        // embedded again at the end), not "sky", ranked again since.
+        (2, vec!["sky", "money", "sky", "code", "sky", "money"], 4),
+    ];
+    for (room, inputs, embedded) in cases {
+        let counter = Markers::default();
+        let router = EmbeddingRouter::new(counter.clone()).with_recent_queries(room);
+        block_on(router.prepare(&tools)).unwrap();
+        let before = counter.0.load(Ordering::SeqCst);
+        let clone = router.clone();
+        let mut firsts = Vec::new();
+        for (i, input) in inputs.iter().enumerate() {
+            // Clones share the kept vectors.
+            let router = if i % 2 == 0 { &router } else { &clone };
+            let hits = block_on(router.rank(&tools, input, 1)).unwrap();
+            firsts.push(hits[0].name.clone());
+        }
+        assert_eq!(
+            counter.0.load(Ordering::SeqCst) - before,
+            embedded,
+            "room for {room}: {inputs:?}"
+        );
+        // A kept vector ranks as a fresh one.
+        let fresh = EmbeddingRouter::new(Markers::default()).with_recent_queries(0);
+        for (input, first) in inputs.iter().zip(&firsts) {
+            assert_eq!(
+                &block_on(fresh.rank(&tools, input, 1)).unwrap()[0].name,
+                first
+            );
+        }
+    }
 }
 
 #[test]
