@@ -89,11 +89,49 @@ struct Cache {
     recent: Option<hashlink::LruCache<String, Arc<[f32]>>>,
     /// The last toolset prepared whole and its vectors: a request over the same view
     /// of the same snapshot skips the per-tool lookups (and their allocations).
-    last: Option<(Toolset, Arc<[Prepared]>)>,
+    last: Option<(Toolset, Arc<[ViewVectors]>)>,
 }
 
 /// Each tool's name and vector, in toolset order.
 type Prepared = Arc<[(String, Arc<[f32]>)]>;
+
+/// One view's tool vectors: by tool, and those of the model's length side by side in one
+/// block, which the scores read as one stream. (With each vector in an allocation of its
+/// own, a jump in memory per tool, a request over 2,000 tools took 1.4 times as long:
+/// `hybrid_route_embedded` in `benches/route.rs`.)
+#[derive(Debug)]
+struct ViewVectors {
+    tools: Prepared,
+    /// The vectors of `dims` values, one after another.
+    block: Vec<f32>,
+    /// Per vector of `block`: its tool's index in `tools`.
+    rows: Vec<u32>,
+    dims: usize,
+}
+
+impl ViewVectors {
+    fn new(tools: Prepared) -> Self {
+        let dims = tools
+            .iter()
+            .map(|(_, v)| v.len())
+            .find(|&n| n > 0)
+            .unwrap_or(0);
+        let mut block = Vec::with_capacity(tools.len() * dims);
+        let mut rows = Vec::with_capacity(tools.len());
+        for (i, (_, v)) in tools.iter().enumerate() {
+            if dims > 0 && v.len() == dims {
+                block.extend_from_slice(v);
+                rows.push(i as u32);
+            }
+        }
+        Self {
+            tools,
+            block,
+            rows,
+            dims,
+        }
+    }
+}
 
 /// One view's cosine scores of a toolset's tools for one query
 /// ([`EmbeddingRouter::score_views`]).
@@ -300,11 +338,11 @@ impl EmbeddingRouter {
         let views = self.prepare_views(toolset).await?;
         Ok(views
             .first()
-            .map_or_else(|| Arc::from(Vec::new()), Arc::clone))
+            .map_or_else(|| Arc::from(Vec::new()), |view| Arc::clone(&view.tools)))
     }
 
     /// Like [`EmbeddingRouter::prepare`], one list per view.
-    async fn prepare_views(&self, toolset: &Toolset) -> Result<Arc<[Prepared]>, RouteError> {
+    async fn prepare_views(&self, toolset: &Toolset) -> Result<Arc<[ViewVectors]>, RouteError> {
         let mut missing: Vec<(u64, String)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut keyed: Vec<(String, Vec<u64>)> = Vec::with_capacity(toolset.len());
@@ -388,16 +426,18 @@ impl EmbeddingRouter {
             progress(total, total);
         }
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        let prepared: Arc<[Prepared]> = (0..self.views.len())
+        let prepared: Arc<[ViewVectors]> = (0..self.views.len())
             .map(|i| {
-                keyed
-                    .iter()
-                    .filter_map(|(name, keys)| {
-                        keys.get(i)
-                            .and_then(|key| cache.vectors.get(key))
-                            .map(|v| (name.clone(), Arc::clone(v)))
-                    })
-                    .collect::<Prepared>()
+                ViewVectors::new(
+                    keyed
+                        .iter()
+                        .filter_map(|(name, keys)| {
+                            keys.get(i)
+                                .and_then(|key| cache.vectors.get(key))
+                                .map(|v| (name.clone(), Arc::clone(v)))
+                        })
+                        .collect::<Prepared>(),
+                )
             })
             .collect();
         // Every tool has its vectors now and a snapshot never changes, so the answer
@@ -556,11 +596,12 @@ impl EmbeddingRouter {
             }
         };
         let mut out = Vec::with_capacity(views.len());
-        for tools in views.iter() {
-            let mut hits = if q.is_empty() {
+        for view in views.iter() {
+            let tools = &view.tools;
+            let mut hits = if q.is_empty() || q.len() != view.dims {
                 Vec::new()
             } else {
-                pulp::Arch::new().dispatch(Scores { query: &q, tools })
+                pulp::Arch::new().dispatch(Scores { query: &q, view })
             };
             if k == 0 {
                 hits.clear();
@@ -704,11 +745,12 @@ fn normalize(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-/// The query's dot product with every tool vector of its length (unit vectors: the
-/// cosine), as (tool index, score), in one pass with the CPU's widest SIMD vectors.
+/// The query's dot product with every tool vector of its view's block (unit vectors: the
+/// cosine), as (tool index, score), in one pass with the CPU's widest SIMD vectors. The
+/// query has the block's length.
 struct Scores<'a> {
     query: &'a [f32],
-    tools: &'a [(String, Arc<[f32]>)],
+    view: &'a ViewVectors,
 }
 
 impl pulp::WithSimd for Scores<'_> {
@@ -720,11 +762,9 @@ impl pulp::WithSimd for Scores<'_> {
         // features, and its intrinsics become calls.
         let (q, q_tail) = S::as_simd_f32s(self.query);
         let (q4, q_rest) = q.as_chunks::<4>();
-        let mut out = Vec::with_capacity(self.tools.len());
-        for (i, (_, v)) in self.tools.iter().enumerate() {
-            if v.len() != self.query.len() {
-                continue;
-            }
+        let view = self.view;
+        let mut out = Vec::with_capacity(view.rows.len());
+        for (v, &i) in view.block.chunks_exact(view.dims).zip(&view.rows) {
             let (v, v_tail) = S::as_simd_f32s(v);
             let (v4, v_rest) = v.as_chunks::<4>();
             // Four independent sums keep the multiply-adds from waiting on each other.
@@ -745,7 +785,7 @@ impl pulp::WithSimd for Scores<'_> {
             for (a, b) in q_tail.iter().zip(v_tail) {
                 tail += a * b;
             }
-            out.push((i as u32, simd.reduce_sum_f32s(sum) + tail));
+            out.push((i, simd.reduce_sum_f32s(sum) + tail));
         }
         out
     }
