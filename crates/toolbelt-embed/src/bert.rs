@@ -359,11 +359,11 @@ impl BertEncoder {
         let emb_ln_g = vector("embeddings.LayerNorm.weight", h)?;
         let emb_ln_b = vector("embeddings.LayerNorm.bias", h)?;
         // Every layer's four matrices (queries, keys and values as one product, their
-        // columns side by side), read one after another into one buffer, then packed on
-        // every core. (One buffer of 43 MB, which the allocator returns to the system whole
+        // columns side by side), read one after another into one buffer, then packed a
+        // layer per task on every core. (One buffer of 43 MB, which the allocator returns to the system whole
         // when it is dropped, not two dozen it would keep.)
-        let plan: Vec<Planned> = (0..shape.layers)
-            .flat_map(|i| {
+        let plan: Vec<[Planned; 4]> = (0..shape.layers)
+            .map(|i| {
                 let p = format!("encoder.layer.{i}.");
                 let qkv = ["query", "key", "value"]
                     .map(|part| format!("{p}attention.self.{part}.weight"))
@@ -377,10 +377,11 @@ impl BertEncoder {
                 .map(|(parts, k, cols)| Planned { parts, k, cols })
             })
             .collect();
-        let mut all = vec![0f32; plan.iter().map(|m| m.k * m.cols).sum()];
-        let mut ranges = Vec::with_capacity(plan.len());
+        let mut all = vec![0f32; plan.iter().flatten().map(|m| m.k * m.cols).sum()];
+        // Where each matrix lies in `all`, four per layer.
+        let mut ranges = Vec::with_capacity(4 * plan.len());
         let mut at = 0;
-        for m in &plan {
+        for m in plan.iter().flatten() {
             let part = m.k * m.cols / m.parts.len();
             for name in &m.parts {
                 w.read_into(name, &[part / m.k, m.k], &mut all[at..at + part])?;
@@ -388,35 +389,34 @@ impl BertEncoder {
             }
             ranges.push(at - m.k * m.cols..at);
         }
-        let mut matrices = plan
+        let matrices: Vec<[Matrix; 4]> = plan
             .par_iter()
-            .zip(&ranges)
-            .map(|(m, range)| Matrix::from_columns(&all[range.clone()], m.k, m.cols, precision))
-            .collect::<Vec<_>>()
-            .into_iter();
+            .zip(ranges.par_chunks_exact(4))
+            .map(|(layer, ranges)| {
+                std::array::from_fn(|j| {
+                    let m = &layer[j];
+                    Matrix::from_columns(&all[ranges[j].clone()], m.k, m.cols, precision)
+                })
+            })
+            .collect();
         drop(all);
         let mut layers = Vec::with_capacity(shape.layers);
-        for i in 0..shape.layers {
+        for (i, [qkv, attn_out, up, down]) in matrices.into_iter().enumerate() {
             let p = format!("encoder.layer.{i}.");
             let mut qkv_b = Vec::with_capacity(3 * h);
             for part in ["query", "key", "value"] {
                 qkv_b.extend(vector(&format!("{p}attention.self.{part}.bias"), h)?);
             }
-            let mut next = || {
-                matrices
-                    .next()
-                    .ok_or_else(|| w.fail(format!("layer {i}: a matrix short")))
-            };
             layers.push(Layer {
-                qkv: next()?,
+                qkv,
                 qkv_b,
-                attn_out: next()?,
+                attn_out,
                 attn_out_b: vector(&format!("{p}attention.output.dense.bias"), h)?,
                 ln1_g: vector(&format!("{p}attention.output.LayerNorm.weight"), h)?,
                 ln1_b: vector(&format!("{p}attention.output.LayerNorm.bias"), h)?,
-                up: next()?,
+                up,
                 up_b: vector(&format!("{p}intermediate.dense.bias"), inter)?,
-                down: next()?,
+                down,
                 down_b: vector(&format!("{p}output.dense.bias"), h)?,
                 ln2_g: vector(&format!("{p}output.LayerNorm.weight"), h)?,
                 ln2_b: vector(&format!("{p}output.LayerNorm.bias"), h)?,

@@ -637,7 +637,7 @@ fn quantise_row_avx2(row: &[f32], dst: &mut [i8]) -> f32 {
 }
 
 /// A weight in steps: `v.round()` (half away from zero) within ±127, without the call to
-/// libm's `roundf` that `f32::round` is on x86-64 (a fifth of packing MiniLM): `v` is
+/// libm's `roundf` that `f32::round` is on x86-64 (a quarter of packing MiniLM, by perf): `v` is
 /// within ±127 steps (a column's step is its largest weight over 127), so its integer part
 /// fits an `i32` and its fraction is exact.
 fn round_weight(v: f32) -> i32 {

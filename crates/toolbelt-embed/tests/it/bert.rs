@@ -284,8 +284,8 @@ fn a_configuration_of_another_model_is_refused_naming_the_field() {
 }
 
 /// A tiny BERT (hidden 4, one head, one layer, feed-forward 8, vocabulary 10, 6 positions)
-/// as a safetensors file: every tensor in `dtype` ("F32" or "BF16"), values from `seed`,
-/// `shrink` taken off the word table's first dimension in the header (a wrong shape).
+/// as a safetensors file: every tensor in `dtype` ("F32" or "BF16"), values from a fixed
+/// xorshift, `shrink` taken off the word table's first dimension (a wrong shape).
 fn tiny_bert(dir: &std::path::Path, dtype: &str, shrink: usize) {
     std::fs::write(
         dir.join("config.json"),
