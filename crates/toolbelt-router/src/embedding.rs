@@ -27,7 +27,7 @@ pub use toolbelt_embed::Precision as EmbedPrecision;
 
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
-use crate::index::{FastMap, top_k_head};
+use crate::index::{FastMap, best_of};
 use crate::router::Router;
 use crate::tool_text::{Fnv, ToolText};
 
@@ -107,6 +107,8 @@ struct ViewVectors {
     /// Per vector of `block`: its tool's index in `tools`.
     rows: Vec<u32>,
     dims: usize,
+    /// Each tool's index in `tools`, by name.
+    by_name: Arc<FastMap<Box<str>, u32>>,
 }
 
 impl ViewVectors {
@@ -118,29 +120,37 @@ impl ViewVectors {
             .unwrap_or(0);
         let mut block = Vec::with_capacity(tools.len() * dims);
         let mut rows = Vec::with_capacity(tools.len());
-        for (i, (_, v)) in tools.iter().enumerate() {
+        let mut by_name = FastMap::default();
+        for (i, (name, v)) in tools.iter().enumerate() {
             if dims > 0 && v.len() == dims {
                 block.extend_from_slice(v);
                 rows.push(i as u32);
             }
+            by_name.insert(name.as_str().into(), i as u32);
         }
         Self {
             tools,
             block,
             rows,
             dims,
+            by_name: Arc::new(by_name),
         }
     }
 }
 
 /// One view's cosine scores of a toolset's tools for one query
-/// ([`EmbeddingRouter::score_views`]).
+/// ([`EmbeddingRouter::score_views`]): every tool's score, the best few named.
 #[derive(Debug, Clone)]
 pub(crate) struct ViewScores {
-    /// The view's tools (name and vector), in toolset order.
-    tools: Prepared,
-    /// (index into `tools`, cosine): the named head first and in order, the rest in no order.
-    hits: Vec<(u32, f32)>,
+    /// Score by index in the view's tools (toolset order); 0 for a tool without a vector.
+    by_tool: Vec<f32>,
+    /// The view's tools' indices by name.
+    by_name: Arc<FastMap<Box<str>, u32>>,
+    /// How many tools were scored.
+    scored: usize,
+    /// The sum of the scores, and of their squares.
+    sum: f64,
+    squares: f64,
     /// The best tools, named, best first.
     head: Vec<ScoredTool>,
 }
@@ -151,21 +161,28 @@ impl ViewScores {
         &self.head
     }
 
-    /// Every scored tool's name and score (the head's first, in order).
-    pub(crate) fn scores(&self) -> impl Iterator<Item = (&str, f32)> + '_ {
-        self.hits
-            .iter()
-            .map(|&(i, score)| (self.tools[i as usize].0.as_str(), score))
+    /// The score of the tool `name`: 0 when the view did not score it.
+    pub(crate) fn score_of(&self, name: &str) -> f32 {
+        self.by_name
+            .get(name)
+            .and_then(|&i| self.by_tool.get(i as usize))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    /// The sum of every score, and of their squares.
+    pub(crate) fn moments(&self) -> (f64, f64) {
+        (self.sum, self.squares)
     }
 
     /// How many tools were scored.
     pub(crate) fn len(&self) -> usize {
-        self.hits.len()
+        self.scored
     }
 
     /// Whether the view scored nothing (a text the model does not read).
     pub(crate) fn is_empty(&self) -> bool {
-        self.hits.is_empty()
+        self.scored == 0
     }
 }
 
@@ -553,19 +570,18 @@ impl EmbeddingRouter {
         query: &str,
         k: usize,
     ) -> Result<Vec<Vec<ScoredTool>>, RouteError> {
-        let views = self.score_views(toolset, query, k, k).await?;
+        let views = self.score_views(toolset, query, k).await?;
         Ok(views.into_iter().map(|v| v.head).collect())
     }
 
-    /// Each view's scores of the best `k` tools of `toolset` for `query`, only the best
-    /// `head` of them named and in order ([`ViewScores`]): what z-score fusion reads (every
-    /// tool's score for the mean and spread, names for the few it ranks) without naming or
+    /// Each view's scores of every tool of `toolset` for `query`, only the best `head` of
+    /// them named and in order ([`ViewScores`]): what z-score fusion reads (every tool's
+    /// score for the mean and spread, names for the few it ranks) without naming or
     /// sorting thousands of tools per request.
     pub(crate) async fn score_views(
         &self,
         toolset: &Toolset,
         query: &str,
-        k: usize,
         head: usize,
     ) -> Result<Vec<ViewScores>, RouteError> {
         let views = self.prepare_views(toolset).await?;
@@ -597,28 +613,32 @@ impl EmbeddingRouter {
         };
         let mut out = Vec::with_capacity(views.len());
         for view in views.iter() {
-            let tools = &view.tools;
-            let mut hits = if q.is_empty() || q.len() != view.dims {
+            let hits = if q.is_empty() || q.len() != view.dims || head == 0 {
                 Vec::new()
             } else {
                 pulp::Arch::new().dispatch(Scores { query: &q, view })
             };
-            if k == 0 {
-                hits.clear();
-            } else {
-                top_k_head(&mut hits, k, head);
+            let mut by_tool = vec![0f32; view.tools.len()];
+            let (mut sum, mut squares) = (0f64, 0f64);
+            for &(i, score) in &hits {
+                let x = f64::from(score);
+                sum += x;
+                squares += x * x;
+                by_tool[i as usize] = score;
             }
-            let named = hits
-                .iter()
-                .take(head)
-                .map(|&(i, score)| ScoredTool {
-                    name: tools[i as usize].0.clone(),
+            let named = best_of(hits.iter().copied(), head)
+                .into_iter()
+                .map(|(i, score)| ScoredTool {
+                    name: view.tools[i as usize].0.clone(),
                     score,
                 })
                 .collect();
             out.push(ViewScores {
-                tools: Arc::clone(tools),
-                hits,
+                by_tool,
+                by_name: Arc::clone(&view.by_name),
+                scored: hits.len(),
+                sum,
+                squares,
                 head: named,
             });
         }

@@ -6,7 +6,7 @@ use crate::decision::{BoundedFallback, RouteDecision, RouteRequest, ScoredTool};
 use crate::embedding::{EmbeddingRouter, ViewScores};
 use crate::error::RouteError;
 use crate::fit::ValueFit;
-use crate::index::FastMap;
+use crate::index::{FastMap, LexicalScores};
 use crate::keyword::KeywordRouter;
 use crate::learn::{LearnedUsage, RequestIndex};
 use crate::lexical::LexicalRouter;
@@ -644,15 +644,9 @@ impl HybridRouter {
         let cfg = &self.config;
         // A first (or changed) toolset is indexed on the blocking pool.
         self.lexical.prepare_async(toolset).await;
-        // Z-scores need every tool's score for their mean and spread, but rank only the best
-        // `candidates` of each ranking: the embeddings' other scores stay in no order.
-        let zscore = cfg.fusion == Fusion::ZScore && self.has_minilm();
-        let n = if zscore {
-            toolset.len().max(cfg.candidates).max(k)
-        } else {
-            cfg.candidates.max(k)
-        };
-        let head = if zscore { cfg.candidates.max(k) } else { n };
+        // Every ranking scores every tool it reaches (z-scores need their mean and spread)
+        // and names only its best `head`, the candidates the fusion ranks.
+        let head = cfg.candidates.max(k);
         let Plan {
             lexical,
             lexical_ok,
@@ -662,13 +656,13 @@ impl HybridRouter {
             keyword_sure,
             joined,
             masked,
-        } = self.plan(toolset, input, recent, n);
+        } = self.plan(toolset, input, recent, head);
         let embedded = joined.as_deref().unwrap_or(input);
         let (embedding, embedding_ok) = embedding_ranking(
             self.embedding(),
             toolset,
             embedded,
-            (n, head),
+            head,
             "embedding",
             &mut reason,
         )
@@ -686,7 +680,7 @@ impl HybridRouter {
                 self.multilingual(),
                 toolset,
                 embedded,
-                (n, head),
+                head,
                 "multilingual",
                 &mut reason,
             )
@@ -703,7 +697,7 @@ impl HybridRouter {
         if cjk && multilingual_ranked {
             lexical_weight *= cfg.cjk_lexical_factor;
         }
-        let context = self.context_ranking(toolset, recent, n);
+        let context = self.context_ranking(toolset, recent, head);
         let mut learned = match &self.learned {
             Some(index) => index.vote(input, cfg.learned_neighbours, cfg.min_lexical_score),
             None => Vec::new(),
@@ -724,7 +718,7 @@ impl HybridRouter {
         // Each view of a tool is a ranking of its own; together they weigh what one would.
         let view_weight = |views: &[ViewScores], weight: f32| weight / views.len().max(1) as f32;
         let mut rankings: Vec<(Ranked<'_>, f32)> = vec![
-            (Ranked::Named(&lexical), lexical_weight),
+            (Ranked::Lexical(&lexical), lexical_weight),
             (Ranked::Named(&keyword), cfg.keyword_weight),
         ];
         for view in &embedding {
@@ -735,7 +729,7 @@ impl HybridRouter {
             let weight = view_weight(&multilingual, multilingual_weight);
             rankings.push((Ranked::View(view), weight));
         }
-        rankings.push((Ranked::Named(&context), context_weight));
+        rankings.push((Ranked::Lexical(&context), context_weight));
         rankings.push((Ranked::Named(&learned), cfg.learned_weight));
         // Z-score fusion was measured with MiniLM beside USE (ADR 0053). A router with USE
         // alone (the server's and `toolbelt run`'s until they load MiniLM) keeps the
@@ -775,11 +769,11 @@ impl HybridRouter {
     /// made from: the latest turn, or with an elliptical turn, the previous user turn
     /// joined to it. What [`HybridRouter::rank_request`] starts from and
     /// [`HybridRouter::embed_requests`] embeds ahead.
-    fn plan(&self, toolset: &Toolset, input: &str, recent: &[String], n: usize) -> Plan {
+    fn plan(&self, toolset: &Toolset, input: &str, recent: &[String], head: usize) -> Plan {
         let cfg = &self.config;
         let masked = self.masked_words(input);
         let words = masked.as_deref().unwrap_or(input);
-        let lexical = self.bm25(toolset, words, n);
+        let lexical = self.bm25(toolset, words, head);
         let mut lexical_ok = lexical
             .first()
             .is_some_and(|t| t.score >= cfg.min_lexical_score);
@@ -876,10 +870,11 @@ impl HybridRouter {
         }
     }
 
-    /// BM25 over the earlier turns, newest last, capped at the query size limit from the newest back.
-    fn context_ranking(&self, toolset: &Toolset, recent: &[String], n: usize) -> Vec<ScoredTool> {
+    /// BM25 over the earlier turns, newest last, capped at the query size limit from the
+    /// newest back (the best `head` named).
+    fn context_ranking(&self, toolset: &Toolset, recent: &[String], head: usize) -> LexicalScores {
         if self.config.context_weight <= 0.0 || recent.is_empty() {
-            return Vec::new();
+            return LexicalScores::default();
         }
         let mut text = String::new();
         for turn in recent.iter().rev() {
@@ -890,16 +885,16 @@ impl HybridRouter {
             text.push('\n');
         }
         if text.trim().is_empty() {
-            return Vec::new();
+            return LexicalScores::default();
         }
-        let hits = self.bm25(toolset, &text, n);
+        let hits = self.bm25(toolset, &text, head);
         if hits
             .first()
             .is_some_and(|t| t.score >= self.config.min_lexical_score)
         {
             hits
         } else {
-            Vec::new()
+            LexicalScores::default()
         }
     }
 
@@ -907,13 +902,12 @@ impl HybridRouter {
     /// fusion applies only then.
     /// The BM25 ranking of `text`: with MiniLM beside it, a request's English words count
     /// without the lexicon's synonyms ([`HybridConfig::minilm_english_concept_factor`]).
-    fn bm25(&self, toolset: &Toolset, text: &str, n: usize) -> Vec<ScoredTool> {
-        if self.has_minilm() {
-            let factor = self.config.minilm_english_concept_factor;
-            self.lexical.search_scaled(toolset, text, n, factor)
-        } else {
-            self.lexical.search(toolset, text, n)
-        }
+    /// Every tool is scored; the best `head` are named.
+    fn bm25(&self, toolset: &Toolset, text: &str, head: usize) -> LexicalScores {
+        let factor = self
+            .has_minilm()
+            .then_some(self.config.minilm_english_concept_factor);
+        self.lexical.scores(toolset, text, head, factor)
     }
 
     fn has_minilm(&self) -> bool {
@@ -1277,7 +1271,7 @@ impl Router for HybridRouter {
 
 /// See [`HybridRouter::plan`].
 struct Plan {
-    lexical: Vec<ScoredTool>,
+    lexical: LexicalScores,
     lexical_ok: bool,
     reason: String,
     groups: Vec<String>,
@@ -1290,21 +1284,21 @@ struct Plan {
     masked: Option<String>,
 }
 
-/// The rankings of one embedding router (one per view of the tools: its best `n`, the best
-/// `head` of them named, first and in order), whether a best hit is confident, and a note in
+/// The rankings of one embedding router (one per view of the tools: every tool's score, the
+/// best `head` named, first and in order), whether a best hit is confident, and a note in
 /// `reason`; a failure is logged and ranks nothing.
 async fn embedding_ranking(
     router: Option<&EmbeddingRouter>,
     toolset: &Toolset,
     input: &str,
-    (n, head): (usize, usize),
+    head: usize,
     label: &str,
     reason: &mut String,
 ) -> (Vec<ViewScores>, bool) {
     let Some(router) = router else {
         return (Vec::new(), false);
     };
-    match router.score_views(toolset, input, n, head).await {
+    match router.score_views(toolset, input, head).await {
         Ok(views) => {
             let ok = views.iter().any(|view| {
                 view.head()
@@ -1329,6 +1323,7 @@ async fn embedding_ranking(
 #[derive(Clone, Copy)]
 enum Ranked<'a> {
     Named(&'a [ScoredTool]),
+    Lexical(&'a LexicalScores),
     View(&'a ViewScores),
 }
 
@@ -1337,6 +1332,7 @@ impl<'a> Ranked<'a> {
     fn head(self) -> &'a [ScoredTool] {
         match self {
             Self::Named(ranking) => ranking,
+            Self::Lexical(scores) => scores.head(),
             Self::View(view) => view.head(),
         }
     }
@@ -1345,15 +1341,47 @@ impl<'a> Ranked<'a> {
     fn len(self) -> usize {
         match self {
             Self::Named(ranking) => ranking.len(),
+            Self::Lexical(scores) => scores.len(),
             Self::View(view) => view.len(),
         }
     }
 
-    /// Calls `f` with every scored tool's name and score.
-    fn for_each(self, mut f: impl FnMut(&str, f32)) {
+    /// The sum of every score, and of their squares.
+    fn moments(self) -> (f64, f64) {
         match self {
-            Self::Named(ranking) => ranking.iter().for_each(|t| f(&t.name, t.score)),
-            Self::View(view) => view.scores().for_each(|(name, score)| f(name, score)),
+            Self::Named(ranking) => ranking.iter().fold((0.0, 0.0), |(sum, squares), t| {
+                let x = f64::from(t.score);
+                (sum + x, squares + x * x)
+            }),
+            Self::Lexical(scores) => scores.moments(),
+            Self::View(view) => view.moments(),
+        }
+    }
+
+    /// The scores of `names` (0 for a tool the ranking leaves out) into `out`.
+    fn scores_of(self, names: &[&str], order: &FastMap<&str, usize>, out: &mut [f32]) {
+        match self {
+            // Short lists: each entry is looked up among the names (the last of a name
+            // listed twice counts).
+            Self::Named(ranking) => {
+                out.fill(0.0);
+                for t in ranking {
+                    if let Some(&i) = order.get(t.name.as_str()) {
+                        out[i] = t.score;
+                    }
+                }
+            }
+            // Every tool of the toolset: each name is looked up in the ranking.
+            Self::Lexical(scores) => {
+                for (x, name) in out.iter_mut().zip(names) {
+                    *x = scores.score_of(name);
+                }
+            }
+            Self::View(view) => {
+                for (x, name) in out.iter_mut().zip(names) {
+                    *x = view.score_of(name);
+                }
+            }
         }
     }
 }
@@ -1382,16 +1410,7 @@ fn fuse_z(rankings: &[(Ranked<'_>, f32)], tools: usize, candidates: usize) -> Ve
         }
         // Tools a ranking leaves out score 0 in it (a lexical ranking lists only tools
         // sharing a word with the request; an embedding ranking lists every tool).
-        mine.fill(0.0);
-        let (mut sum, mut squares) = (0f64, 0f64);
-        ranking.for_each(|name, score| {
-            let x = f64::from(score);
-            sum += x;
-            squares += x * x;
-            if let Some(&i) = order.get(name) {
-                mine[i] = score;
-            }
-        });
+        let (sum, squares) = ranking.moments();
         let n = tools.max(ranking.len()) as f64;
         let mean = sum / n;
         let spread = (squares / n - mean * mean).max(0.0).sqrt();
@@ -1399,6 +1418,7 @@ fn fuse_z(rankings: &[(Ranked<'_>, f32)], tools: usize, candidates: usize) -> Ve
             continue;
         }
         let (mean, spread) = (mean as f32, spread as f32);
+        ranking.scores_of(&names, &order, &mut mine);
         for (f, &x) in fused.iter_mut().zip(&mine) {
             *f += weight * (x - mean) / spread;
         }

@@ -163,7 +163,9 @@ pub struct LexicalIndex {
     postings: Vec<Vec<Posting>>,
     docs: Vec<Option<Doc>>,
     doc_len: Vec<f32>,
-    by_name: FastMap<Arc<str>, u32>,
+    /// Shared with the [`LexicalScores`] of searches (copied on the next change while one
+    /// is alive).
+    by_name: Arc<FastMap<Arc<str>, u32>>,
     free: Vec<u32>,
     total_len: f64,
     buf: AnalyzeBuf,
@@ -191,7 +193,7 @@ impl LexicalIndex {
             postings: Vec::new(),
             docs: Vec::new(),
             doc_len: Vec::new(),
-            by_name: FastMap::default(),
+            by_name: Arc::default(),
             free: Vec::new(),
             total_len: 0.0,
             buf: AnalyzeBuf::default(),
@@ -315,7 +317,7 @@ impl LexicalIndex {
         }
         self.pending = pending;
         let name: Arc<str> = Arc::from(text.name.as_str());
-        self.by_name.insert(Arc::clone(&name), id);
+        Arc::make_mut(&mut self.by_name).insert(Arc::clone(&name), id);
         self.docs[id as usize] = Some(Doc {
             name,
             terms,
@@ -327,7 +329,7 @@ impl LexicalIndex {
 
     /// Removes the tool named `name`; returns whether it was indexed.
     pub fn remove(&mut self, name: &str) -> bool {
-        let Some(id) = self.by_name.remove(name) else {
+        let Some(id) = Arc::make_mut(&mut self.by_name).remove(name) else {
             return false;
         };
         if let Some(doc) = self.docs[id as usize].take() {
@@ -388,6 +390,71 @@ impl LexicalIndex {
         s: &mut Scratch,
         out: &mut Vec<(u32, f32)>,
     ) {
+        self.accumulate(query, english, s);
+        let Scratch {
+            scores, touched, ..
+        } = s;
+        out.extend(touched.iter().map(|&d| (d, scores[d as usize])));
+        for &d in touched.iter() {
+            scores[d as usize] = 0.0;
+        }
+        touched.clear();
+        top_k(out, k);
+    }
+
+    /// Like [`LexicalIndex::scores_scaled`] with the configured English concept factor.
+    pub(crate) fn scores(&self, query: &str, head: usize) -> LexicalScores {
+        self.scores_scaled(query, head, self.config.english_concept_factor)
+    }
+
+    /// Every tool the words of `query` reach, with its score, and the best `head` of them
+    /// named and in order ([`LexicalScores`]); `english` as in
+    /// [`LexicalIndex::search_scaled`].
+    pub(crate) fn scores_scaled(&self, query: &str, head: usize, english: f32) -> LexicalScores {
+        let mut out = LexicalScores {
+            by_name: Arc::clone(&self.by_name),
+            ..LexicalScores::default()
+        };
+        if head == 0 || self.is_empty() {
+            return out;
+        }
+        let query = truncate(query, MAX_QUERY_BYTES);
+        SCRATCH.with_borrow_mut(|s| {
+            self.accumulate(query, english, s);
+            let Scratch {
+                scores, touched, ..
+            } = s;
+            let mut by_doc = vec![0f32; self.docs.len()];
+            let (mut sum, mut squares) = (0f64, 0f64);
+            for &d in touched.iter() {
+                let score = scores[d as usize];
+                let x = f64::from(score);
+                sum += x;
+                squares += x * x;
+                by_doc[d as usize] = score;
+                scores[d as usize] = 0.0;
+            }
+            let best = best_of(touched.iter().map(|&d| (d, by_doc[d as usize])), head);
+            out.head = best
+                .into_iter()
+                .filter_map(|(id, score)| {
+                    self.name_of(id).map(|name| ScoredTool {
+                        name: name.to_string(),
+                        score,
+                    })
+                })
+                .collect();
+            out.scored = touched.len();
+            out.by_doc = by_doc;
+            (out.sum, out.squares) = (sum, squares);
+            touched.clear();
+        });
+        out
+    }
+
+    /// Adds the BM25 score of every document the terms of `query` reach into
+    /// `s.scores`, listing each such document once in `s.touched`.
+    fn accumulate(&self, query: &str, english: f32, s: &mut Scratch) {
         let Scratch {
             scores,
             touched,
@@ -437,12 +504,6 @@ impl LexicalIndex {
                 scores[d] += add;
             }
         }
-        out.extend(touched.iter().map(|&d| (d, scores[d as usize])));
-        for &d in touched.iter() {
-            scores[d as usize] = 0.0;
-        }
-        touched.clear();
-        top_k(out, k);
     }
 
     /// How well the tool `name` covers `query`: how many distinct words of
@@ -521,32 +582,99 @@ fn damp(weight: f32) -> f32 {
     }
 }
 
-/// Keeps the `k` best of `hits`, sorted best first (ties: lower id first).
-pub(crate) fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
-    top_k_head(hits, k, k);
+/// Best first; ties: the lower id first.
+fn by_score(a: &(u32, f32), b: &(u32, f32)) -> Ordering {
+    b.1.partial_cmp(&a.1)
+        .unwrap_or(Ordering::Equal)
+        .then(a.0.cmp(&b.0))
 }
 
-/// Like [`top_k`], with only the best `head` in order (they come first); the rest of the
-/// best `k` follow in no order. What a fusion that reads every score but ranks only the
-/// best few needs, without sorting thousands of scores per request.
-pub(crate) fn top_k_head(hits: &mut Vec<(u32, f32)>, k: usize, head: usize) {
-    let cmp = |a: &(u32, f32), b: &(u32, f32)| {
-        b.1.partial_cmp(&a.1)
-            .unwrap_or(Ordering::Equal)
-            .then(a.0.cmp(&b.0))
-    };
-    if hits.len() > k {
-        hits.select_nth_unstable_by(k - 1, cmp);
-        hits.truncate(k);
-    }
-    if head == 0 {
+/// Keeps the `k` best of `hits`, sorted best first (ties: lower id first).
+pub(crate) fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
+    if k == 0 {
+        hits.clear();
         return;
     }
-    if hits.len() > head {
-        hits.select_nth_unstable_by(head - 1, cmp);
-        hits[..head].sort_unstable_by(cmp);
-    } else {
-        hits.sort_unstable_by(cmp);
+    if hits.len() > k {
+        hits.select_nth_unstable_by(k - 1, by_score);
+        hits.truncate(k);
+    }
+    hits.sort_unstable_by(by_score);
+}
+
+/// The best `head` of `hits`, best first, in the order [`top_k`] gives (score, then the
+/// lower id): one pass that keeps the best so far in order, where selecting them from the
+/// whole list would move every hit.
+pub(crate) fn best_of(hits: impl Iterator<Item = (u32, f32)>, head: usize) -> Vec<(u32, f32)> {
+    let cmp = by_score;
+    let mut best: Vec<(u32, f32)> = Vec::with_capacity(head.min(1024) + 1);
+    if head == 0 {
+        return best;
+    }
+    for hit in hits {
+        if best.len() == head {
+            // Full: a hit that does not beat the last kept one is not kept.
+            if best
+                .last()
+                .is_none_or(|last| cmp(&hit, last) != Ordering::Less)
+            {
+                continue;
+            }
+            best.pop();
+        }
+        let at = best.partition_point(|kept| cmp(kept, &hit) != Ordering::Greater);
+        best.insert(at, hit);
+    }
+    best
+}
+
+/// A BM25 search's score of every tool the query's words reach, the best few named in
+/// order ([`LexicalIndex::scores_scaled`]): what the hybrid router's fusion reads (the
+/// mean and spread of every score, the scores of its few candidates) without naming or
+/// sorting thousands of tools per request.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LexicalScores {
+    /// The best tools, named, best first.
+    head: Vec<ScoredTool>,
+    /// Score by document id; 0 for a tool the words do not reach.
+    by_doc: Vec<f32>,
+    /// The index's document ids by tool name, as they were at the search.
+    by_name: Arc<FastMap<Arc<str>, u32>>,
+    /// How many tools the words reach.
+    scored: usize,
+    /// The sum of their scores, and of their squares.
+    sum: f64,
+    squares: f64,
+}
+
+impl LexicalScores {
+    /// The best tools, named, best first.
+    pub(crate) fn head(&self) -> &[ScoredTool] {
+        &self.head
+    }
+
+    /// The best tool.
+    pub(crate) fn first(&self) -> Option<&ScoredTool> {
+        self.head.first()
+    }
+
+    /// How many tools were scored.
+    pub(crate) fn len(&self) -> usize {
+        self.scored
+    }
+
+    /// The sum of every score, and of their squares.
+    pub(crate) fn moments(&self) -> (f64, f64) {
+        (self.sum, self.squares)
+    }
+
+    /// The score of the tool `name`: 0 when the words do not reach it.
+    pub(crate) fn score_of(&self, name: &str) -> f32 {
+        self.by_name
+            .get(name)
+            .and_then(|&d| self.by_doc.get(d as usize))
+            .copied()
+            .unwrap_or(0.0)
     }
 }
 

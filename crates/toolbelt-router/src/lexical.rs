@@ -8,7 +8,7 @@ use toolbelt_core::{ToolHandle, Toolset};
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
 use crate::fit::ValueProfile;
-use crate::index::{FastMap, LexicalConfig, LexicalIndex};
+use crate::index::{FastMap, LexicalConfig, LexicalIndex, LexicalScores};
 use crate::learn::{LearnedUsage, SharedUsage};
 use crate::router::Router;
 use crate::tool_text::ToolText;
@@ -296,6 +296,23 @@ impl LexicalRouter {
         english: f32,
     ) -> Vec<ScoredTool> {
         self.synced(toolset).index.search_scaled(query, k, english)
+    }
+
+    /// Every tool of `toolset` the words of `query` reach, scored, the best `head` named
+    /// ([`LexicalScores`]); `english` scales the concepts of English words as in
+    /// [`LexicalRouter::search_scaled`], `None` keeps the configured factor.
+    pub(crate) fn scores(
+        &self,
+        toolset: &Toolset,
+        query: &str,
+        head: usize,
+        english: Option<f32>,
+    ) -> LexicalScores {
+        let synced = self.synced(toolset);
+        match english {
+            Some(factor) => synced.index.scores_scaled(query, head, factor),
+            None => synced.index.scores(query, head),
+        }
     }
 
     /// Runs `f` on the index, synced with `toolset`.

@@ -50,21 +50,64 @@ fn top_k_keeps_the_best_in_order() {
 }
 
 #[test]
-fn top_k_head_orders_the_head_as_a_full_sort_does_and_keeps_the_rest() {
-    // Scores with ties, in a scrambled order.
+fn best_of_keeps_the_head_a_full_sort_gives() {
+    // Scores with ties, in a scrambled order, and heads shorter than, equal to and longer
+    // than the list.
     let all: Vec<(u32, f32)> = (0..200u32)
-        .map(|i| (i, ((i * 37) % 23) as f32 / 4.0))
+        .map(|i| ((i * 91) % 200, ((i * 37) % 23) as f32 / 4.0))
         .collect();
     let mut sorted = all.clone();
-    top_k(&mut sorted, 150);
-    let mut headed = all;
-    top_k_head(&mut headed, 150, 20);
-    assert_eq!(headed[..20], sorted[..20]);
-    let mut rest: Vec<u32> = headed[20..].iter().map(|h| h.0).collect();
-    let mut expected: Vec<u32> = sorted[20..].iter().map(|h| h.0).collect();
-    rest.sort_unstable();
-    expected.sort_unstable();
-    assert_eq!(rest, expected, "the same tools follow the head");
+    top_k(&mut sorted, all.len());
+    for head in [0, 1, 20, 200, 500] {
+        let best = best_of(all.iter().copied(), head);
+        assert_eq!(best, sorted[..head.min(all.len())], "head {head}");
+    }
+}
+
+#[test]
+fn lexical_scores_name_the_search_s_best_and_score_every_tool_it_reaches() {
+    let specs: Vec<ToolSpec> = (0..40)
+        .map(|i| {
+            let what = ["file", "email", "calendar", "weather"][i % 4];
+            ToolSpec::builder(format!("tool_{i}"))
+                .description(format!("The {what}"))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let mut index = LexicalIndex::from_specs(LexicalConfig::default(), &specs);
+    index.remove("tool_4");
+    let query = "read the file and check the weather";
+    let all = index.search(query, usize::MAX);
+    let scores = index.scores(query, 5);
+    assert_eq!(scores.head(), &all[..5]);
+    assert_eq!(scores.len(), all.len());
+    let (sum, squares) = scores.moments();
+    let expected: f64 = all.iter().map(|t| f64::from(t.score)).sum();
+    let expected_squares: f64 = all.iter().map(|t| f64::from(t.score).powi(2)).sum();
+    assert!((sum - expected).abs() < 1e-9 && (squares - expected_squares).abs() < 1e-9);
+    for t in &all {
+        assert_eq!(scores.score_of(&t.name), t.score, "{}", t.name);
+    }
+    let unreached: Vec<&str> = specs
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| all.iter().all(|t| t.name != *n))
+        .collect();
+    assert!(
+        unreached.contains(&"tool_4") && unreached.len() > 1,
+        "{unreached:?}"
+    );
+    for name in unreached {
+        assert_eq!(scores.score_of(name), 0.0, "{name} is not reached");
+    }
+    // The scores keep the names they were made with while the index changes.
+    index.remove("tool_0");
+    assert_eq!(
+        scores.score_of("tool_0"),
+        all.iter().find(|t| t.name == "tool_0").unwrap().score
+    );
+    assert!(index.scores("zzz", 5).head().is_empty());
 }
 
 #[test]
