@@ -2,13 +2,14 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
 use safetensors::Dtype;
 use safetensors::tensor::{Metadata, TensorInfo};
 
+use crate::cache::{fingerprint, write_atomically};
 use crate::error::{EmbedError, model_file};
 use crate::int8::PackedI8;
 use crate::kernel::{Packed, PackedHalf, Threads, matmul_into};
@@ -117,6 +118,81 @@ struct Layer {
     ln2_b: Vec<f32>,
 }
 
+/// The word embedding table (`vocab × hidden`). On Unix it stays in `model.safetensors` and
+/// a text reads one row per token from there (MiniLM's table is 47 MB, which the process then
+/// neither reads at start-up nor holds); elsewhere it is read into memory.
+enum WordTable {
+    #[cfg_attr(unix, allow(dead_code))]
+    Memory(Vec<f32>),
+    #[cfg(unix)]
+    File {
+        file: File,
+        path: PathBuf,
+        /// Where the table's first value lies in the file.
+        at: u64,
+        /// How its values are stored (f32, bf16 or f16).
+        dtype: Dtype,
+    },
+}
+
+impl WordTable {
+    /// Row `id` (of `out.len()` values) into `out`.
+    fn row_into(&self, id: usize, out: &mut [f32], raw: &mut Vec<u8>) -> Result<(), EmbedError> {
+        match self {
+            Self::Memory(table) => {
+                let h = out.len();
+                out.copy_from_slice(&table[id * h..(id + 1) * h]);
+                Ok(())
+            }
+            #[cfg(unix)]
+            Self::File {
+                file,
+                path,
+                at,
+                dtype,
+            } => {
+                use std::os::unix::fs::FileExt;
+                let io = |source| EmbedError::Io {
+                    path: path.clone(),
+                    source,
+                };
+                let width = if *dtype == Dtype::F32 { 4 } else { 2 };
+                let offset = at + (id * out.len() * width) as u64;
+                if *dtype == Dtype::F32 {
+                    file.read_exact_at(bytemuck::cast_slice_mut(out), offset)
+                        .map_err(io)?;
+                    from_le(out);
+                    return Ok(());
+                }
+                raw.resize(out.len() * 2, 0);
+                file.read_exact_at(raw, offset).map_err(io)?;
+                halves_into(*dtype, raw, out);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// f32 values read as little-endian bytes, in this CPU's order.
+fn from_le(values: &mut [f32]) {
+    if cfg!(target_endian = "big") {
+        for v in values.iter_mut() {
+            *v = f32::from_bits(u32::from_le(v.to_bits()));
+        }
+    }
+}
+
+/// bf16 or f16 values (little-endian, two bytes each) into f32.
+fn halves_into(dtype: Dtype, raw: &[u8], out: &mut [f32]) {
+    for (v, b) in out.iter_mut().zip(raw.as_chunks::<2>().0) {
+        *v = if dtype == Dtype::BF16 {
+            f32::from_bits(u32::from(u16::from_le_bytes(*b)) << 16)
+        } else {
+            half::f16::from_le_bytes(*b).to_f32()
+        };
+    }
+}
+
 /// A BERT encoder (`model_type: bert`, GELU) whose sentence vector is the mean of the
 /// last hidden states over the text's tokens, L2-normalised: what sentence-transformers
 /// computes for all-MiniLM-L6-v2.
@@ -131,7 +207,7 @@ pub struct BertEncoder {
     shape: Shape,
     eps: f32,
     /// `vocab × hidden`.
-    word: Vec<f32>,
+    word: WordTable,
     /// `positions × hidden`, with the first token-type row added (every token is type 0).
     position: Vec<f32>,
     emb_ln_g: Vec<f32>,
@@ -244,9 +320,9 @@ impl<'a> Weights<'a> {
         Ok((found, info))
     }
 
-    /// Reads the values of `name` (f32, bf16 or f16 in the file), checked against `shape`,
-    /// into `dst` (as many values).
-    fn read_into(&self, name: &str, shape: &[usize], dst: &mut [f32]) -> Result<(), EmbedError> {
+    /// Where the values of `name` (f32, bf16 or f16 in the file, checked against `shape`)
+    /// start in the file, and their type.
+    fn locate(&self, name: &str, shape: &[usize]) -> Result<(u64, Dtype), EmbedError> {
         let (full, info) = self.info(name, shape)?;
         let width = match info.dtype {
             Dtype::F32 => 4,
@@ -258,38 +334,65 @@ impl<'a> Weights<'a> {
             }
         };
         let (begin, end) = info.data_offsets;
-        if end.checked_sub(begin) != Some(dst.len() * width) {
+        let values: usize = shape.iter().product();
+        if end.checked_sub(begin) != Some(values * width) {
             return Err(self.fail(format!(
-                "weight `{full}` spans bytes {begin}..{end} for {} values of {width} bytes",
-                dst.len()
+                "weight `{full}` spans bytes {begin}..{end} for {values} values of {width} bytes"
             )));
         }
-        let io = |source| EmbedError::Io {
+        Ok((self.start + begin as u64, info.dtype))
+    }
+
+    fn io(&self, source: std::io::Error) -> EmbedError {
+        EmbedError::Io {
             path: self.path.to_path_buf(),
             source,
-        };
+        }
+    }
+
+    /// Reads the values of `name` (f32, bf16 or f16 in the file), checked against `shape`,
+    /// into `dst` (as many values).
+    fn read_into(&self, name: &str, shape: &[usize], dst: &mut [f32]) -> Result<(), EmbedError> {
+        let (at, dtype) = self.locate(name, shape)?;
         let mut file = &self.file;
-        file.seek(SeekFrom::Start(self.start + begin as u64))
-            .map_err(io)?;
-        if info.dtype == Dtype::F32 {
-            file.read_exact(bytemuck::cast_slice_mut(dst)).map_err(io)?;
-            if cfg!(target_endian = "big") {
-                for v in dst.iter_mut() {
-                    *v = f32::from_bits(u32::from_le(v.to_bits()));
-                }
-            }
+        file.seek(SeekFrom::Start(at)).map_err(|e| self.io(e))?;
+        if dtype == Dtype::F32 {
+            file.read_exact(bytemuck::cast_slice_mut(dst))
+                .map_err(|e| self.io(e))?;
+            from_le(dst);
             return Ok(());
         }
-        let mut raw = vec![0u8; end - begin];
-        file.read_exact(&mut raw).map_err(io)?;
-        for (v, b) in dst.iter_mut().zip(raw.as_chunks::<2>().0) {
-            *v = if info.dtype == Dtype::BF16 {
-                f32::from_bits(u32::from(u16::from_le_bytes(*b)) << 16)
-            } else {
-                half::f16::from_le_bytes(*b).to_f32()
-            };
-        }
+        let mut raw = vec![0u8; dst.len() * 2];
+        file.read_exact(&mut raw).map_err(|e| self.io(e))?;
+        halves_into(dtype, &raw, dst);
         Ok(())
+    }
+
+    /// The word embedding table `name` (`shape`: `vocab × hidden`): left in the file, where
+    /// the system reads at an offset, after checking the file holds all of it.
+    #[cfg(unix)]
+    fn table(&self, name: &str, shape: &[usize]) -> Result<WordTable, EmbedError> {
+        let (at, dtype) = self.locate(name, shape)?;
+        let width = if dtype == Dtype::F32 { 4 } else { 2 };
+        let end = at + (shape.iter().product::<usize>() * width) as u64;
+        let len = self.file.metadata().map_err(|e| self.io(e))?.len();
+        if len < end {
+            return Err(self.io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("the file ends at byte {len}, inside `{name}` (which ends at {end})"),
+            )));
+        }
+        Ok(WordTable::File {
+            file: self.file.try_clone().map_err(|e| self.io(e))?,
+            path: self.path.to_path_buf(),
+            at,
+            dtype,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn table(&self, name: &str, shape: &[usize]) -> Result<WordTable, EmbedError> {
+        self.take(name, shape).map(WordTable::Memory)
     }
 
     /// The values of `name`, checked against `shape`.
@@ -336,7 +439,44 @@ impl BertEncoder {
     /// # Errors
     /// As [`BertEncoder::from_dir`].
     pub fn from_dir_with(dir: impl AsRef<Path>, precision: Precision) -> Result<Self, EmbedError> {
+        Self::load(dir.as_ref(), precision, None)
+    }
+
+    /// [`BertEncoder::from_dir_with`] through a cache of packed weights in `cache_dir`, for
+    /// [`Precision::Int8`] where this CPU runs it: the first load quantises the matrices
+    /// as `from_dir_with` does and writes them there (11 MB for MiniLM, named by the
+    /// model folder and a fingerprint of `model.safetensors`: its length and modification
+    /// time); later loads read them back instead of reading 43 MB of f32 and quantising.
+    /// The vectors are the same bits either way. A cache that cannot be written, or is cut
+    /// short or made for another model, is passed over (and rewritten when it can be);
+    /// other precisions load as `from_dir_with` does.
+    ///
+    /// # Errors
+    /// As [`BertEncoder::from_dir`].
+    pub fn from_dir_cached(
+        dir: impl AsRef<Path>,
+        precision: Precision,
+        cache_dir: impl AsRef<Path>,
+    ) -> Result<Self, EmbedError> {
         let dir = dir.as_ref();
+        if precision.on_this_cpu() != Precision::Int8 {
+            return Self::load(dir, precision, None);
+        }
+        let Some(print) = fingerprint(&model_file(dir, "model.safetensors")?) else {
+            return Self::load(dir, precision, None);
+        };
+        let path = cache_dir.as_ref().join(format!(
+            "bert-{}-int8-{print:016x}.weights",
+            folder_name(dir)
+        ));
+        Self::load(dir, precision, Some(PackedCache { path, print }))
+    }
+
+    fn load(
+        dir: &Path,
+        precision: Precision,
+        cache: Option<PackedCache>,
+    ) -> Result<Self, EmbedError> {
         let file = |name: &str| model_file(dir, name);
         let (config, weights) = (file("config.json")?, file("model.safetensors")?);
         let (shape, eps) = read_config(&config)?;
@@ -346,7 +486,7 @@ impl BertEncoder {
             intermediate: inter,
             ..
         } = shape;
-        let word = w.take("embeddings.word_embeddings.weight", &[shape.vocab, h])?;
+        let word = w.table("embeddings.word_embeddings.weight", &[shape.vocab, h])?;
         let mut position = w.take(
             "embeddings.position_embeddings.weight",
             &[shape.positions, h],
@@ -359,47 +499,35 @@ impl BertEncoder {
         let emb_ln_g = vector("embeddings.LayerNorm.weight", h)?;
         let emb_ln_b = vector("embeddings.LayerNorm.bias", h)?;
         // Every layer's four matrices (queries, keys and values as one product, their
-        // columns side by side), read one after another into one buffer, then packed a
-        // layer per task on every core. (One buffer of 43 MB, which the allocator returns to the system whole
-        // when it is dropped, not two dozen it would keep.)
-        let plan: Vec<[Planned; 4]> = (0..shape.layers)
-            .map(|i| {
-                let p = format!("encoder.layer.{i}.");
-                let qkv = ["query", "key", "value"]
-                    .map(|part| format!("{p}attention.self.{part}.weight"))
-                    .into();
-                [
-                    (qkv, h, 3 * h),
-                    (vec![format!("{p}attention.output.dense.weight")], h, h),
-                    (vec![format!("{p}intermediate.dense.weight")], h, inter),
-                    (vec![format!("{p}output.dense.weight")], inter, h),
-                ]
-                .map(|(parts, k, cols)| Planned { parts, k, cols })
-            })
-            .collect();
-        let mut all = vec![0f32; plan.iter().flatten().map(|m| m.k * m.cols).sum()];
-        // Where each matrix lies in `all`, four per layer.
-        let mut ranges = Vec::with_capacity(4 * plan.len());
-        let mut at = 0;
-        for m in plan.iter().flatten() {
-            let part = m.k * m.cols / m.parts.len();
-            for name in &m.parts {
-                w.read_into(name, &[part / m.k, m.k], &mut all[at..at + part])?;
-                at += part;
+        // columns side by side): from the packed cache, or read from the file and packed.
+        let matrices = match cache.as_ref().and_then(|c| c.read(&shape)) {
+            Some(matrices) => matrices,
+            None => {
+                let plan: Vec<[Planned; 4]> = (0..shape.layers)
+                    .map(|i| {
+                        let p = format!("encoder.layer.{i}.");
+                        let one = |name: &str| vec![format!("{p}{name}.weight")];
+                        let qkv = ["query", "key", "value"]
+                            .map(|part| format!("{p}attention.self.{part}.weight"))
+                            .into();
+                        let [q, o, u, d] = layer_shapes(&shape);
+                        let planned = |parts, (k, cols)| Planned { parts, k, cols };
+                        [
+                            planned(qkv, q),
+                            planned(one("attention.output.dense"), o),
+                            planned(one("intermediate.dense"), u),
+                            planned(one("output.dense"), d),
+                        ]
+                    })
+                    .collect();
+                let matrices = read_and_pack(&w, &plan, precision)?;
+                if let Some(c) = &cache {
+                    // A cache that cannot be written is passed over: the next load packs again.
+                    c.write(&shape, &matrices).ok();
+                }
+                matrices
             }
-            ranges.push(at - m.k * m.cols..at);
-        }
-        let matrices: Vec<[Matrix; 4]> = plan
-            .par_iter()
-            .zip(ranges.par_chunks_exact(4))
-            .map(|(layer, ranges)| {
-                std::array::from_fn(|j| {
-                    let m = &layer[j];
-                    Matrix::from_columns(&all[ranges[j].clone()], m.k, m.cols, precision)
-                })
-            })
-            .collect();
-        drop(all);
+        };
         let mut layers = Vec::with_capacity(shape.layers);
         for (i, [qkv, attn_out, up, down]) in matrices.into_iter().enumerate() {
             let p = format!("encoder.layer.{i}.");
@@ -423,11 +551,7 @@ impl BertEncoder {
             });
         }
         Ok(Self {
-            id: format!(
-                "bert:{}",
-                dir.file_name()
-                    .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
-            ),
+            id: format!("bert:{}", folder_name(dir)),
             shape,
             eps,
             word,
@@ -462,7 +586,9 @@ impl BertEncoder {
     ///
     /// # Errors
     /// [`EmbedError::Input`] naming the text and the token id outside the vocabulary, or
-    /// the text longer than the model reads.
+    /// the text longer than the model reads; [`EmbedError::Io`] naming `model.safetensors`
+    /// when a row of the word table cannot be read from it (on Unix the table stays in the
+    /// file: one removed or cut short since the load).
     pub fn embed_ids(&self, texts: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
         for (i, ids) in texts.iter().enumerate() {
             if ids.len() > self.shape.positions {
@@ -486,37 +612,32 @@ impl BertEncoder {
             let vectors: Vec<Vec<Vec<f32>>> = groups
                 .into_par_iter()
                 .map(|g| self.forward(&texts[g], Threads::This))
-                .collect();
+                .collect::<Result<_, _>>()?;
             return Ok(vectors.into_iter().flatten().collect());
         }
         let mut out = Vec::with_capacity(texts.len());
         for g in groups {
-            out.extend(self.forward(&texts[g], Threads::All));
+            out.extend(self.forward(&texts[g], Threads::All)?);
         }
         Ok(out)
     }
 
     /// The vectors of a group of texts (ids checked by the caller), their tokens one
     /// sequence of rows so each weight matrix is read once per group.
-    fn forward(&self, texts: &[Vec<u32>], threads: Threads) -> Vec<Vec<f32>> {
+    fn forward(&self, texts: &[Vec<u32>], threads: Threads) -> Result<Vec<Vec<f32>>, EmbedError> {
         let h = self.shape.hidden;
         let n: usize = texts.iter().map(Vec::len).sum();
         if n == 0 {
-            return vec![Vec::new(); texts.len()];
+            return Ok(vec![Vec::new(); texts.len()]);
         }
         let mut x = vec![0f32; n * h];
         let mut rows = x.chunks_exact_mut(h);
+        let mut raw = Vec::new();
         for ids in texts {
             for (pos, &id) in ids.iter().enumerate() {
                 let Some(row) = rows.next() else { break };
-                let id = id as usize;
-                for ((v, w), p) in row
-                    .iter_mut()
-                    .zip(&self.word[id * h..(id + 1) * h])
-                    .zip(&self.position[pos * h..(pos + 1) * h])
-                {
-                    *v = w + p;
-                }
+                self.word.row_into(id as usize, row, &mut raw)?;
+                add(row, &self.position[pos * h..(pos + 1) * h]);
             }
         }
         add_norm(&mut x, None, None, &self.emb_ln_g, &self.emb_ln_b, self.eps);
@@ -565,7 +686,7 @@ impl BertEncoder {
             }
             out.push(mean);
         }
-        out
+        Ok(out)
     }
 
     /// Multi-head self-attention within each text: `qkv` holds each token's query, key
@@ -844,6 +965,121 @@ impl Head<'_> {
             }
         }
     }
+}
+
+/// Every layer's four matrices read one after another into one buffer, then packed a
+/// layer per task on every core. (One buffer of 43 MB for MiniLM, which the allocator
+/// returns to the system whole when it is dropped, not two dozen it would keep.)
+fn read_and_pack(
+    w: &Weights<'_>,
+    plan: &[[Planned; 4]],
+    precision: Precision,
+) -> Result<Vec<[Matrix; 4]>, EmbedError> {
+    let mut all = vec![0f32; plan.iter().flatten().map(|m| m.k * m.cols).sum()];
+    // Where each matrix lies in `all`, four per layer.
+    let mut ranges = Vec::with_capacity(4 * plan.len());
+    let mut at = 0;
+    for m in plan.iter().flatten() {
+        let part = m.k * m.cols / m.parts.len();
+        for name in &m.parts {
+            w.read_into(name, &[part / m.k, m.k], &mut all[at..at + part])?;
+            at += part;
+        }
+        ranges.push(at - m.k * m.cols..at);
+    }
+    let matrices: Vec<[Matrix; 4]> = plan
+        .par_iter()
+        .zip(ranges.par_chunks_exact(4))
+        .map(|(layer, ranges)| {
+            std::array::from_fn(|j| {
+                let m = &layer[j];
+                Matrix::from_columns(&all[ranges[j].clone()], m.k, m.cols, precision)
+            })
+        })
+        .collect();
+    drop(all);
+    Ok(matrices)
+}
+
+/// Where [`BertEncoder::from_dir_cached`] keeps the packed 8-bit matrices, and the
+/// fingerprint of the weights they were made from.
+struct PackedCache {
+    path: PathBuf,
+    print: u64,
+}
+
+/// The packed cache's first bytes (the format's version is the last digit).
+const PACKED_MAGIC: &[u8; 8] = b"TBBERT1\n";
+
+impl PackedCache {
+    /// The shape's words in the cache's head: a cache of another shape is not read.
+    fn head(&self, shape: &Shape) -> [u64; 4] {
+        [
+            self.print,
+            shape.layers as u64,
+            shape.hidden as u64,
+            shape.intermediate as u64,
+        ]
+    }
+
+    /// The matrices of the cache, when it holds all of them for these weights and nothing
+    /// else.
+    fn read(&self, shape: &Shape) -> Option<Vec<[Matrix; 4]>> {
+        let mut r = std::io::BufReader::with_capacity(1 << 16, File::open(&self.path).ok()?);
+        let mut magic = [0u8; 8];
+        r.read_exact(&mut magic).ok()?;
+        if &magic != PACKED_MAGIC {
+            return None;
+        }
+        for expected in self.head(shape) {
+            let mut word = [0u8; 8];
+            r.read_exact(&mut word).ok()?;
+            if u64::from_le_bytes(word) != expected {
+                return None;
+            }
+        }
+        let mut layers = Vec::with_capacity(shape.layers);
+        for _ in 0..shape.layers {
+            let mut layer = Vec::with_capacity(4);
+            for (k, cols) in layer_shapes(shape) {
+                layer.push(Matrix::Int8(PackedI8::read_from(&mut r, k, cols)?));
+            }
+            layers.push(layer.try_into().ok()?);
+        }
+        // Nothing may follow.
+        matches!(r.read(&mut [0u8; 1]), Ok(0)).then_some(layers)
+    }
+
+    /// Writes `layers` (8-bit matrices) to the cache.
+    fn write(&self, shape: &Shape, layers: &[[Matrix; 4]]) -> std::io::Result<()> {
+        use std::io::Write;
+        write_atomically(&self.path, |out| {
+            out.write_all(PACKED_MAGIC)?;
+            for word in self.head(shape) {
+                out.write_all(&word.to_le_bytes())?;
+            }
+            for m in layers.iter().flatten() {
+                let Matrix::Int8(m) = m else {
+                    return Err(std::io::Error::other("only 8-bit matrices are cached"));
+                };
+                m.write_to(out)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A layer's four matrices, `(k, cols)`: queries, keys and values side by side, the
+/// attention's output, the feed-forward network's up and down projections.
+fn layer_shapes(shape: &Shape) -> [(usize, usize); 4] {
+    let (h, inter) = (shape.hidden, shape.intermediate);
+    [(h, 3 * h), (h, h), (h, inter), (inter, h)]
+}
+
+/// The model folder's name (for ids and cache names).
+fn folder_name(dir: &Path) -> String {
+    dir.file_name()
+        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
 }
 
 /// The model's shape and layer-norm epsilon from `config.json`.

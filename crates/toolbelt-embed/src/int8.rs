@@ -114,6 +114,60 @@ impl PackedI8 {
         Self::pack(k, cols, |col, r| columns[col * k + r])
     }
 
+    /// Writes the packed matrix: `k` and `cols` (u64), then its bytes, scales and sums, all
+    /// little-endian ([`PackedI8::read_from`] reads it back).
+    pub(crate) fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        out.write_all(&(self.k as u64).to_le_bytes())?;
+        out.write_all(&(self.cols as u64).to_le_bytes())?;
+        out.write_all(bytemuck::cast_slice(&self.panels))?;
+        for s in &self.scale {
+            out.write_all(&s.to_le_bytes())?;
+        }
+        for s in &self.sums {
+            out.write_all(&s.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Reads a matrix [`PackedI8::write_to`] wrote; `None` when it is not `k × cols` or
+    /// a read fails (a cache cut short or made for another model).
+    pub(crate) fn read_from(input: &mut impl std::io::Read, k: usize, cols: usize) -> Option<Self> {
+        let mut word = [0u8; 8];
+        let mut size = || {
+            input.read_exact(&mut word).ok()?;
+            usize::try_from(u64::from_le_bytes(word)).ok()
+        };
+        if size()? != k || size()? != cols {
+            return None;
+        }
+        let k4 = k.next_multiple_of(4);
+        let n = cols.div_ceil(PANEL);
+        let mut panels = vec![0i8; n * k4 * PANEL];
+        let mut scale = vec![0f32; cols];
+        let mut sums = vec![0i32; n * PANEL];
+        input
+            .read_exact(bytemuck::cast_slice_mut(&mut panels))
+            .ok()?;
+        input
+            .read_exact(bytemuck::cast_slice_mut(&mut scale))
+            .ok()?;
+        input.read_exact(bytemuck::cast_slice_mut(&mut sums)).ok()?;
+        if cfg!(target_endian = "big") {
+            scale
+                .iter_mut()
+                .for_each(|s| *s = f32::from_bits(u32::from_le(s.to_bits())));
+            sums.iter_mut().for_each(|s| *s = i32::from_le(*s));
+        }
+        Some(Self {
+            k,
+            cols,
+            k4,
+            panels,
+            scale,
+            sums,
+        })
+    }
+
     /// Quantises the `k × cols` matrix whose value at row `r`, column `col` is `at(col, r)`.
     fn pack(k: usize, cols: usize, at: impl Fn(usize, usize) -> f32) -> Self {
         let k4 = k.next_multiple_of(4);

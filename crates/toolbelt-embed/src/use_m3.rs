@@ -6,6 +6,7 @@ use candle_core::{DType, Tensor};
 use pulp::Arch;
 use rayon::prelude::*;
 
+use crate::cache::{fingerprint, write_atomically};
 use crate::kernel::{Packed, Threads};
 use crate::ops::{add, add_rows, layer_norm, token_groups};
 
@@ -128,28 +129,6 @@ impl Table {
 
 /// The weights cache's first bytes (the format's version is the last digit).
 const CACHE_MAGIC: &[u8; 8] = b"TBUSEv1\n";
-
-/// A fingerprint of `weights.npz` (length and modification time): a cache made from
-/// other weights is not used.
-fn fingerprint(weights: &Path) -> Option<u64> {
-    let meta = std::fs::metadata(weights).ok()?;
-    let modified = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in meta
-        .len()
-        .to_le_bytes()
-        .iter()
-        .chain(&(modified as u64).to_le_bytes())
-    {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-    }
-    Some(h)
-}
 
 /// Reads the little-endian pieces of the cache's head.
 struct Reader<'a> {
@@ -404,12 +383,7 @@ impl UseEncoder {
         for m in [&self.d0, &self.d1, &self.d2, &self.d3, &self.p1, &self.p3] {
             put_matrix(&mut body, m);
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let written = (|| {
-            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        write_atomically(path, |out| {
             out.write_all(CACHE_MAGIC)?;
             out.write_all(&print.to_le_bytes())?;
             out.write_all(&(24 + body.len() as u64).to_le_bytes())?;
@@ -417,15 +391,8 @@ impl UseEncoder {
             for block in blocks {
                 out.write_all(block)?;
             }
-            out.into_inner()
-                .map_err(std::io::IntoInnerError::into_error)?
-                .sync_all()?;
-            std::fs::rename(&tmp, path)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written
+            Ok(())
+        })
     }
 
     /// Loads `weights.npz` and `sp.model` from `dir` (about a second: the weights are

@@ -405,6 +405,89 @@ fn weights_are_read_in_f32_or_bf16_and_a_bad_file_is_an_error_naming_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn packed_int8_matrices_are_cached_read_back_and_a_bad_cache_is_passed_over() {
+    if Precision::Int8.on_this_cpu() != Precision::Int8 {
+        println!("skipped: this CPU runs int8 as f32, which is not cached");
+        return;
+    }
+    let dir = tempfile_dir("toolbelt-bert-cache");
+    let (model, cache) = (dir.join("model"), dir.join("cache"));
+    std::fs::create_dir_all(&model).unwrap();
+    tiny_bert(&model, "F32", 0);
+    let ids = vec![vec![1u32, 5, 7, 2], vec![3, 3, 9]];
+    let embed = |e: &BertEncoder| e.embed_ids(&ids).unwrap();
+    let fresh = embed(&BertEncoder::from_dir_with(&model, Precision::Int8).unwrap());
+    let cached_files = || -> Vec<PathBuf> {
+        std::fs::read_dir(&cache)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    // The first load packs and writes the cache; the second reads it: the same bits.
+    let first = BertEncoder::from_dir_cached(&model, Precision::Int8, &cache).unwrap();
+    assert_eq!(embed(&first), fresh);
+    let files = cached_files();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = files[0].clone();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("bert-model-int8-") && name.ends_with(".weights"),
+        "{name}"
+    );
+    let written = std::fs::read(&file).unwrap();
+    assert_eq!(
+        embed(&BertEncoder::from_dir_cached(&model, Precision::Int8, &cache).unwrap()),
+        fresh
+    );
+    // The second load read the cache, not the model's matrices: a cache changed in place
+    // (the last column scale of the last matrix doubled) changes the vectors.
+    let mut changed = written.clone();
+    let at = changed.len() - 16 * 4 - 4;
+    let scale = f32::from_le_bytes(changed[at..at + 4].try_into().unwrap()) * 2.0;
+    changed[at..at + 4].copy_from_slice(&scale.to_le_bytes());
+    std::fs::write(&file, &changed).unwrap();
+    let tampered = embed(&BertEncoder::from_dir_cached(&model, Precision::Int8, &cache).unwrap());
+    assert_ne!(tampered, fresh);
+    // Cut short, or with a byte more: passed over, and written again whole.
+    for bad in [
+        &written[..written.len() - 3],
+        &[written.as_slice(), &[0]].concat()[..],
+    ] {
+        std::fs::write(&file, bad).unwrap();
+        let loaded = BertEncoder::from_dir_cached(&model, Precision::Int8, &cache).unwrap();
+        assert_eq!(embed(&loaded), fresh);
+        assert_eq!(std::fs::read(&file).unwrap(), written);
+    }
+    // Other weights (a model file written again) are cached under another name.
+    tiny_bert(&model, "BF16", 0);
+    BertEncoder::from_dir_cached(&model, Precision::Int8, &cache).unwrap();
+    assert_eq!(cached_files().len(), 2);
+    // f32 is not cached.
+    BertEncoder::from_dir_cached(&model, Precision::F32, &cache).unwrap();
+    assert_eq!(cached_files().len(), 2);
+    // A cache folder that cannot be made (a file is in the way): the model still loads.
+    let blocked = dir.join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    let loaded = BertEncoder::from_dir_cached(&model, Precision::Int8, blocked.join("x")).unwrap();
+    assert_eq!(loaded.embed_ids(&ids).unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_model_file_cut_inside_the_word_table_is_refused_at_load() {
+    let dir = tempfile_dir("toolbelt-bert-word-table");
+    tiny_bert(&dir, "F32", 0);
+    let model = dir.join("model.safetensors");
+    let whole = std::fs::read(&model).unwrap();
+    let header = u64::from_le_bytes(whole[..8].try_into().unwrap()) as usize;
+    // The word table comes first in the tiny model's data: keep half of it.
+    std::fs::write(&model, &whole[..8 + header + 10 * 4 * 4 / 2]).unwrap();
+    let err = BertEncoder::from_dir(&dir).unwrap_err();
+    assert!(matches!(err, EmbedError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("model.safetensors"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A fresh folder under the system's temporary folder.
 fn tempfile_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));

@@ -135,7 +135,28 @@ impl LocalEmbedder {
         dir: impl AsRef<Path>,
         precision: Precision,
     ) -> Result<Self, LocalEmbedError> {
-        let dir = dir.as_ref();
+        Self::load(dir.as_ref(), precision, None)
+    }
+
+    /// [`LocalEmbedder::from_dir_with`] with the 8-bit matrices kept packed in `cache_dir`
+    /// ([`BertEncoder::from_dir_cached`]): a later load reads them back instead of
+    /// quantising the weights again. The vectors are the same.
+    ///
+    /// # Errors
+    /// As [`LocalEmbedder::from_dir`].
+    pub fn from_dir_cached(
+        dir: impl AsRef<Path>,
+        precision: Precision,
+        cache_dir: impl AsRef<Path>,
+    ) -> Result<Self, LocalEmbedError> {
+        Self::load(dir.as_ref(), precision, Some(cache_dir.as_ref()))
+    }
+
+    fn load(
+        dir: &Path,
+        precision: Precision,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self, LocalEmbedError> {
         let file = |name: &str| {
             let path = dir.join(name);
             if path.is_file() {
@@ -166,7 +187,11 @@ impl LocalEmbedder {
             })?;
         // The encoder takes each text's tokens as they are; no padding is computed.
         tokenizer.with_padding(None);
-        let model = BertEncoder::from_dir_with(dir, precision).map_err(|source| match source {
+        let model = match cache_dir {
+            Some(cache) => BertEncoder::from_dir_cached(dir, precision, cache),
+            None => BertEncoder::from_dir_with(dir, precision),
+        };
+        let model = model.map_err(|source| match source {
             EmbedError::MissingFile { path } => LocalEmbedError::MissingFile { path },
             EmbedError::Config { path, message } => LocalEmbedError::Config {
                 path,

@@ -142,6 +142,20 @@ pub(crate) const MINILM_VIEWS: [toolbelt_router::ToolView; 2] = [
     toolbelt_router::ToolView::NameDescription,
 ];
 
+/// MiniLM from `dir` in `precision`, its 8-bit matrices kept packed in
+/// [`default_model_cache`] when there is one (read back by later loads instead of quantised
+/// again).
+#[cfg(feature = "local-embed")]
+pub(crate) fn load_minilm(
+    dir: &Path,
+    precision: toolbelt_router::EmbedPrecision,
+) -> Result<toolbelt_router::LocalEmbedder, toolbelt_router::LocalEmbedError> {
+    match default_model_cache() {
+        Some(cache) => toolbelt_router::LocalEmbedder::from_dir_cached(dir, precision, cache),
+        None => toolbelt_router::LocalEmbedder::from_dir_with(dir, precision),
+    }
+}
+
 /// MiniLM as the default router's English ranking, the way `toolbelt route` uses it: 8-bit
 /// weights (f32 on a CPU with neither AVX-512 VNNI nor AVX2), the tool views of [`MINILM_VIEWS`], tool
 /// vectors kept in [`default_vector_cache`]. The model loads on the blocking pool (a few
@@ -152,7 +166,7 @@ pub(crate) async fn minilm_routing(
 ) -> anyhow::Result<toolbelt_router::EmbeddingRouter> {
     use anyhow::Context as _;
     let embedder = tokio::task::spawn_blocking(move || {
-        toolbelt_router::LocalEmbedder::from_dir_with(&dir, toolbelt_router::EmbedPrecision::Int8)
+        load_minilm(&dir, toolbelt_router::EmbedPrecision::Int8)
             .with_context(|| format!("loading MiniLM from {}", dir.display()))
     })
     .await
@@ -218,10 +232,10 @@ pub(crate) fn default_vector_cache() -> Option<PathBuf> {
     Some(base.join("toolbelt").join("vectors"))
 }
 
-/// Where the multilingual encoder's unpacked weights are kept between runs (loading then
-/// takes tens of milliseconds instead of a second): `$XDG_CACHE_HOME/toolbelt/models`, else
-/// `~/.cache/toolbelt/models`.
-#[cfg(feature = "multilingual-embed")]
+/// Where the encoders' prepared weights are kept between runs (USE-multilingual's unpacked
+/// weights: loading then takes tens of milliseconds instead of a second; MiniLM's packed
+/// 8-bit matrices): `$XDG_CACHE_HOME/toolbelt/models`, else `~/.cache/toolbelt/models`.
+#[cfg(any(feature = "local-embed", feature = "multilingual-embed"))]
 pub(crate) fn default_model_cache() -> Option<PathBuf> {
     default_vector_cache().and_then(|v| v.parent().map(|p| p.join("models")))
 }

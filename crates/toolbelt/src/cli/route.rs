@@ -371,7 +371,7 @@ fn local_embedding(args: &RouteArgs) -> anyhow::Result<Option<EmbeddingRouter>> 
         "int8" => toolbelt_router::EmbedPrecision::Int8,
         _ => toolbelt_router::EmbedPrecision::F32,
     };
-    let embedder = toolbelt_router::LocalEmbedder::from_dir_with(&dir, precision)
+    let embedder = super::models::load_minilm(&dir, precision)
         .with_context(|| format!("embedding model {}", dir.display()))?
         .with_multilingual(args.embedder_multilingual);
     let mut views = Vec::new();
