@@ -570,15 +570,48 @@ impl HybridRouter {
 
     /// Embeds a batch of requests' inputs ahead of ranking them (see
     /// [`EmbeddingRouter::embed_queries`]): what `toolbelt route --queries` does before
-    /// its first query. Without embedders it does nothing.
+    /// its first query. Each encoder embeds only the inputs it will rank (with MiniLM
+    /// beside it, USE-multilingual ranks CJK inputs only). Without embedders it does
+    /// nothing.
     ///
     /// # Errors
     /// [`RouteError::Backend`] when an embedder fails.
     pub async fn embed_queries(&self, inputs: &[String]) -> Result<(), RouteError> {
-        for router in self.embedding().into_iter().chain(self.multilingual()) {
-            router.embed_queries(inputs).await?;
+        let pairs: Vec<(&str, &str)> = inputs.iter().map(|i| (i.as_str(), i.as_str())).collect();
+        self.embed_ahead(&pairs).await
+    }
+
+    /// Embeds each `(input, text)`'s text ahead of ranking: with MiniLM, and with USE where
+    /// the input gives it a weight ([`HybridRouter::multilingual_weight`]).
+    async fn embed_ahead(&self, pairs: &[(&str, &str)]) -> Result<(), RouteError> {
+        if let Some(router) = self.embedding() {
+            let texts: Vec<String> = pairs.iter().map(|&(_, t)| t.to_owned()).collect();
+            router.embed_queries(&texts).await?;
+        }
+        if let Some(router) = self.multilingual() {
+            let texts: Vec<String> = pairs
+                .iter()
+                .filter(|&&(input, _)| self.multilingual_weight(input) > 0.0)
+                .map(|&(_, t)| t.to_owned())
+                .collect();
+            router.embed_queries(&texts).await?;
         }
         Ok(())
+    }
+
+    /// The weight of USE-multilingual's ranking for `input`: CJK input takes
+    /// [`HybridConfig::cjk_multilingual_weight`]; other input none when MiniLM ranks it
+    /// (unless [`HybridConfig::multilingual_with_embedding`]), else
+    /// [`HybridConfig::multilingual_weight`].
+    fn multilingual_weight(&self, input: &str) -> f32 {
+        let cfg = &self.config;
+        if crate::text::mostly_cjk(input) {
+            cfg.cjk_multilingual_weight
+        } else if self.embedding().is_some() && !cfg.multilingual_with_embedding {
+            0.0
+        } else {
+            cfg.multilingual_weight
+        }
     }
 
     /// Like [`HybridRouter::embed_queries`] for whole requests: embeds what ranking each
@@ -600,7 +633,12 @@ impl HybridRouter {
             let plan = self.plan(&request.toolset, &request.input, &request.recent, n);
             texts.push(plan.joined.unwrap_or_else(|| request.input.clone()));
         }
-        self.embed_queries(&texts).await
+        let pairs: Vec<(&str, &str)> = requests
+            .iter()
+            .zip(&texts)
+            .map(|(r, t)| (r.input.as_str(), t.as_str()))
+            .collect();
+        self.embed_ahead(&pairs).await
     }
 
     /// Replaces the options.
@@ -668,13 +706,7 @@ impl HybridRouter {
         )
         .await;
         let cjk = crate::text::mostly_cjk(input);
-        let multilingual_weight = if cjk {
-            cfg.cjk_multilingual_weight
-        } else if self.embedding().is_some() && !cfg.multilingual_with_embedding {
-            0.0
-        } else {
-            cfg.multilingual_weight
-        };
+        let multilingual_weight = self.multilingual_weight(input);
         let (multilingual, multilingual_ok) = if multilingual_weight > 0.0 {
             embedding_ranking(
                 self.multilingual(),

@@ -317,6 +317,32 @@ fn an_elliptical_turn_is_embedded_with_the_previous_one_and_batches_embed_it_ahe
     );
 }
 
+#[test]
+fn a_batch_embeds_with_the_multilingual_encoder_only_the_inputs_it_ranks() {
+    let toolset = eval_catalog();
+    let (english, multilingual) = (Recorder::default(), Recorder::default());
+    let router = HybridRouter::default()
+        .with_embedding(EmbeddingRouter::new(english.clone()))
+        .with_multilingual_embedding(EmbeddingRouter::new(multilingual.clone()));
+    block_on(router.prepare(&toolset)).unwrap();
+    english.take();
+    multilingual.take();
+    let en = toolbelt_router::RouteRequest::new("deploy the payments service", toolset.clone());
+    let zh = toolbelt_router::RouteRequest::new("明天巴黎的天气怎么样", toolset);
+    block_on(router.embed_requests(&[en.clone(), zh.clone()])).unwrap();
+    // Beside MiniLM, USE ranks CJK input only: it embeds the Chinese request alone.
+    assert_eq!(
+        english.take(),
+        vec![vec![en.input.clone(), zh.input.clone()]]
+    );
+    assert_eq!(multilingual.take(), vec![vec![zh.input.clone()]]);
+    // Ranking then embeds nothing: each encoder found what it ranks.
+    block_on(router.rank_request(&en, 5));
+    block_on(router.rank_request(&zh, 5));
+    assert!(english.take().is_empty());
+    assert!(multilingual.take().is_empty());
+}
+
 /// A catalog tool with these parameters, all required.
 fn with_params(
     name: &str,
