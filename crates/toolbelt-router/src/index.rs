@@ -603,26 +603,34 @@ pub(crate) fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
 }
 
 /// The best `head` of `hits`, best first, in the order [`top_k`] gives (score, then the
-/// lower id): one pass that keeps the best so far in order, where selecting them from the
-/// whole list would move every hit.
-pub(crate) fn best_of(hits: impl Iterator<Item = (u32, f32)>, head: usize) -> Vec<(u32, f32)> {
-    let cmp = by_score;
-    let mut best: Vec<(u32, f32)> = Vec::with_capacity(head.min(1024) + 1);
+/// lower id). A head small beside the hits (the fusion's 50 of 2,000) is kept in order in
+/// one pass, where selecting it from the whole list would move every hit; a larger one is
+/// selected and sorted as [`top_k`] does.
+pub(crate) fn best_of(
+    hits: impl ExactSizeIterator<Item = (u32, f32)>,
+    head: usize,
+) -> Vec<(u32, f32)> {
     if head == 0 {
-        return best;
+        return Vec::new();
     }
+    if head.saturating_mul(8) >= hits.len() {
+        let mut all: Vec<(u32, f32)> = hits.collect();
+        top_k(&mut all, head);
+        return all;
+    }
+    let mut best: Vec<(u32, f32)> = Vec::with_capacity(head + 1);
     for hit in hits {
         if best.len() == head {
             // Full: a hit that does not beat the last kept one is not kept.
             if best
                 .last()
-                .is_none_or(|last| cmp(&hit, last) != Ordering::Less)
+                .is_none_or(|last| by_score(&hit, last) != Ordering::Less)
             {
                 continue;
             }
             best.pop();
         }
-        let at = best.partition_point(|kept| cmp(kept, &hit) != Ordering::Greater);
+        let at = best.partition_point(|kept| by_score(kept, &hit) != Ordering::Greater);
         best.insert(at, hit);
     }
     best
