@@ -27,7 +27,7 @@ pub use toolbelt_embed::Precision as EmbedPrecision;
 
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
-use crate::index::{FastMap, best_of};
+use crate::index::{FastMap, Scored};
 use crate::router::Router;
 use crate::tool_text::{Fnv, ToolText};
 
@@ -108,7 +108,7 @@ struct ViewVectors {
     rows: Vec<u32>,
     dims: usize,
     /// Each tool's index in `tools`, by name.
-    by_name: Arc<FastMap<Box<str>, u32>>,
+    by_name: Arc<FastMap<Arc<str>, u32>>,
 }
 
 impl ViewVectors {
@@ -126,7 +126,7 @@ impl ViewVectors {
                 block.extend_from_slice(v);
                 rows.push(i as u32);
             }
-            by_name.insert(name.as_str().into(), i as u32);
+            by_name.insert(Arc::from(name.as_str()), i as u32);
         }
         Self {
             tools,
@@ -135,54 +135,6 @@ impl ViewVectors {
             dims,
             by_name: Arc::new(by_name),
         }
-    }
-}
-
-/// One view's cosine scores of a toolset's tools for one query
-/// ([`EmbeddingRouter::score_views`]): every tool's score, the best few named.
-#[derive(Debug, Clone)]
-pub(crate) struct ViewScores {
-    /// Score by index in the view's tools (toolset order); 0 for a tool without a vector.
-    by_tool: Vec<f32>,
-    /// The view's tools' indices by name.
-    by_name: Arc<FastMap<Box<str>, u32>>,
-    /// How many tools were scored.
-    scored: usize,
-    /// The sum of the scores, and of their squares.
-    sum: f64,
-    squares: f64,
-    /// The best tools, named, best first.
-    head: Vec<ScoredTool>,
-}
-
-impl ViewScores {
-    /// The best tools, named, best first.
-    pub(crate) fn head(&self) -> &[ScoredTool] {
-        &self.head
-    }
-
-    /// The score of the tool `name`: 0 when the view did not score it.
-    pub(crate) fn score_of(&self, name: &str) -> f32 {
-        self.by_name
-            .get(name)
-            .and_then(|&i| self.by_tool.get(i as usize))
-            .copied()
-            .unwrap_or(0.0)
-    }
-
-    /// The sum of every score, and of their squares.
-    pub(crate) fn moments(&self) -> (f64, f64) {
-        (self.sum, self.squares)
-    }
-
-    /// How many tools were scored.
-    pub(crate) fn len(&self) -> usize {
-        self.scored
-    }
-
-    /// Whether the view scored nothing (a text the model does not read).
-    pub(crate) fn is_empty(&self) -> bool {
-        self.scored == 0
     }
 }
 
@@ -571,11 +523,12 @@ impl EmbeddingRouter {
         k: usize,
     ) -> Result<Vec<Vec<ScoredTool>>, RouteError> {
         let views = self.score_views(toolset, query, k).await?;
-        Ok(views.into_iter().map(|v| v.head).collect())
+        Ok(views.into_iter().map(|v| v.head().to_vec()).collect())
     }
 
-    /// Each view's scores of every tool of `toolset` for `query`, only the best `head` of
-    /// them named and in order ([`ViewScores`]): what z-score fusion reads (every tool's
+    /// Each view's cosine scores of every tool of `toolset` for `query` (by index in the
+    /// view's tools), only the best `head` of them named and in order ([`Scored`]): what
+    /// z-score fusion reads (every tool's
     /// score for the mean and spread, names for the few it ranks) without naming or
     /// sorting thousands of tools per request.
     pub(crate) async fn score_views(
@@ -583,7 +536,7 @@ impl EmbeddingRouter {
         toolset: &Toolset,
         query: &str,
         head: usize,
-    ) -> Result<Vec<ViewScores>, RouteError> {
+    ) -> Result<Vec<Scored>, RouteError> {
         let views = self.prepare_views(toolset).await?;
         let query = crate::index::truncate(query, crate::text::MAX_QUERY_BYTES);
         let known = {
@@ -618,29 +571,13 @@ impl EmbeddingRouter {
             } else {
                 pulp::Arch::new().dispatch(Scores { query: &q, view })
             };
-            let mut by_tool = vec![0f32; view.tools.len()];
-            let (mut sum, mut squares) = (0f64, 0f64);
-            for &(i, score) in &hits {
-                let x = f64::from(score);
-                sum += x;
-                squares += x * x;
-                by_tool[i as usize] = score;
-            }
-            let named = best_of(hits.iter().copied(), head)
-                .into_iter()
-                .map(|(i, score)| ScoredTool {
-                    name: view.tools[i as usize].0.clone(),
-                    score,
-                })
-                .collect();
-            out.push(ViewScores {
-                by_tool,
-                by_name: Arc::clone(&view.by_name),
-                scored: hits.len(),
-                sum,
-                squares,
-                head: named,
-            });
+            out.push(Scored::new(
+                &hits,
+                view.tools.len(),
+                Arc::clone(&view.by_name),
+                head,
+                |i| Some(view.tools[i as usize].0.clone()),
+            ));
         }
         Ok(out)
     }

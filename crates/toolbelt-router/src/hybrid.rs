@@ -3,10 +3,10 @@
 use toolbelt_core::Toolset;
 
 use crate::decision::{BoundedFallback, RouteDecision, RouteRequest, ScoredTool};
-use crate::embedding::{EmbeddingRouter, ViewScores};
+use crate::embedding::EmbeddingRouter;
 use crate::error::RouteError;
 use crate::fit::ValueFit;
-use crate::index::{FastMap, LexicalScores};
+use crate::index::{FastMap, Scored};
 use crate::keyword::KeywordRouter;
 use crate::learn::{LearnedUsage, RequestIndex};
 use crate::lexical::LexicalRouter;
@@ -748,20 +748,20 @@ impl HybridRouter {
                 cfg.context_weight
             };
         // Each view of a tool is a ranking of its own; together they weigh what one would.
-        let view_weight = |views: &[ViewScores], weight: f32| weight / views.len().max(1) as f32;
+        let view_weight = |views: &[Scored], weight: f32| weight / views.len().max(1) as f32;
         let mut rankings: Vec<(Ranked<'_>, f32)> = vec![
-            (Ranked::Lexical(&lexical), lexical_weight),
+            (Ranked::Scored(&lexical), lexical_weight),
             (Ranked::Named(&keyword), cfg.keyword_weight),
         ];
         for view in &embedding {
             let weight = view_weight(&embedding, cfg.embedding_weight);
-            rankings.push((Ranked::View(view), weight));
+            rankings.push((Ranked::Scored(view), weight));
         }
         for view in &multilingual {
             let weight = view_weight(&multilingual, multilingual_weight);
-            rankings.push((Ranked::View(view), weight));
+            rankings.push((Ranked::Scored(view), weight));
         }
-        rankings.push((Ranked::Lexical(&context), context_weight));
+        rankings.push((Ranked::Scored(&context), context_weight));
         rankings.push((Ranked::Named(&learned), cfg.learned_weight));
         // Z-score fusion was measured with MiniLM beside USE (ADR 0053). A router with USE
         // alone (the server's and `toolbelt run`'s until they load MiniLM) keeps the
@@ -904,9 +904,9 @@ impl HybridRouter {
 
     /// BM25 over the earlier turns, newest last, capped at the query size limit from the
     /// newest back (the best `head` named).
-    fn context_ranking(&self, toolset: &Toolset, recent: &[String], head: usize) -> LexicalScores {
+    fn context_ranking(&self, toolset: &Toolset, recent: &[String], head: usize) -> Scored {
         if self.config.context_weight <= 0.0 || recent.is_empty() {
-            return LexicalScores::default();
+            return Scored::default();
         }
         let mut text = String::new();
         for turn in recent.iter().rev() {
@@ -917,7 +917,7 @@ impl HybridRouter {
             text.push('\n');
         }
         if text.trim().is_empty() {
-            return LexicalScores::default();
+            return Scored::default();
         }
         let hits = self.bm25(toolset, &text, head);
         if hits
@@ -926,7 +926,7 @@ impl HybridRouter {
         {
             hits
         } else {
-            LexicalScores::default()
+            Scored::default()
         }
     }
 
@@ -935,7 +935,7 @@ impl HybridRouter {
     /// The BM25 ranking of `text`: with MiniLM beside it, a request's English words count
     /// without the lexicon's synonyms ([`HybridConfig::minilm_english_concept_factor`]).
     /// Every tool is scored; the best `head` are named.
-    fn bm25(&self, toolset: &Toolset, text: &str, head: usize) -> LexicalScores {
+    fn bm25(&self, toolset: &Toolset, text: &str, head: usize) -> Scored {
         let factor = self
             .has_minilm()
             .then_some(self.config.minilm_english_concept_factor);
@@ -1303,7 +1303,7 @@ impl Router for HybridRouter {
 
 /// See [`HybridRouter::plan`].
 struct Plan {
-    lexical: LexicalScores,
+    lexical: Scored,
     lexical_ok: bool,
     reason: String,
     groups: Vec<String>,
@@ -1326,7 +1326,7 @@ async fn embedding_ranking(
     head: usize,
     label: &str,
     reason: &mut String,
-) -> (Vec<ViewScores>, bool) {
+) -> (Vec<Scored>, bool) {
     let Some(router) = router else {
         return (Vec::new(), false);
     };
@@ -1350,13 +1350,13 @@ async fn embedding_ranking(
     }
 }
 
-/// A ranking as fusion reads it: a list of named tools (BM25, keyword groups, earlier turns,
-/// past requests), or one embedding view's scores of every tool with only its best named.
+/// A ranking as fusion reads it: a short list of named tools (keyword groups, past
+/// requests), or the scores of every tool a ranking reaches with only its best named (BM25
+/// of the request or of earlier turns, each embedding view).
 #[derive(Clone, Copy)]
 enum Ranked<'a> {
     Named(&'a [ScoredTool]),
-    Lexical(&'a LexicalScores),
-    View(&'a ViewScores),
+    Scored(&'a Scored),
 }
 
 impl<'a> Ranked<'a> {
@@ -1364,8 +1364,7 @@ impl<'a> Ranked<'a> {
     fn head(self) -> &'a [ScoredTool] {
         match self {
             Self::Named(ranking) => ranking,
-            Self::Lexical(scores) => scores.head(),
-            Self::View(view) => view.head(),
+            Self::Scored(scores) => scores.head(),
         }
     }
 
@@ -1373,8 +1372,7 @@ impl<'a> Ranked<'a> {
     fn len(self) -> usize {
         match self {
             Self::Named(ranking) => ranking.len(),
-            Self::Lexical(scores) => scores.len(),
-            Self::View(view) => view.len(),
+            Self::Scored(scores) => scores.len(),
         }
     }
 
@@ -1385,8 +1383,7 @@ impl<'a> Ranked<'a> {
                 let x = f64::from(t.score);
                 (sum + x, squares + x * x)
             }),
-            Self::Lexical(scores) => scores.moments(),
-            Self::View(view) => view.moments(),
+            Self::Scored(scores) => scores.moments(),
         }
     }
 
@@ -1404,14 +1401,9 @@ impl<'a> Ranked<'a> {
                 }
             }
             // Every tool of the toolset: each name is looked up in the ranking.
-            Self::Lexical(scores) => {
+            Self::Scored(scores) => {
                 for (x, name) in out.iter_mut().zip(names) {
                     *x = scores.score_of(name);
-                }
-            }
-            Self::View(view) => {
-                for (x, name) in out.iter_mut().zip(names) {
-                    *x = view.score_of(name);
                 }
             }
         }

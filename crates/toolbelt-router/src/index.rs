@@ -163,7 +163,7 @@ pub struct LexicalIndex {
     postings: Vec<Vec<Posting>>,
     docs: Vec<Option<Doc>>,
     doc_len: Vec<f32>,
-    /// Shared with the [`LexicalScores`] of searches (copied on the next change while one
+    /// Shared with the [`Scored`] of searches (copied on the next change while one
     /// is alive).
     by_name: Arc<FastMap<Arc<str>, u32>>,
     free: Vec<u32>,
@@ -402,54 +402,33 @@ impl LexicalIndex {
         top_k(out, k);
     }
 
-    /// Like [`LexicalIndex::scores_scaled`] with the configured English concept factor.
-    pub(crate) fn scores(&self, query: &str, head: usize) -> LexicalScores {
-        self.scores_scaled(query, head, self.config.english_concept_factor)
-    }
-
     /// Every tool the words of `query` reach, with its score, and the best `head` of them
-    /// named and in order ([`LexicalScores`]); `english` as in
+    /// named and in order ([`Scored`], by document id); `english` as in
     /// [`LexicalIndex::search_scaled`].
-    pub(crate) fn scores_scaled(&self, query: &str, head: usize, english: f32) -> LexicalScores {
-        let mut out = LexicalScores {
-            by_name: Arc::clone(&self.by_name),
-            ..LexicalScores::default()
-        };
+    pub(crate) fn scores_scaled(&self, query: &str, head: usize, english: f32) -> Scored {
         if head == 0 || self.is_empty() {
-            return out;
+            return Scored::default();
         }
         let query = truncate(query, MAX_QUERY_BYTES);
-        SCRATCH.with_borrow_mut(|s| {
+        let hits: Vec<(u32, f32)> = SCRATCH.with_borrow_mut(|s| {
             self.accumulate(query, english, s);
             let Scratch {
                 scores, touched, ..
             } = s;
-            let mut by_doc = vec![0f32; self.docs.len()];
-            let (mut sum, mut squares) = (0f64, 0f64);
-            for &d in touched.iter() {
-                let score = scores[d as usize];
-                let x = f64::from(score);
-                sum += x;
-                squares += x * x;
-                by_doc[d as usize] = score;
-                scores[d as usize] = 0.0;
-            }
-            let best = best_of(touched.iter().map(|&d| (d, by_doc[d as usize])), head);
-            out.head = best
-                .into_iter()
-                .filter_map(|(id, score)| {
-                    self.name_of(id).map(|name| ScoredTool {
-                        name: name.to_string(),
-                        score,
-                    })
-                })
+            let hits = touched
+                .iter()
+                .map(|&d| (d, std::mem::take(&mut scores[d as usize])))
                 .collect();
-            out.scored = touched.len();
-            out.by_doc = by_doc;
-            (out.sum, out.squares) = (sum, squares);
             touched.clear();
+            hits
         });
-        out
+        Scored::new(
+            &hits,
+            self.docs.len(),
+            Arc::clone(&self.by_name),
+            head,
+            |id| self.name_of(id).map(|name| name.to_string()),
+        )
     }
 
     /// Adds the BM25 score of every document the terms of `query` reach into
@@ -606,10 +585,7 @@ pub(crate) fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
 /// lower id). A head small beside the hits (the fusion's 50 of 2,000) is kept in order in
 /// one pass, where selecting it from the whole list would move every hit; a larger one is
 /// selected and sorted as [`top_k`] does.
-pub(crate) fn best_of(
-    hits: impl ExactSizeIterator<Item = (u32, f32)>,
-    head: usize,
-) -> Vec<(u32, f32)> {
+fn best_of(hits: impl ExactSizeIterator<Item = (u32, f32)>, head: usize) -> Vec<(u32, f32)> {
     if head == 0 {
         return Vec::new();
     }
@@ -636,26 +612,58 @@ pub(crate) fn best_of(
     best
 }
 
-/// A BM25 search's score of every tool the query's words reach, the best few named in
-/// order ([`LexicalIndex::scores_scaled`]): what the hybrid router's fusion reads (the
-/// mean and spread of every score, the scores of its few candidates) without naming or
-/// sorting thousands of tools per request.
+/// A ranking's score of every tool it reaches, the best few named in order: what the hybrid
+/// router's fusion reads (the mean and spread of every score, the scores of its few
+/// candidates) without naming or sorting thousands of tools per request. A BM25 search
+/// ([`LexicalIndex::scores_scaled`], by document id) and an embedding view (by tool index)
+/// each make one.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct LexicalScores {
+pub(crate) struct Scored {
     /// The best tools, named, best first.
     head: Vec<ScoredTool>,
-    /// Score by document id; 0 for a tool the words do not reach.
-    by_doc: Vec<f32>,
-    /// The index's document ids by tool name, as they were at the search.
+    /// Score by index; 0 for a tool the ranking does not reach.
+    by_index: Vec<f32>,
+    /// The indices by tool name, as they were when the scores were made.
     by_name: Arc<FastMap<Arc<str>, u32>>,
-    /// How many tools the words reach.
+    /// How many tools the ranking reaches.
     scored: usize,
     /// The sum of their scores, and of their squares.
     sum: f64,
     squares: f64,
 }
 
-impl LexicalScores {
+impl Scored {
+    /// The scores `hits` (index, score; summed in this order) over `len` indices, named
+    /// through `by_name` and, for the best `head`, by `name`.
+    pub(crate) fn new(
+        hits: &[(u32, f32)],
+        len: usize,
+        by_name: Arc<FastMap<Arc<str>, u32>>,
+        head: usize,
+        name: impl Fn(u32) -> Option<String>,
+    ) -> Self {
+        let mut by_index = vec![0f32; len];
+        let (mut sum, mut squares) = (0f64, 0f64);
+        for &(i, score) in hits {
+            let x = f64::from(score);
+            sum += x;
+            squares += x * x;
+            by_index[i as usize] = score;
+        }
+        let head = best_of(hits.iter().copied(), head)
+            .into_iter()
+            .filter_map(|(i, score)| name(i).map(|name| ScoredTool { name, score }))
+            .collect();
+        Self {
+            head,
+            by_index,
+            by_name,
+            scored: hits.len(),
+            sum,
+            squares,
+        }
+    }
+
     /// The best tools, named, best first.
     pub(crate) fn head(&self) -> &[ScoredTool] {
         &self.head
@@ -671,16 +679,21 @@ impl LexicalScores {
         self.scored
     }
 
+    /// Whether the ranking reached no tool.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.scored == 0
+    }
+
     /// The sum of every score, and of their squares.
     pub(crate) fn moments(&self) -> (f64, f64) {
         (self.sum, self.squares)
     }
 
-    /// The score of the tool `name`: 0 when the words do not reach it.
+    /// The score of the tool `name`: 0 when the ranking does not reach it.
     pub(crate) fn score_of(&self, name: &str) -> f32 {
         self.by_name
             .get(name)
-            .and_then(|&d| self.by_doc.get(d as usize))
+            .and_then(|&i| self.by_index.get(i as usize))
             .copied()
             .unwrap_or(0.0)
     }

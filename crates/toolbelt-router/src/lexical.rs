@@ -8,7 +8,7 @@ use toolbelt_core::{ToolHandle, Toolset};
 use crate::decision::{RouteDecision, RouteRequest, ScoredTool};
 use crate::error::RouteError;
 use crate::fit::ValueProfile;
-use crate::index::{FastMap, LexicalConfig, LexicalIndex, LexicalScores};
+use crate::index::{FastMap, LexicalConfig, LexicalIndex, Scored};
 use crate::learn::{LearnedUsage, SharedUsage};
 use crate::router::Router;
 use crate::tool_text::ToolText;
@@ -299,7 +299,7 @@ impl LexicalRouter {
     }
 
     /// Every tool of `toolset` the words of `query` reach, scored, the best `head` named
-    /// ([`LexicalScores`]); `english` scales the concepts of English words as in
+    /// ([`Scored`]); `english` scales the concepts of English words as in
     /// [`LexicalRouter::search_scaled`], `None` keeps the configured factor.
     pub(crate) fn scores(
         &self,
@@ -307,12 +307,10 @@ impl LexicalRouter {
         query: &str,
         head: usize,
         english: Option<f32>,
-    ) -> LexicalScores {
-        let synced = self.synced(toolset);
-        match english {
-            Some(factor) => synced.index.scores_scaled(query, head, factor),
-            None => synced.index.scores(query, head),
-        }
+    ) -> Scored {
+        let index = &self.synced(toolset).index;
+        let english = english.unwrap_or(index.config().english_concept_factor);
+        index.scores_scaled(query, head, english)
     }
 
     /// Runs `f` on the index, synced with `toolset`.

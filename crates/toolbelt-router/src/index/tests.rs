@@ -80,7 +80,8 @@ fn lexical_scores_name_the_search_s_best_and_score_every_tool_it_reaches() {
     index.remove("tool_4");
     let query = "read the file and check the weather";
     let all = index.search(query, usize::MAX);
-    let scores = index.scores(query, 5);
+    let factor = index.config().english_concept_factor;
+    let scores = index.scores_scaled(query, 5, factor);
     assert_eq!(scores.head(), &all[..5]);
     assert_eq!(scores.len(), all.len());
     let (sum, squares) = scores.moments();
@@ -108,7 +109,7 @@ fn lexical_scores_name_the_search_s_best_and_score_every_tool_it_reaches() {
         scores.score_of("tool_0"),
         all.iter().find(|t| t.name == "tool_0").unwrap().score
     );
-    assert!(index.scores("zzz", 5).head().is_empty());
+    assert!(index.scores_scaled("zzz", 5, factor).head().is_empty());
 }
 
 #[test]
