@@ -158,8 +158,9 @@ pub(crate) fn load_minilm(
 
 /// MiniLM as the default router's English ranking, the way `toolbelt route` uses it: 8-bit
 /// weights (f32 on a CPU with neither AVX-512 VNNI nor AVX2), the tool views of [`MINILM_VIEWS`], tool
-/// vectors kept in [`default_vector_cache`]. The model loads on the blocking pool (a few
-/// hundred milliseconds: its weights are read and quantised).
+/// vectors kept in [`default_vector_cache`]. The model loads on the blocking pool through
+/// [`load_minilm`]: it reads the packed matrices once they are cached; the first load reads
+/// and quantises the weights.
 #[cfg(feature = "local-embed")]
 pub(crate) async fn minilm_routing(
     dir: PathBuf,
